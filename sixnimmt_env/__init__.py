@@ -1,0 +1,31 @@
+"""sixnimmt: *6 nimmt!* as a reinforcement-learning environment.
+
+- :mod:`sixnimmt_env.engine`: the pure rules engine (`RULES.md`), no RL imports.
+- :mod:`sixnimmt_env.observation`: the named observation layout and encoder.
+- :func:`parallel_env` / :func:`env`: the PettingZoo parallel and AEC environments.
+
+The environment modules are imported on first use, so importing the engine
+does not import PettingZoo or Gymnasium.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sixnimmt_env.engine import GameConfig, State
+
+__all__ = ["GameConfig", "State", "env", "parallel_env"]
+
+
+def parallel_env(**config: Any) -> Any:
+    """The PettingZoo ``ParallelEnv`` (see :class:`sixnimmt_env.env.SixNimmtParallelEnv`)."""
+    from sixnimmt_env.env import parallel_env as make
+
+    return make(**config)
+
+
+def env(**config: Any) -> Any:
+    """The PettingZoo AEC environment: :func:`parallel_env` through ``parallel_to_aec``."""
+    from sixnimmt_env.env import env as make
+
+    return make(**config)

@@ -1,0 +1,685 @@
+"""The pure rules engine of *6 nimmt!* (`RULES.md` R1-R14, V1, V2).
+
+A game is a small immutable :class:`State` (a ``NamedTuple`` of tuples and
+ints) plus pure functions: :func:`new_game` and :func:`from_position` build a
+state, :func:`legal_actions` lists what a seat may do, :func:`step` applies one
+joint action (one action per seat, all at once: the game is simultaneous,
+`RULES.md` R5) and returns a new state with the bullheads each seat took.
+Randomness is only ever drawn from the ``numpy.random.Generator`` passed in.
+
+This module imports neither PettingZoo, Gymnasium nor torch; the environments
+in :mod:`sixnimmt_env.env` and :mod:`sixnimmt_env.gym_env` are thin shells
+around it.
+
+Action encoding (shared with every environment, stable):
+
+===========  =========================================================
+``0..103``   the card ``a + 1``: play it (select), or take it from the
+             open display (logic-variant draft)
+``104..107`` take row ``a - 104`` (the low-card choice, R9)
+``108``      no-op: the only legal action of a seat with no decision
+===========  =========================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+
+NUM_CARDS = 104
+"""Cards in the full deck, valued 1..104 (R1)."""
+NUM_ROWS = 4
+"""Rows on the table (R3)."""
+ROW_LIMIT = 5
+"""A row holding this many cards is full; the next card takes it (R8)."""
+HAND_SIZE = 10
+"""Cards dealt to each player per round (R3)."""
+MIN_PLAYERS, MAX_PLAYERS = 2, 10
+"""Allowed player counts (R3)."""
+ROW_ACTION = 104
+"""Action ``ROW_ACTION + r`` takes row ``r`` (R9)."""
+NOOP = 108
+"""The no-op action."""
+NUM_ACTIONS = 109
+"""Size of the action space."""
+
+SELECT, CHOOSE_ROW, DRAFT, DONE = "select", "choose_row", "draft", "done"
+PHASES = (SELECT, CHOOSE_ROW, DRAFT, DONE)
+"""Phases of a state: everyone picks a card at once (R5); one player picks the
+row its low card takes (R9); one player takes a card from the open display
+(V2); the game is over."""
+
+_NOOP_ONLY = (NOOP,)
+_ROW_ACTIONS = tuple(range(ROW_ACTION, ROW_ACTION + NUM_ROWS))
+
+
+def _bullheads(card: int) -> int:
+    if card == 55:
+        return 7
+    if card % 11 == 0:
+        return 5
+    if card % 10 == 0:
+        return 3
+    if card % 5 == 0:
+        return 2
+    return 1
+
+
+BULLHEADS: tuple[int, ...] = (0,) + tuple(_bullheads(c) for c in range(1, NUM_CARDS + 1))
+"""``BULLHEADS[c]`` is the penalty of card ``c`` in bullheads (R2); index 0 is unused."""
+
+
+def bullheads(card: int) -> int:
+    """Bullheads (penalty points) of one card 1..104 (`RULES.md` R2).
+
+    55 carries 7; other multiples of 11 carry 5; other multiples of 10 carry 3;
+    other multiples of 5 carry 2; every other card 1.
+
+    Raises:
+        ValueError: if ``card`` is not in 1..104.
+    """
+    if not 1 <= card <= NUM_CARDS:
+        raise ValueError(f"card {card!r} is outside the deck 1..{NUM_CARDS}")
+    return BULLHEADS[card]
+
+
+def row_bullheads(row: Sequence[int]) -> int:
+    """Total bullheads of the cards in ``row`` (R2, R8, R9)."""
+    return sum(BULLHEADS[c] for c in row)
+
+
+_CHOICES = {
+    "variant": ("standard", "tactics", "logic"),
+    "row_choice": ("player", "cheapest"),
+    "end_rule": ("at_least", "more_than"),
+    "episode": ("game", "round"),
+}
+
+
+@dataclass(frozen=True)
+class GameConfig:
+    """The rules in force for one game (`RULES.md`); every field is validated.
+
+    Attributes:
+        num_players: 2..10 players (R3).
+        variant: ``"standard"`` (cards 1..104), ``"tactics"`` (cards
+            1..10*players+4, V1) or ``"logic"`` (tactics deck drafted face up,
+            V2).
+        row_choice: ``"player"``: the owner of a low card chooses the row it
+            takes, a real decision (R9b default); ``"cheapest"``: the engine
+            takes the row with the fewest bullheads, ties to the lowest index.
+        end_score: the game ends after a round in which some total reaches it
+            (R12, default 66 bullheads); ``None`` disables this end.
+        end_rule: ``"at_least"`` (total >= end_score, default) or
+            ``"more_than"`` (total > end_score) (R12).
+        max_rounds: if set, the game also ends after this many rounds (R12's
+            fixed-number-of-rounds option; with ``end_score=None`` it is the
+            only end).
+        episode: ``"game"`` (an episode is a whole game, default) or
+            ``"round"`` (an episode is a single round).
+
+    Raises:
+        ValueError: naming the field, the value and what is allowed.
+    """
+
+    num_players: int = 4
+    variant: Literal["standard", "tactics", "logic"] = "standard"
+    row_choice: Literal["player", "cheapest"] = "player"
+    end_score: int | None = 66
+    end_rule: Literal["at_least", "more_than"] = "at_least"
+    max_rounds: int | None = None
+    episode: Literal["game", "round"] = "game"
+
+    def __post_init__(self) -> None:
+        n = self.num_players
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or not MIN_PLAYERS <= n <= MAX_PLAYERS:
+            raise ValueError(f"num_players must be an integer {MIN_PLAYERS}..{MAX_PLAYERS} (RULES.md R3), got {n!r}")
+        object.__setattr__(self, "num_players", int(n))
+        for name, allowed in _CHOICES.items():
+            value = getattr(self, name)
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+        for name in ("end_score", "max_rounds"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+            object.__setattr__(self, name, int(value))
+        if self.end_score is None and self.max_rounds is None and self.episode == "game":
+            raise ValueError("end_score and max_rounds cannot both be None when episode='game': the game would never end")
+
+    @property
+    def deck_size(self) -> int:
+        """Highest card in play: 104, or 10 * num_players + 4 in the tactics and logic variants (V1, V2)."""
+        if self.variant == "standard":
+            return NUM_CARDS
+        return HAND_SIZE * self.num_players + NUM_ROWS
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """Names of every config field, e.g. for keyword validation."""
+        return tuple(f.name for f in fields(cls))
+
+
+class State(NamedTuple):
+    """An immutable game state. Build it with :func:`new_game` or :func:`from_position`.
+
+    Attributes:
+        config: the rules in force.
+        phase: ``"select"``, ``"choose_row"``, ``"draft"`` or ``"done"``.
+        hands: per seat, its cards 1..104 sorted ascending (private, R4).
+        rows: the 4 rows, each 1..5 cards ascending (empty during the draft).
+        piles: per seat, the cards taken into its penalty pile this round.
+        round_penalties: per seat, bullheads taken this round (R11).
+        totals: per seat, game totals in bullheads, this round included (R12).
+        stock: cards out of play this round, sorted (R3; hidden, R4).
+        display: the open draft display, sorted (V2; empty otherwise).
+        revealed: per seat, the card it revealed in the current turn while a
+            low-card row choice is pending, else in the last completed turn of
+            this round; 0 before the first turn of a round (R5, R9a).
+        chooser: the seat that must choose a row (``choose_row``) or pick a
+            card (``draft``); -1 in the other phases.
+        turn: turns completed in this round, 0..10 (R11).
+        round: rounds completed before this one, 0-based (R12).
+    """
+
+    config: GameConfig
+    phase: str
+    hands: tuple[tuple[int, ...], ...]
+    rows: tuple[tuple[int, ...], ...]
+    piles: tuple[tuple[int, ...], ...]
+    round_penalties: tuple[int, ...]
+    totals: tuple[int, ...]
+    stock: tuple[int, ...]
+    display: tuple[int, ...]
+    revealed: tuple[int, ...]
+    chooser: int
+    turn: int
+    round: int
+
+    @property
+    def done(self) -> bool:
+        """Whether the game (or the round, with ``episode="round"``) is over."""
+        return self.phase == DONE
+
+
+class IllegalActionError(ValueError):
+    """An action that is not legal for its seat in the current state.
+
+    Attributes:
+        seat: the offending seat.
+        action: the action given.
+        legal: the legal actions of that seat.
+    """
+
+    def __init__(self, seat: int, action: object, legal: Sequence[int], phase: str) -> None:
+        self.seat, self.action, self.legal = seat, action, tuple(legal)
+        super().__init__(
+            f"seat {seat}: action {action!r} is not legal in phase {phase!r}; legal actions: {list(legal)}"
+        )
+
+
+# --------------------------------------------------------------------------- set-up
+
+
+def _deal(config: GameConfig, rng: np.random.Generator, totals: tuple[int, ...], round_index: int) -> State:
+    """Shuffle the deck and set up a round (R3, R14; V1, V2)."""
+    n = config.num_players
+    zeros = (0,) * n
+    empty = ((),) * n
+    if config.variant == "logic":
+        display = tuple(range(1, config.deck_size + 1))
+        return State(config, DRAFT, empty, (), empty, zeros, totals, (), display, zeros, round_index % n, 0, round_index)
+    deck = (rng.permutation(config.deck_size) + 1).tolist()
+    hands = tuple(tuple(sorted(deck[i * HAND_SIZE : (i + 1) * HAND_SIZE])) for i in range(n))
+    k = n * HAND_SIZE
+    rows = tuple((c,) for c in deck[k : k + NUM_ROWS])
+    stock = tuple(sorted(deck[k + NUM_ROWS :]))
+    return State(config, SELECT, hands, rows, empty, zeros, totals, stock, (), zeros, -1, 0, round_index)
+
+
+def new_game(config: GameConfig, rng: np.random.Generator) -> State:
+    """Deal the first round of a new game (R3; V1, V2).
+
+    Args:
+        config: the rules in force.
+        rng: the only source of randomness (the deck shuffle).
+
+    Returns:
+        A state in phase ``"select"`` (``"draft"`` in the logic variant).
+    """
+    return _deal(config, rng, (0,) * config.num_players, 0)
+
+
+def _cards(value: object, what: str) -> tuple[int, ...]:
+    try:
+        cards = tuple(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(f"{what} must be a list of card values, got {value!r}") from None
+    for c in cards:
+        if isinstance(c, bool) or not isinstance(c, int | np.integer):
+            raise ValueError(f"{what} holds {c!r}, which is not an integer card value")
+    return tuple(int(c) for c in cards)
+
+
+def from_position(
+    config: GameConfig,
+    hands: Sequence[Sequence[int]],
+    rows: Sequence[Sequence[int]] = (),
+    totals: Sequence[int] | None = None,
+    display: Sequence[int] | None = None,
+    round_index: int = 0,
+) -> State:
+    """Build a state from an explicit position (copies every list given).
+
+    Args:
+        config: the rules in force.
+        hands: one list of cards per seat, all of the same length 1..10 (in a
+            draft position, lengths may differ by one and may be 0).
+        rows: four ascending rows of 1..5 cards each (empty in a draft position).
+        totals: game totals per seat in bullheads before this round (default 0).
+        display: the open draft display (logic variant only, V2); when given,
+            the state is in phase ``"draft"``.
+        round_index: rounds completed before this one (sets the draft's first
+            player, V2).
+
+    Returns:
+        A state in phase ``"select"`` (or ``"draft"``). Cards in neither a
+        hand, a row nor the display form the unused stock.
+
+    Raises:
+        ValueError: saying what is wrong: wrong number of hands or rows, a card
+            outside the deck, a duplicate card, a row not ascending or longer
+            than 5, hands of unequal length, bad totals.
+    """
+    n = config.num_players
+    if len(hands) != n:
+        raise ValueError(f"expected {n} hands (num_players={n}), got {len(hands)}")
+    hand_t = tuple(tuple(sorted(_cards(h, f"hand of seat {i}"))) for i, h in enumerate(hands))
+    row_t = tuple(_cards(r, f"row {i}") for i, r in enumerate(rows))
+    disp = tuple(sorted(_cards(display, "display"))) if display is not None else None
+    if totals is None:
+        tot = (0,) * n
+    else:
+        tot = _cards(totals, "totals")
+        if len(tot) != n or any(t < 0 for t in tot):
+            raise ValueError(f"totals must be {n} non-negative integers (one per seat), got {list(totals)}")
+    deck_size = config.deck_size
+    everything = [c for h in hand_t for c in h] + [c for r in row_t for c in r] + list(disp or ())
+    for c in everything:
+        if not 1 <= c <= deck_size:
+            raise ValueError(f"card {c} is outside the deck 1..{deck_size} (variant {config.variant!r})")
+    if len(set(everything)) != len(everything):
+        dupes = sorted({c for c in everything if everything.count(c) > 1})
+        raise ValueError(f"duplicate cards in the position: {dupes}")
+    lengths = [len(h) for h in hand_t]
+    zeros = (0,) * n
+    empty = ((),) * n
+    if disp is not None:
+        if config.variant != "logic":
+            raise ValueError(f"a draft display needs variant='logic', got variant={config.variant!r}")
+        if row_t:
+            raise ValueError("rows must be empty during the draft (V2): the 4 cards left start the rows")
+        if max(lengths) - min(lengths) > 1 or max(lengths) > HAND_SIZE:
+            raise ValueError(f"draft hands must differ in length by at most one and hold at most 10, got lengths {lengths}")
+        if len(disp) != NUM_ROWS + sum(HAND_SIZE - k for k in lengths):
+            raise ValueError(
+                f"the display must hold 4 cards plus the cards still to be drafted "
+                f"({NUM_ROWS + sum(HAND_SIZE - k for k in lengths)}), got {len(disp)}"
+            )
+        picks = sum(lengths)
+        chooser = (round_index + picks) % n
+        expected = [(picks // n) + (1 if (s - round_index) % n < picks % n else 0) for s in range(n)]
+        if lengths != expected:
+            raise ValueError(
+                f"draft hand lengths {lengths} do not fit the pick order (seat {round_index % n} first, V2); "
+                f"expected {expected}"
+            )
+        if len(disp) == NUM_ROWS:
+            raise ValueError("a display of only 4 cards means the draft is over: give those cards as rows instead")
+        stock = tuple(sorted(set(range(1, deck_size + 1)) - set(everything)))
+        return State(config, DRAFT, hand_t, (), empty, zeros, tot, stock, disp, zeros, chooser, 0, round_index)
+    if len(row_t) != NUM_ROWS:
+        raise ValueError(f"expected {NUM_ROWS} rows, got {len(row_t)}")
+    for i, r in enumerate(row_t):
+        if not 1 <= len(r) <= ROW_LIMIT:
+            raise ValueError(f"row {i} must hold 1..{ROW_LIMIT} cards, got {list(r)}")
+        if any(a >= b for a, b in zip(r, r[1:], strict=False)):
+            raise ValueError(f"row {i} must be ascending, got {list(r)}")
+    if len(set(lengths)) != 1 or not 1 <= lengths[0] <= HAND_SIZE:
+        raise ValueError(f"hands must all hold the same number of cards, 1..{HAND_SIZE}; got lengths {lengths}")
+    stock = tuple(sorted(set(range(1, deck_size + 1)) - set(everything)))
+    turn = HAND_SIZE - lengths[0]
+    return State(config, SELECT, hand_t, row_t, empty, zeros, tot, stock, (), zeros, -1, turn, round_index)
+
+
+# --------------------------------------------------------------------------- queries
+
+
+def legal_actions(state: State, seat: int) -> tuple[int, ...]:
+    """The legal actions of ``seat`` (action encoding in the module docstring).
+
+    ``select``: every card in its hand (R5); ``choose_row``: the chooser may
+    take any of the 4 rows (R9), the others only no-op; ``draft``: the picker
+    may take any display card (V2), the others only no-op; ``done``: none.
+    """
+    phase = state.phase
+    if phase == SELECT:
+        return tuple(c - 1 for c in state.hands[seat])
+    if phase == DONE:
+        return ()
+    if seat != state.chooser:
+        return _NOOP_ONLY
+    if phase == CHOOSE_ROW:
+        return _ROW_ACTIONS
+    return tuple(c - 1 for c in state.display)
+
+
+def acting_seats(state: State) -> tuple[int, ...]:
+    """Seats with a real decision now: all in ``select``, the chooser in ``choose_row``/``draft``, none when done."""
+    if state.phase == SELECT:
+        return tuple(range(state.config.num_players))
+    if state.phase == DONE:
+        return ()
+    return (state.chooser,)
+
+
+def row_for(rows: Sequence[Sequence[int]], card: int) -> int:
+    """Index of the row ``card`` goes to (R7), or -1 for a low card (R9).
+
+    The row whose last card is the largest value still smaller than ``card``.
+    """
+    best, best_end = -1, 0
+    for i, r in enumerate(rows):
+        end = r[-1]
+        if best_end < end < card:
+            best, best_end = i, end
+    return best
+
+
+def cheapest_row(rows: Sequence[Sequence[int]]) -> int:
+    """The row with the fewest bullheads, ties to the lowest index (R9b ``"cheapest"``)."""
+    costs = [row_bullheads(r) for r in rows]
+    return costs.index(min(costs))
+
+
+def game_over_after_round(config: GameConfig, totals: Sequence[int], rounds_played: int) -> bool:
+    """Whether the game ends after a round (R12): episode of one round, end score reached, or max rounds played."""
+    if config.episode == "round":
+        return True
+    if config.max_rounds is not None and rounds_played >= config.max_rounds:
+        return True
+    if config.end_score is None:
+        return False
+    if config.end_rule == "at_least":
+        return max(totals) >= config.end_score
+    return max(totals) > config.end_score
+
+
+def winners(state: State) -> tuple[int, ...]:
+    """Seats with the lowest total; equal lowest totals share the win (R13)."""
+    low = min(state.totals)
+    return tuple(i for i, t in enumerate(state.totals) if t == low)
+
+
+def seen_cards(state: State) -> tuple[int, ...]:
+    """Cards revealed to everyone this round, sorted: the rows, the penalty
+    piles and the cards of a pending turn (R4). Excludes the draft display."""
+    seen = [c for r in state.rows for c in r]
+    for p in state.piles:
+        seen.extend(p)
+    if state.phase == CHOOSE_ROW:
+        seen.extend(state.revealed)
+    return tuple(sorted(seen))
+
+
+# --------------------------------------------------------------------------- transitions
+
+
+def _check(state: State, actions: Sequence[int]) -> list[int]:
+    n = state.config.num_players
+    if state.phase == DONE:
+        raise ValueError("the game is over: start a new one")
+    if len(actions) != n:
+        raise ValueError(f"expected {n} actions (one per seat), got {len(actions)}")
+    out = []
+    for seat, a in enumerate(actions):
+        if isinstance(a, bool) or not isinstance(a, int | np.integer):
+            raise IllegalActionError(seat, a, legal_actions(state, seat), state.phase)
+        a = int(a)
+        legal = legal_actions(state, seat)
+        if a not in legal:
+            raise IllegalActionError(seat, a, legal, state.phase)
+        out.append(a)
+    return out
+
+
+def step(
+    state: State, actions: Sequence[int], rng: np.random.Generator | None = None
+) -> tuple[State, tuple[int, ...]]:
+    """Apply one joint action: one action per seat (R5-R14, V2).
+
+    Args:
+        state: the current state (not changed).
+        actions: one action per seat in seat order (encoding in the module
+            docstring); seats without a decision give the no-op 108.
+        rng: needed only when this step ends a round and the game goes on (the
+            next deal, R14); ``None`` otherwise.
+
+    Returns:
+        ``(new_state, penalties)``: ``penalties[seat]`` is the bullheads that
+        seat took into its penalty pile in this step (R8, R9).
+
+    Raises:
+        IllegalActionError: (a ``ValueError``) naming the seat, the action and
+            the legal actions; nothing changes.
+        ValueError: wrong number of actions, a finished game, or no ``rng``
+            when a new round must be dealt.
+    """
+    acts = _check(state, actions)
+    if state.phase == SELECT:
+        return _select(state, [a + 1 for a in acts], rng)
+    if state.phase == CHOOSE_ROW:
+        return _choose_row(state, acts[state.chooser] - ROW_ACTION, rng)
+    return _draft(state, acts[state.chooser] + 1)
+
+
+def _place(
+    rows: list[tuple[int, ...]], plays: list[tuple[int, int]], penalties: list[int], piles: list[tuple[int, ...]]
+) -> None:
+    """Place revealed cards ascending (R6-R8); ``plays`` holds no low card."""
+    for card, seat in plays:
+        best, best_end = -1, 0
+        for i in range(NUM_ROWS):
+            end = rows[i][-1]
+            if best_end < end < card:
+                best, best_end = i, end
+        row = rows[best]
+        if len(row) == ROW_LIMIT:  # R8: the sixth card takes the row
+            penalties[seat] += sum(BULLHEADS[c] for c in row)
+            piles[seat] += row
+            rows[best] = (card,)
+        else:
+            rows[best] = row + (card,)
+
+
+def _select(state: State, cards: list[int], rng: np.random.Generator | None) -> tuple[State, tuple[int, ...]]:
+    n = state.config.num_players
+    hands = tuple(tuple(c for c in h if c != card) for h, card in zip(state.hands, cards, strict=True))
+    plays = sorted(zip(cards, range(n), strict=True))
+    low_card, low_seat = plays[0]
+    revealed = tuple(cards)
+    if low_card < min(r[-1] for r in state.rows):  # R9: only the lowest card can be low (R9a)
+        if state.config.row_choice == "player":
+            return (
+                state._replace(phase=CHOOSE_ROW, hands=hands, revealed=revealed, chooser=low_seat),
+                (0,) * n,
+            )
+        mid = state._replace(hands=hands, revealed=revealed, chooser=low_seat)
+        return _choose_row(mid, cheapest_row(state.rows), rng)
+    rows = list(state.rows)
+    penalties = [0] * n
+    piles = list(state.piles)
+    _place(rows, plays, penalties, piles)
+    return _end_turn(state._replace(hands=hands, revealed=revealed), rows, piles, penalties, rng)
+
+
+def _choose_row(state: State, row: int, rng: np.random.Generator | None) -> tuple[State, tuple[int, ...]]:
+    """The chooser's low card takes ``row`` (R9), then the rest of the turn is placed (R6-R8)."""
+    n = state.config.num_players
+    seat = state.chooser
+    rows = list(state.rows)
+    penalties = [0] * n
+    piles = list(state.piles)
+    taken = rows[row]
+    penalties[seat] = sum(BULLHEADS[c] for c in taken)
+    piles[seat] += taken
+    rows[row] = (state.revealed[seat],)
+    plays = sorted((c, s) for s, c in enumerate(state.revealed) if s != seat)
+    _place(rows, plays, penalties, piles)
+    return _end_turn(state, rows, piles, penalties, rng)
+
+
+def _end_turn(
+    state: State,
+    rows: list[tuple[int, ...]],
+    piles: list[tuple[int, ...]],
+    penalties: list[int],
+    rng: np.random.Generator | None,
+) -> tuple[State, tuple[int, ...]]:
+    """Book the turn's penalties; end the round and maybe the game (R11, R12, R14)."""
+    round_pen = tuple(a + b for a, b in zip(state.round_penalties, penalties, strict=True))
+    totals = tuple(a + b for a, b in zip(state.totals, penalties, strict=True))
+    new = state._replace(
+        phase=SELECT,
+        rows=tuple(rows),
+        piles=tuple(piles),
+        round_penalties=round_pen,
+        totals=totals,
+        chooser=-1,
+        turn=state.turn + 1,
+    )
+    if state.hands[0]:
+        return new, tuple(penalties)
+    if game_over_after_round(state.config, totals, state.round + 1):  # R12: only at the end of a round
+        return new._replace(phase=DONE), tuple(penalties)
+    if rng is None:
+        raise ValueError("a new round must be dealt: pass rng to step()")
+    return _deal(state.config, rng, totals, state.round + 1), tuple(penalties)
+
+
+def _draft(state: State, card: int) -> tuple[State, tuple[int, ...]]:
+    """The picker takes ``card`` from the open display (V2); after the last pick the 4 cards left start the rows."""
+    n = state.config.num_players
+    seat = state.chooser
+    display = tuple(c for c in state.display if c != card)
+    hands = list(state.hands)
+    hands[seat] = tuple(sorted(hands[seat] + (card,)))
+    zeros = (0,) * n
+    if len(display) == NUM_ROWS:
+        rows = tuple((c,) for c in display)
+        return state._replace(phase=SELECT, hands=tuple(hands), rows=rows, display=(), chooser=-1), zeros
+    return state._replace(hands=tuple(hands), display=display, chooser=(seat + 1) % n), zeros
+
+
+# --------------------------------------------------------------------------- views
+
+
+class PlayerView(Mapping[str, Any]):
+    """The readable, public-plus-own-hand view of one seat (`RULES.md` R4).
+
+    A read-only mapping computed lazily from a state; baseline agents decide
+    on it and never decode the float observation. Keys:
+
+    ``seat`` (int), ``num_players`` (int), ``config`` (:class:`GameConfig`),
+    ``phase`` (str), ``must_act`` (bool), ``hand`` (sorted list of cards),
+    ``rows`` (4 lists of cards), ``row_bullheads`` (4 ints), ``totals`` and
+    ``round_penalties`` (lists of bullheads in seat order), ``revealed``
+    (cards revealed this turn by seat, 0 = none; see :class:`State`),
+    ``chooser`` (seat choosing a row or drafting, -1), ``seen`` (sorted cards
+    revealed this round), ``piles`` (cards taken this round by seat),
+    ``display`` (sorted draft display), ``turn`` and ``round`` (ints),
+    ``legal_actions`` (list of action indices).
+
+    Nothing of another seat's hand or of the unused stock is reachable (E4).
+    """
+
+    __slots__ = ("_state", "_seat")
+    _KEYS = (
+        "seat",
+        "num_players",
+        "config",
+        "phase",
+        "must_act",
+        "hand",
+        "rows",
+        "row_bullheads",
+        "totals",
+        "round_penalties",
+        "revealed",
+        "chooser",
+        "seen",
+        "piles",
+        "display",
+        "turn",
+        "round",
+        "legal_actions",
+    )
+
+    def __init__(self, state: State, seat: int) -> None:
+        self._state = state
+        self._seat = seat
+
+    def __getitem__(self, key: str) -> Any:
+        s, seat = self._state, self._seat
+        if key == "hand":
+            return list(s.hands[seat])
+        if key == "rows":
+            return [list(r) for r in s.rows]
+        if key == "legal_actions":
+            return list(legal_actions(s, seat))
+        if key == "phase":
+            return s.phase
+        if key == "seat":
+            return seat
+        if key == "num_players":
+            return s.config.num_players
+        if key == "config":
+            return s.config
+        if key == "must_act":
+            return s.phase == SELECT or (s.phase in (CHOOSE_ROW, DRAFT) and s.chooser == seat)
+        if key == "row_bullheads":
+            return [row_bullheads(r) for r in s.rows]
+        if key in ("totals", "round_penalties", "revealed"):
+            return list(getattr(s, key))
+        if key == "chooser":
+            return s.chooser
+        if key == "seen":
+            return list(seen_cards(s))
+        if key == "piles":
+            return [list(p) for p in s.piles]
+        if key == "display":
+            return list(s.display)
+        if key == "turn":
+            return s.turn
+        if key == "round":
+            return s.round
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._KEYS)
+
+    def __len__(self) -> int:
+        return len(self._KEYS)
+
+    def __repr__(self) -> str:
+        return f"PlayerView(seat={self._seat}, phase={self._state.phase!r}, hand={list(self._state.hands[self._seat])})"
+
+
+def view(state: State, seat: int) -> PlayerView:
+    """The readable view of ``seat`` (see :class:`PlayerView`)."""
+    return PlayerView(state, seat)
