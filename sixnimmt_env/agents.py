@@ -1,0 +1,498 @@
+"""Baseline agents behind one small protocol: ``act(view, rng) -> action``.
+
+Every agent decides on the readable per-seat view of the engine
+(:func:`sixnimmt_env.engine.view`, a read-only ``Mapping``; the environments put
+the same view in ``infos``) and on the ``numpy.random.Generator`` it is given.
+It never sees another seat's hand or the unused stock (`RULES.md` R4, E4). The
+arena, the Gymnasium opponents and the play command all call agents the same
+way.
+
+Every agent handles every phase it can meet and returns one legal action
+(encoding in :mod:`sixnimmt_env.engine`: ``0..103`` card ``a + 1``, ``104..107``
+row ``a - 104``, ``108`` no-op):
+
+===========  ==========================  ======================  =======================================
+spec         card selection (R5)         low-card row (R9)       logic-variant draft (V2)
+===========  ==========================  ======================  =======================================
+``random``   a uniformly random card     a uniformly random row  a uniformly random display card
+``lowest``   its lowest card             the cheapest row        the lowest display card
+``highest``  its highest card            the cheapest row        the highest display card
+``greedy``   the lowest immediate cost   the cheapest row        the dearest display card (most
+                                                                 bullheads, ties to the higher card)
+``mc:N``     Monte Carlo search over     Monte Carlo search      as ``greedy``
+             N sampled worlds            over the 4 rows
+===========  ==========================  ======================  =======================================
+
+*Cheapest row*: the fewest bullheads, ties to the lowest row index (the rule of
+R9b ``"cheapest"``). *Immediate cost* of a card (greedy): the bullheads it would
+take now against the current rows, ignoring the other cards of the turn: a full
+row's bullheads (R8), the cheapest row's for a low card (R9), else 0; ties go to
+the lower card. The greedy draft rule keeps a dear card out of the four row
+starters and out of the opponents' hands, and lets its holder decide when it
+lands in a row.
+
+Agents are named by spec strings so configs and command lines can list them:
+:func:`make_agent` builds one, :func:`register_agent` adds a prefix from outside
+(e.g. ``training`` registers ``ppo:PATH`` without this package importing
+torch), :func:`known_agents` lists what is available.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from sixnimmt_env.engine import BULLHEADS, CHOOSE_ROW, DRAFT, NOOP, NUM_ROWS, ROW_ACTION, ROW_LIMIT, SELECT
+
+__all__ = [
+    "Agent",
+    "GreedyAgent",
+    "HighestAgent",
+    "LowestAgent",
+    "MonteCarloAgent",
+    "RandomAgent",
+    "greedy_card",
+    "known_agents",
+    "make_agent",
+    "register_agent",
+]
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Anything that picks one action for one seat from that seat's view.
+
+    ``act(view, rng)`` gets the read-only view of :func:`sixnimmt_env.engine.view`
+    (keys ``seat``, ``num_players``, ``config``, ``phase``, ``must_act``,
+    ``hand``, ``rows``, ``row_bullheads``, ``totals``, ``round_penalties``,
+    ``revealed``, ``chooser``, ``seen``, ``piles``, ``display``, ``turn``,
+    ``round``, ``legal_actions``) and a ``numpy.random.Generator`` that is its
+    only source of randomness. It returns one of ``view["legal_actions"]``
+    as an ``int`` in 0..108: the no-op 108 when the seat has no decision.
+    """
+
+    def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
+        """One legal action index 0..108 for the seat of ``view``."""
+        ...
+
+
+# --------------------------------------------------------------------------- shared rules of thumb
+
+
+def cheapest_row_index(row_costs: Sequence[int]) -> int:
+    """Index of the row with the fewest bullheads, ties to the lowest index (R9b ``"cheapest"``)."""
+    best, best_cost = 0, row_costs[0]
+    for i in range(1, len(row_costs)):
+        if row_costs[i] < best_cost:
+            best, best_cost = i, row_costs[i]
+    return best
+
+
+def greedy_card(hand: Sequence[int], rows: Sequence[Sequence[int]], row_costs: Sequence[int]) -> int:
+    """The card of ``hand`` with the lowest immediate cost against ``rows`` (ties to the lower card).
+
+    Args:
+        hand: the cards 1..104, sorted ascending, at least one.
+        rows: the 4 rows, each a non-empty ascending list of cards.
+        row_costs: the bullheads of each row (R2).
+
+    Returns:
+        The card value (not the action index). Its cost is the bullheads of its
+        row if that row holds 5 cards (R8), the cheapest row's bullheads if it is
+        lower than every row end (R9), else 0 (R7).
+    """
+    return hand[_greedy_index(hand, [r[-1] for r in rows], [len(r) for r in rows], row_costs)]
+
+
+def _interval_costs(ends: Sequence[int], lens: Sequence[int], costs: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Sorted row ends and the immediate cost of a card in each gap between them.
+
+    ``icost[0]`` is the cost of a low card (the cheapest row, R9); ``icost[j]``
+    for ``j >= 1`` the cost of a card just above the ``j``-th smallest end
+    (that row's bullheads if it is full, R8, else 0).
+    """
+    order = sorted(range(NUM_ROWS), key=ends.__getitem__)
+    icost = [min(costs)]
+    for i in order:
+        icost.append(costs[i] if lens[i] == ROW_LIMIT else 0)
+    return [ends[i] for i in order], icost
+
+
+def _greedy_index(hand: Sequence[int], ends: Sequence[int], lens: Sequence[int], costs: Sequence[int]) -> int:
+    """Index into ascending ``hand`` of the greedy card (see :func:`greedy_card`)."""
+    sorted_ends, icost = _interval_costs(ends, lens, costs)
+    e0, e1, e2, e3 = sorted_ends
+    best, best_cost = 0, 1 << 30
+    for k, c in enumerate(hand):
+        if c > e3:
+            j = 4
+        elif c > e2:
+            j = 3
+        elif c > e1:
+            j = 2
+        elif c > e0:
+            j = 1
+        else:
+            j = 0
+        cost = icost[j]
+        if cost < best_cost:
+            if cost == 0:
+                return k
+            best, best_cost = k, cost
+    return best
+
+
+def _dearest(display: Sequence[int]) -> int:
+    """The display card with the most bullheads, ties to the higher card (greedy draft rule, V2)."""
+    best = display[0]
+    for c in display:
+        if BULLHEADS[c] >= BULLHEADS[best]:
+            best = c
+    return best
+
+
+# --------------------------------------------------------------------------- heuristic agents
+
+
+class RandomAgent:
+    """Uniformly random: a random card, a random row (R9), a random display card (V2)."""
+
+    spec = "random"
+
+    def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
+        """A uniformly random legal action (108 without a decision)."""
+        if not view["must_act"]:
+            return NOOP
+        legal = view["legal_actions"]
+        return int(legal[int(rng.integers(len(legal)))])
+
+    def __repr__(self) -> str:
+        return "RandomAgent()"
+
+
+class _RuleAgent:
+    """Shared phase dispatch of the deterministic heuristics: the cheapest row for a low card (R9)."""
+
+    spec = ""
+
+    def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
+        if not view["must_act"]:
+            return NOOP
+        phase = view["phase"]
+        if phase == SELECT:
+            return self.select(view) - 1
+        if phase == CHOOSE_ROW:
+            return ROW_ACTION + cheapest_row_index(view["row_bullheads"])
+        if phase == DRAFT:
+            return self.draft(view["display"]) - 1
+        return NOOP
+
+    def select(self, view: Mapping[str, Any]) -> int:
+        raise NotImplementedError
+
+    def draft(self, display: Sequence[int]) -> int:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class LowestAgent(_RuleAgent):
+    """Plays its lowest card, takes the cheapest row, drafts the lowest display card."""
+
+    spec = "lowest"
+
+    def select(self, view: Mapping[str, Any]) -> int:
+        return view["hand"][0]
+
+    def draft(self, display: Sequence[int]) -> int:
+        return display[0]
+
+
+class HighestAgent(_RuleAgent):
+    """Plays its highest card, takes the cheapest row, drafts the highest display card."""
+
+    spec = "highest"
+
+    def select(self, view: Mapping[str, Any]) -> int:
+        return view["hand"][-1]
+
+    def draft(self, display: Sequence[int]) -> int:
+        return display[-1]
+
+
+class GreedyAgent(_RuleAgent):
+    """Plays the card of lowest immediate cost (see :func:`greedy_card`), takes the cheapest row,
+    drafts the dearest display card (most bullheads, ties to the higher card)."""
+
+    spec = "greedy"
+
+    def select(self, view: Mapping[str, Any]) -> int:
+        return greedy_card(view["hand"], view["rows"], view["row_bullheads"])
+
+    def draft(self, display: Sequence[int]) -> int:
+        return _dearest(display)
+
+
+# --------------------------------------------------------------------------- Monte Carlo search
+
+
+def _place(ends: list[int], lens: list[int], costs: list[int], card: int) -> int:
+    """Place ``card`` (not a low card) on rows given as ends/lengths/bullheads (R7, R8); return the bullheads taken."""
+    r, best_end = -1, 0
+    for i in range(NUM_ROWS):
+        e = ends[i]
+        if best_end < e < card:
+            r, best_end = i, e
+    ends[r] = card
+    if lens[r] == ROW_LIMIT:
+        taken = costs[r]
+        lens[r] = 1
+        costs[r] = BULLHEADS[card]
+        return taken
+    lens[r] += 1
+    costs[r] += BULLHEADS[card]
+    return 0
+
+
+def _play_turn(ends: list[int], lens: list[int], costs: list[int], plays: list[int], pen: list[int]) -> None:
+    """Resolve one turn of ``plays`` (one card per local seat) in place; a low card takes the cheapest row (R6-R9)."""
+    order = sorted(range(len(plays)), key=plays.__getitem__)
+    first = order[0]
+    card = plays[first]
+    if card < min(ends):
+        r = cheapest_row_index(costs)
+        pen[first] += costs[r]
+        ends[r], lens[r], costs[r] = card, 1, BULLHEADS[card]
+    else:
+        pen[first] += _place(ends, lens, costs, card)
+    for s in order[1:]:
+        pen[s] += _place(ends, lens, costs, plays[s])
+
+
+def _rollout(ends: list[int], lens: list[int], costs: list[int], hands: list[list[int]], pen: list[int]) -> None:
+    """Play the rest of the round with every local seat greedy (mutates every argument)."""
+    n = len(hands)
+    for _ in range(len(hands[0])):
+        plays = [0] * n
+        sorted_ends, icost = _interval_costs(ends, lens, costs)
+        e0, e1, e2, e3 = sorted_ends
+        for s in range(n):
+            hand = hands[s]
+            best, best_cost = 0, 1 << 30
+            for k, c in enumerate(hand):
+                if c > e3:
+                    j = 4
+                elif c > e2:
+                    j = 3
+                elif c > e1:
+                    j = 2
+                elif c > e0:
+                    j = 1
+                else:
+                    j = 0
+                cost = icost[j]
+                if cost < best_cost:
+                    best, best_cost = k, cost
+                    if cost == 0:
+                        break
+            plays[s] = hand.pop(best)
+        _play_turn(ends, lens, costs, plays, pen)
+
+
+class MonteCarloAgent:
+    """Determinized Monte Carlo search over ``samples`` sampled worlds (spec ``mc:N``).
+
+    Card selection (R5): sample ``samples`` worlds by dealing the cards it has
+    not seen (the deck minus its hand, the rows and the penalty piles; in the
+    standard variant this includes the unused stock, R3) at random to the
+    opponents, as many as its own hand holds each. In every world, for every
+    card of its hand, the opponents play their greedy card (:func:`greedy_card`)
+    this turn, then all players play greedily to the end of the round (a low
+    card takes the cheapest row). It plays the card with the lowest mean of
+    own penalty minus mean opponent penalty over the worlds (from now to the
+    end of the round; ties to the lower card). Every card is scored on the same
+    worlds.
+
+    Low-card row choice (R9): the same search over the 4 rows, with the turn's
+    revealed cards known (R9a). Draft (V2): the greedy rule (the dearest display
+    card). With one legal choice it plays it without searching.
+
+    Only the round is searched, also with ``episode="game"``.
+
+    Args:
+        samples: worlds per decision, at least 1.
+
+    Raises:
+        ValueError: if ``samples`` is not a positive integer.
+    """
+
+    def __init__(self, samples: int = 64) -> None:
+        if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
+            raise ValueError(f"mc samples must be a positive integer, got {samples!r}")
+        self.samples = int(samples)
+        self.spec = f"mc:{self.samples}"
+
+    def __repr__(self) -> str:
+        return f"MonteCarloAgent(samples={self.samples})"
+
+    def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
+        """The searched action (108 without a decision)."""
+        if not view["must_act"]:
+            return NOOP
+        phase = view["phase"]
+        if phase == SELECT:
+            return self._select(view, rng) - 1
+        if phase == CHOOSE_ROW:
+            return ROW_ACTION + self._choose_row(view, rng)
+        if phase == DRAFT:
+            return _dearest(view["display"]) - 1
+        return NOOP
+
+    def _worlds(self, view: Mapping[str, Any], hand: Sequence[int], rng: np.random.Generator) -> list[list[list[int]]]:
+        """``samples`` deals of the unseen cards: per world, one sorted hand per opponent, in local seat order."""
+        n, k = view["num_players"], len(hand)
+        if k == 0:
+            return [[[] for _ in range(n - 1)]]
+        known = set(hand)
+        known.update(view["seen"])
+        unseen = np.array([c for c in range(1, view["config"].deck_size + 1) if c not in known], dtype=np.int64)
+        need = (n - 1) * k
+        if len(unseen) < need:  # cannot happen in a consistent view; keeps the error readable
+            raise ValueError(f"mc: only {len(unseen)} unseen cards for {n - 1} opponents holding {k} each")
+        picks = np.argsort(rng.random((self.samples, len(unseen))), axis=1)[:, :need]
+        dealt = np.sort(unseen[picks].reshape(self.samples, n - 1, k), axis=2)
+        return dealt.tolist()
+
+    def _select(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
+        hand = view["hand"]
+        if len(hand) == 1:
+            return hand[0]
+        rows = view["rows"]
+        ends0 = [r[-1] for r in rows]
+        lens0 = [len(r) for r in rows]
+        costs0 = list(view["row_bullheads"])
+        n = view["num_players"]
+        opp_weight = 1.0 / (n - 1)
+        totals = [0.0] * len(hand)
+        for opp_hands in self._worlds(view, hand, rng):
+            opp_plays = [h[_greedy_index(h, ends0, lens0, costs0)] for h in opp_hands]
+            for i, card in enumerate(hand):
+                ends, lens, costs = ends0[:], lens0[:], costs0[:]
+                pen = [0] * n
+                _play_turn(ends, lens, costs, [card, *opp_plays], pen)
+                hands = [hand[:i] + hand[i + 1 :]]
+                hands.extend([c for c in h if c != p] for h, p in zip(opp_hands, opp_plays, strict=True))
+                _rollout(ends, lens, costs, hands, pen)
+                totals[i] += pen[0] - opp_weight * (sum(pen) - pen[0])
+        best = 0
+        for i in range(1, len(hand)):
+            if totals[i] < totals[best]:
+                best = i
+        return hand[best]
+
+    def _choose_row(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
+        seat = view["seat"]
+        hand = view["hand"]
+        revealed = view["revealed"]
+        own = revealed[seat]
+        others = [c for s, c in enumerate(revealed) if s != seat]
+        rows = view["rows"]
+        ends0 = [r[-1] for r in rows]
+        lens0 = [len(r) for r in rows]
+        costs0 = list(view["row_bullheads"])
+        n = view["num_players"]
+        opp_weight = 1.0 / (n - 1)
+        totals = [0.0] * NUM_ROWS
+        for opp_hands in self._worlds(view, hand, rng):
+            for r in range(NUM_ROWS):
+                ends, lens, costs = ends0[:], lens0[:], costs0[:]
+                pen = [0] * n
+                pen[0] = costs[r]
+                ends[r], lens[r], costs[r] = own, 1, BULLHEADS[own]
+                for s, c in sorted(enumerate(others, start=1), key=lambda sc: sc[1]):
+                    pen[s] += _place(ends, lens, costs, c)
+                _rollout(ends, lens, costs, [hand[:], *[h[:] for h in opp_hands]], pen)
+                totals[r] += pen[0] - opp_weight * (sum(pen) - pen[0])
+        return cheapest_row_index(totals)
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def _plain(cls: type) -> Callable[[str], Agent]:
+    def factory(spec: str) -> Agent:
+        if spec != cls.spec:
+            raise ValueError(f"agent spec {spec!r}: {cls.spec!r} takes no argument")
+        return cls()
+
+    return factory
+
+
+def _monte_carlo(spec: str) -> Agent:
+    _, _, arg = spec.partition(":")
+    try:
+        samples = int(arg)
+    except ValueError:
+        raise ValueError(f"agent spec {spec!r}: expected mc:N with N a positive integer, e.g. 'mc:64'") from None
+    if samples < 1:
+        raise ValueError(f"agent spec {spec!r}: N must be a positive integer, e.g. 'mc:64'")
+    return MonteCarloAgent(samples)
+
+
+_REGISTRY: dict[str, tuple[Callable[[str], Agent], str]] = {
+    "random": (_plain(RandomAgent), "random"),
+    "lowest": (_plain(LowestAgent), "lowest"),
+    "highest": (_plain(HighestAgent), "highest"),
+    "greedy": (_plain(GreedyAgent), "greedy"),
+    "mc": (_monte_carlo, "mc:N"),
+}
+
+
+def register_agent(prefix: str, factory: Callable[[str], Agent], usage: str | None = None) -> None:
+    """Make specs starting with ``prefix`` (``"ppo"`` for ``"ppo:path/to/model.zip"``) build agents via ``factory``.
+
+    Args:
+        prefix: the part of a spec before the first ``":"``; letters, digits, ``_`` and ``-``.
+        factory: called with the whole spec string, returns an :class:`Agent`;
+            it should raise ``ValueError`` for a bad argument. A module-level
+            function, so that arena worker processes can receive it.
+        usage: how the spec is written, for :func:`known_agents` (default ``prefix``).
+
+    Raises:
+        ValueError: for an empty or malformed prefix, or a non-callable factory.
+    """
+    if not prefix or not all(ch.isalnum() or ch in "_-" for ch in prefix):
+        raise ValueError(f"agent prefix must be a non-empty name of letters, digits, '_' or '-', got {prefix!r}")
+    if not callable(factory):
+        raise ValueError(f"agent factory for {prefix!r} must be callable, got {factory!r}")
+    _REGISTRY[prefix] = (factory, usage or prefix)
+
+
+def known_agents() -> tuple[str, ...]:
+    """The spec patterns that :func:`make_agent` accepts, e.g. ``("random", ..., "mc:N")``."""
+    return tuple(usage for _, usage in _REGISTRY.values())
+
+
+def registered_factories() -> dict[str, tuple[Callable[[str], Agent], str]]:
+    """A copy of the registry (prefix -> (factory, usage)), e.g. to hand to worker processes."""
+    return dict(_REGISTRY)
+
+
+def make_agent(spec: str) -> Agent:
+    """Build the agent named by ``spec`` (``"greedy"``, ``"mc:64"``, or a registered prefix).
+
+    Raises:
+        ValueError: for a spec that is not a string, an unknown prefix (the
+            message lists the known specs) or a bad argument.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"agent spec must be a non-empty string, got {spec!r}; known: {', '.join(known_agents())}")
+    spec = spec.strip()
+    prefix = spec.partition(":")[0]
+    if prefix not in _REGISTRY:
+        raise ValueError(f"unknown agent spec {spec!r}; known: {', '.join(known_agents())}")
+    agent = _REGISTRY[prefix][0](spec)
+    return agent
