@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
+from itertools import pairwise
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -54,6 +55,8 @@ row its low card takes (R9); one player takes a card from the open display
 
 _NOOP_ONLY = (NOOP,)
 _ROW_ACTIONS = tuple(range(ROW_ACTION, ROW_ACTION + NUM_ROWS))
+_ZEROS = tuple((0,) * n for n in range(MAX_PLAYERS + 1))
+_SEAT_RANGES = tuple(tuple(range(n)) for n in range(MAX_PLAYERS + 1))
 
 
 def _bullheads(card: int) -> int:
@@ -68,8 +71,9 @@ def _bullheads(card: int) -> int:
     return 1
 
 
-BULLHEADS: tuple[int, ...] = (0,) + tuple(_bullheads(c) for c in range(1, NUM_CARDS + 1))
+BULLHEADS: tuple[int, ...] = (0, *(_bullheads(c) for c in range(1, NUM_CARDS + 1)))
 """``BULLHEADS[c]`` is the penalty of card ``c`` in bullheads (R2); index 0 is unused."""
+_BULLHEADS_OF = BULLHEADS.__getitem__
 
 
 def bullheads(card: int) -> int:
@@ -88,7 +92,7 @@ def bullheads(card: int) -> int:
 
 def row_bullheads(row: Sequence[int]) -> int:
     """Total bullheads of the cards in ``row`` (R2, R8, R9)."""
-    return sum(BULLHEADS[c] for c in row)
+    return sum(map(_BULLHEADS_OF, row))
 
 
 _CHOICES = {
@@ -150,7 +154,9 @@ class GameConfig:
                 raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
             object.__setattr__(self, name, int(value))
         if self.end_score is None and self.max_rounds is None and self.episode == "game":
-            raise ValueError("end_score and max_rounds cannot both be None when episode='game': the game would never end")
+            raise ValueError(
+                "end_score and max_rounds cannot both be None when episode='game': the game would never end"
+            )
 
     @property
     def deck_size(self) -> int:
@@ -207,6 +213,11 @@ class State(NamedTuple):
         return self.phase == DONE
 
 
+def _new_state(fields: tuple[Any, ...]) -> State:
+    """``State(*fields)`` without the generated ``__new__`` frame (about 2x faster); for the hot path."""
+    return tuple.__new__(State, fields)  # type: ignore[return-value]
+
+
 class IllegalActionError(ValueError):
     """An action that is not legal for its seat in the current state.
 
@@ -226,19 +237,34 @@ class IllegalActionError(ValueError):
 # --------------------------------------------------------------------------- set-up
 
 
+_DECKS = {
+    size: np.arange(1, size + 1)
+    for size in {NUM_CARDS, *(HAND_SIZE * n + NUM_ROWS for n in range(MIN_PLAYERS, MAX_PLAYERS + 1))}
+}
+"""The cards 1..size of every deck size in use (V1), shuffled by copy in :func:`_deal`."""
+for _deck in _DECKS.values():
+    _deck.setflags(write=False)
+
+
 def _deal(config: GameConfig, rng: np.random.Generator, totals: tuple[int, ...], round_index: int) -> State:
-    """Shuffle the deck and set up a round (R3, R14; V1, V2)."""
+    """Set up a round (R3, R14; V1, V2): the whole deck is shuffled anew (or laid out for the draft).
+
+    The deck is ``rng.permutation`` of the cards in play: hands of 10 cards to
+    seats 0, 1, ... in order, then the 4 row cards, then the unused stock.
+    """
     n = config.num_players
-    zeros = (0,) * n
+    zeros = _ZEROS[n]
     empty = ((),) * n
-    if config.variant == "logic":
-        display = tuple(range(1, config.deck_size + 1))
-        return State(config, DRAFT, empty, (), empty, zeros, totals, (), display, zeros, round_index % n, 0, round_index)
-    deck = (rng.permutation(config.deck_size) + 1).tolist()
-    hands = tuple(tuple(sorted(deck[i * HAND_SIZE : (i + 1) * HAND_SIZE])) for i in range(n))
+    size = config.deck_size
+    if config.variant == "logic":  # V2: no shuffle; the first picker rotates with the round
+        display = tuple(range(1, size + 1))
+        first = round_index % n
+        return State(config, DRAFT, empty, (), empty, zeros, totals, (), display, zeros, first, 0, round_index)
+    deck = rng.permutation(_DECKS[size])
     k = n * HAND_SIZE
-    rows = tuple((c,) for c in deck[k : k + NUM_ROWS])
-    stock = tuple(sorted(deck[k + NUM_ROWS :]))
+    hands = tuple(map(tuple, np.sort(deck[:k].reshape(n, HAND_SIZE), axis=1).tolist()))
+    rows = tuple([(c,) for c in deck[k : k + NUM_ROWS].tolist()])
+    stock = tuple(np.sort(deck[k + NUM_ROWS :]).tolist())
     return State(config, SELECT, hands, rows, empty, zeros, totals, stock, (), zeros, -1, 0, round_index)
 
 
@@ -255,15 +281,16 @@ def new_game(config: GameConfig, rng: np.random.Generator) -> State:
     return _deal(config, rng, (0,) * config.num_players, 0)
 
 
-def _cards(value: object, what: str) -> tuple[int, ...]:
+def _ints(value: object, what: str, kind: str = "card values") -> tuple[int, ...]:
+    """``value`` as a tuple of plain ints, else a ``ValueError`` naming ``what``."""
     try:
-        cards = tuple(value)  # type: ignore[arg-type]
+        items = tuple(value)  # type: ignore[arg-type]
     except TypeError:
-        raise ValueError(f"{what} must be a list of card values, got {value!r}") from None
-    for c in cards:
+        raise ValueError(f"{what} must be a list of {kind}, got {value!r}") from None
+    for c in items:
         if isinstance(c, bool) or not isinstance(c, int | np.integer):
-            raise ValueError(f"{what} holds {c!r}, which is not an integer card value")
-    return tuple(int(c) for c in cards)
+            raise ValueError(f"{what} must be a list of {kind}, but holds {c!r}, which is not an integer")
+    return tuple(int(c) for c in items)
 
 
 def from_position(
@@ -294,18 +321,22 @@ def from_position(
     Raises:
         ValueError: saying what is wrong: wrong number of hands or rows, a card
             outside the deck, a duplicate card, a row not ascending or longer
-            than 5, hands of unequal length, bad totals.
+            than 5, hands of unequal length, bad totals, a bad round index.
     """
     n = config.num_players
-    if len(hands) != n:
-        raise ValueError(f"expected {n} hands (num_players={n}), got {len(hands)}")
-    hand_t = tuple(tuple(sorted(_cards(h, f"hand of seat {i}"))) for i, h in enumerate(hands))
-    row_t = tuple(_cards(r, f"row {i}") for i, r in enumerate(rows))
-    disp = tuple(sorted(_cards(display, "display"))) if display is not None else None
+    if not isinstance(hands, Sequence) or len(hands) != n:
+        got = len(hands) if isinstance(hands, Sequence) else repr(hands)
+        raise ValueError(f"expected {n} hands (num_players={n}), got {got}")
+    if isinstance(round_index, bool) or not isinstance(round_index, int | np.integer) or round_index < 0:
+        raise ValueError(f"round_index must be a non-negative integer, got {round_index!r}")
+    round_index = int(round_index)
+    hand_t = tuple(tuple(sorted(_ints(h, f"hand of seat {i}"))) for i, h in enumerate(hands))
+    row_t = tuple(_ints(r, f"row {i}") for i, r in enumerate(rows))
+    disp = tuple(sorted(_ints(display, "display"))) if display is not None else None
     if totals is None:
         tot = (0,) * n
     else:
-        tot = _cards(totals, "totals")
+        tot = _ints(totals, "totals", "bullhead totals")
         if len(tot) != n or any(t < 0 for t in tot):
             raise ValueError(f"totals must be {n} non-negative integers (one per seat), got {list(totals)}")
     deck_size = config.deck_size
@@ -325,7 +356,9 @@ def from_position(
         if row_t:
             raise ValueError("rows must be empty during the draft (V2): the 4 cards left start the rows")
         if max(lengths) - min(lengths) > 1 or max(lengths) > HAND_SIZE:
-            raise ValueError(f"draft hands must differ in length by at most one and hold at most 10, got lengths {lengths}")
+            raise ValueError(
+                f"draft hands must differ in length by at most one and hold at most 10, got lengths {lengths}"
+            )
         if len(disp) != NUM_ROWS + sum(HAND_SIZE - k for k in lengths):
             raise ValueError(
                 f"the display must hold 4 cards plus the cards still to be drafted "
@@ -348,7 +381,7 @@ def from_position(
     for i, r in enumerate(row_t):
         if not 1 <= len(r) <= ROW_LIMIT:
             raise ValueError(f"row {i} must hold 1..{ROW_LIMIT} cards, got {list(r)}")
-        if any(a >= b for a, b in zip(r, r[1:], strict=False)):
+        if any(a >= b for a, b in pairwise(r)):
             raise ValueError(f"row {i} must be ascending, got {list(r)}")
     if len(set(lengths)) != 1 or not 1 <= lengths[0] <= HAND_SIZE:
         raise ValueError(f"hands must all hold the same number of cards, 1..{HAND_SIZE}; got lengths {lengths}")
@@ -366,23 +399,28 @@ def legal_actions(state: State, seat: int) -> tuple[int, ...]:
     ``select``: every card in its hand (R5); ``choose_row``: the chooser may
     take any of the 4 rows (R9), the others only no-op; ``draft``: the picker
     may take any display card (V2), the others only no-op; ``done``: none.
+
+    Raises:
+        ValueError: if ``seat`` is not a seat of this game (0..num_players-1).
     """
+    if not 0 <= seat < len(state.hands):
+        raise ValueError(f"seat must be 0..{len(state.hands) - 1}, got {seat!r}")
     phase = state.phase
     if phase == SELECT:
-        return tuple(c - 1 for c in state.hands[seat])
+        return tuple([c - 1 for c in state.hands[seat]])
     if phase == DONE:
         return ()
     if seat != state.chooser:
         return _NOOP_ONLY
     if phase == CHOOSE_ROW:
         return _ROW_ACTIONS
-    return tuple(c - 1 for c in state.display)
+    return tuple([c - 1 for c in state.display])
 
 
 def acting_seats(state: State) -> tuple[int, ...]:
     """Seats with a real decision now: all in ``select``, the chooser in ``choose_row``/``draft``, none when done."""
     if state.phase == SELECT:
-        return tuple(range(state.config.num_players))
+        return _SEAT_RANGES[len(state.hands)]
     if state.phase == DONE:
         return ()
     return (state.chooser,)
@@ -438,35 +476,42 @@ def seen_cards(state: State) -> tuple[int, ...]:
 
 
 # --------------------------------------------------------------------------- transitions
+#
+# ``step`` is the hot path of every environment and benchmark, so it is written
+# for CPython speed while staying a pure function: plain loops instead of
+# generator expressions, tuples rebuilt only where something changed, the
+# legal actions of a seat listed only when an error message needs them, and
+# the revealed cards of a turn sorted as packed ints ``card << 4 | seat``
+# (``n <= 10 < 16`` seats fit in the low 4 bits).
+
+_SEAT_BITS = 4
+_SEAT_MASK = (1 << _SEAT_BITS) - 1
 
 
-def _check(state: State, actions: Sequence[int]) -> list[int]:
-    n = state.config.num_players
+def _as_action(state: State, seat: int, action: object) -> int:
+    """``action`` as a plain ``int`` (Python or numpy integer), else :class:`IllegalActionError`."""
+    if isinstance(action, bool) or not isinstance(action, int | np.integer):
+        raise IllegalActionError(seat, action, legal_actions(state, seat), state.phase)
+    return int(action)
+
+
+def _check_call(state: State, actions: Sequence[int]) -> None:
+    """Reject a step on a finished game or with the wrong number of actions (``ValueError``)."""
+    n = len(state.hands)
     if state.phase == DONE:
         raise ValueError("the game is over: start a new one")
     if len(actions) != n:
         raise ValueError(f"expected {n} actions (one per seat), got {len(actions)}")
-    out = []
-    for seat, a in enumerate(actions):
-        if isinstance(a, bool) or not isinstance(a, int | np.integer):
-            raise IllegalActionError(seat, a, legal_actions(state, seat), state.phase)
-        a = int(a)
-        legal = legal_actions(state, seat)
-        if a not in legal:
-            raise IllegalActionError(seat, a, legal, state.phase)
-        out.append(a)
-    return out
 
 
-def step(
-    state: State, actions: Sequence[int], rng: np.random.Generator | None = None
-) -> tuple[State, tuple[int, ...]]:
+def step(state: State, actions: Sequence[int], rng: np.random.Generator | None = None) -> tuple[State, tuple[int, ...]]:
     """Apply one joint action: one action per seat (R5-R14, V2).
 
     Args:
         state: the current state (not changed).
         actions: one action per seat in seat order (encoding in the module
-            docstring); seats without a decision give the no-op 108.
+            docstring; Python or numpy integers); seats without a decision
+            give the no-op 108.
         rng: needed only when this step ends a round and the game goes on (the
             next deal, R14); ``None`` otherwise.
 
@@ -480,110 +525,224 @@ def step(
         ValueError: wrong number of actions, a finished game, or no ``rng``
             when a new round must be dealt.
     """
-    acts = _check(state, actions)
-    if state.phase == SELECT:
-        return _select(state, [a + 1 for a in acts], rng)
-    if state.phase == CHOOSE_ROW:
-        return _choose_row(state, acts[state.chooser] - ROW_ACTION, rng)
-    return _draft(state, acts[state.chooser] + 1)
+    phase = state.phase
+    hands = state.hands
+    if phase == DONE or len(actions) != len(hands):
+        _check_call(state, actions)
+    if phase == SELECT:  # R5: every seat plays one card of its hand
+        new_hands = []
+        cards = []
+        keys = []
+        for seat in _SEAT_RANGES[len(hands)]:
+            a = actions[seat]
+            if type(a) is not int:
+                a = _as_action(state, seat, a)
+            card = a + 1
+            h = hands[seat]
+            try:
+                i = h.index(card)
+            except ValueError:
+                raise IllegalActionError(seat, a, legal_actions(state, seat), phase) from None
+            new_hands.append(h[:i] + h[i + 1 :])
+            cards.append(card)
+            keys.append(card << _SEAT_BITS | seat)
+        return _play_turn(state, tuple(new_hands), tuple(cards), keys, rng)
+    # choose_row (R9) or draft (V2): the chooser decides, every other seat gives the no-op.
+    chooser = state.chooser
+    choice = -1
+    for seat in _SEAT_RANGES[len(hands)]:
+        a = actions[seat]
+        if type(a) is not int:
+            a = _as_action(state, seat, a)
+        if seat != chooser:
+            if a != NOOP:
+                raise IllegalActionError(seat, a, _NOOP_ONLY, phase)
+        elif phase == CHOOSE_ROW and ROW_ACTION <= a < ROW_ACTION + NUM_ROWS:
+            choice = a - ROW_ACTION
+        elif phase == DRAFT and a + 1 in state.display:
+            choice = a + 1
+        else:
+            raise IllegalActionError(seat, a, legal_actions(state, seat), phase)
+    if phase == CHOOSE_ROW:
+        return _choose_row(state, hands, state.revealed, choice, rng)
+    return _draft(state, choice)
+
+
+def step_unchecked(
+    state: State, actions: Sequence[int], rng: np.random.Generator | None = None
+) -> tuple[State, tuple[int, ...]]:
+    """:func:`step` for trusted callers: the same result, but the actions are not validated.
+
+    For loops that draw every action from :func:`legal_actions` (self-play,
+    benchmarks). Each action must be a legal plain ``int`` (numpy integers are
+    not converted); an illegal one gives an undefined result or an arbitrary
+    exception, never an :class:`IllegalActionError`. The state is still never
+    changed in place.
+    """
+    phase = state.phase
+    if phase == SELECT:
+        hands = state.hands
+        new_hands = []
+        cards = []
+        keys = []
+        for seat in _SEAT_RANGES[len(hands)]:
+            card = actions[seat] + 1
+            h = hands[seat]
+            i = h.index(card)
+            new_hands.append(h[:i] + h[i + 1 :])
+            cards.append(card)
+            keys.append(card << _SEAT_BITS | seat)
+        return _play_turn(state, tuple(new_hands), tuple(cards), keys, rng)
+    if phase == CHOOSE_ROW:
+        return _choose_row(state, state.hands, state.revealed, actions[state.chooser] - ROW_ACTION, rng)
+    if phase == DRAFT:
+        return _draft(state, actions[state.chooser] + 1)
+    raise ValueError("the game is over: start a new one")
+
+
+def _play_turn(
+    state: State,
+    hands: tuple[tuple[int, ...], ...],
+    revealed: tuple[int, ...],
+    keys: list[int],
+    rng: np.random.Generator | None,
+) -> tuple[State, tuple[int, ...]]:
+    """Reveal the turn's cards and place them ascending (R5-R9a).
+
+    ``keys`` are the plays packed as ``card << 4 | seat``. Only the lowest card
+    can be a low card (R9a): it either waits for its owner's row choice
+    (``choose_row``), takes the cheapest row (R9b), or is placed like the rest.
+    """
+    keys.sort()
+    rows = state.rows
+    low = keys[0] >> _SEAT_BITS
+    if low < rows[0][-1] and low < rows[1][-1] and low < rows[2][-1] and low < rows[3][-1]:
+        low_seat = keys[0] & _SEAT_MASK
+        if state.config.row_choice == "player":
+            new = _new_state((
+                state.config, CHOOSE_ROW, hands, rows, state.piles, state.round_penalties, state.totals,
+                state.stock, state.display, revealed, low_seat, state.turn, state.round,
+            ))  # fmt: skip
+            return new, _ZEROS[len(hands)]
+        mid = state._replace(chooser=low_seat)
+        return _choose_row(mid, hands, revealed, cheapest_row(rows), rng)
+    new_rows = list(rows)
+    penalties = _place(new_rows, keys, None, state.piles)
+    return _end_turn(state, hands, revealed, new_rows, penalties, rng)
 
 
 def _place(
-    rows: list[tuple[int, ...]], plays: list[tuple[int, int]], penalties: list[int], piles: list[tuple[int, ...]]
-) -> None:
-    """Place revealed cards ascending (R6-R8); ``plays`` holds no low card."""
-    for card, seat in plays:
+    rows: list[tuple[int, ...]],
+    keys: list[int],
+    taken: tuple[list[int], list[tuple[int, ...]]] | None,
+    piles: tuple[tuple[int, ...], ...],
+) -> tuple[list[int], list[tuple[int, ...]]] | None:
+    """Place the plays ``keys`` (sorted ``card << 4 | seat``, no low card) in ``rows`` (R6-R8).
+
+    A card joins the row whose last card is the largest value below it (R7);
+    the sixth card of a row takes the 5 cards into its player's pile and
+    starts the row afresh (R8). ``taken`` is ``None`` or ``(penalties, piles)``
+    lists already started this turn; it is returned, created on the first
+    penalty, so a turn without penalties builds nothing.
+    """
+    end0, end1, end2, end3 = rows[0][-1], rows[1][-1], rows[2][-1], rows[3][-1]
+    for key in keys:
+        card = key >> _SEAT_BITS
         best, best_end = -1, 0
-        for i in range(NUM_ROWS):
-            end = rows[i][-1]
-            if best_end < end < card:
-                best, best_end = i, end
+        if best_end < end0 < card:
+            best, best_end = 0, end0
+        if best_end < end1 < card:
+            best, best_end = 1, end1
+        if best_end < end2 < card:
+            best, best_end = 2, end2
+        if best_end < end3 < card:
+            best = 3
         row = rows[best]
         if len(row) == ROW_LIMIT:  # R8: the sixth card takes the row
-            penalties[seat] += sum(BULLHEADS[c] for c in row)
-            piles[seat] += row
+            if taken is None:
+                taken = ([0] * len(piles), list(piles))
+            seat = key & _SEAT_MASK
+            taken[0][seat] += row_bullheads(row)
+            taken[1][seat] += row
             rows[best] = (card,)
         else:
-            rows[best] = row + (card,)
+            rows[best] = (*row, card)
+        if best == 0:
+            end0 = card
+        elif best == 1:
+            end1 = card
+        elif best == 2:
+            end2 = card
+        else:
+            end3 = card
+    return taken
 
 
-def _select(state: State, cards: list[int], rng: np.random.Generator | None) -> tuple[State, tuple[int, ...]]:
-    n = state.config.num_players
-    hands = tuple(tuple(c for c in h if c != card) for h, card in zip(state.hands, cards, strict=True))
-    plays = sorted(zip(cards, range(n), strict=True))
-    low_card, low_seat = plays[0]
-    revealed = tuple(cards)
-    if low_card < min(r[-1] for r in state.rows):  # R9: only the lowest card can be low (R9a)
-        if state.config.row_choice == "player":
-            return (
-                state._replace(phase=CHOOSE_ROW, hands=hands, revealed=revealed, chooser=low_seat),
-                (0,) * n,
-            )
-        mid = state._replace(hands=hands, revealed=revealed, chooser=low_seat)
-        return _choose_row(mid, cheapest_row(state.rows), rng)
-    rows = list(state.rows)
-    penalties = [0] * n
-    piles = list(state.piles)
-    _place(rows, plays, penalties, piles)
-    return _end_turn(state._replace(hands=hands, revealed=revealed), rows, piles, penalties, rng)
-
-
-def _choose_row(state: State, row: int, rng: np.random.Generator | None) -> tuple[State, tuple[int, ...]]:
+def _choose_row(
+    state: State,
+    hands: tuple[tuple[int, ...], ...],
+    revealed: tuple[int, ...],
+    row: int,
+    rng: np.random.Generator | None,
+) -> tuple[State, tuple[int, ...]]:
     """The chooser's low card takes ``row`` (R9), then the rest of the turn is placed (R6-R8)."""
-    n = state.config.num_players
+    n = len(hands)
     seat = state.chooser
     rows = list(state.rows)
     penalties = [0] * n
     piles = list(state.piles)
     taken = rows[row]
-    penalties[seat] = sum(BULLHEADS[c] for c in taken)
+    penalties[seat] = row_bullheads(taken)
     piles[seat] += taken
-    rows[row] = (state.revealed[seat],)
-    plays = sorted((c, s) for s, c in enumerate(state.revealed) if s != seat)
-    _place(rows, plays, penalties, piles)
-    return _end_turn(state, rows, piles, penalties, rng)
+    rows[row] = (revealed[seat],)
+    keys = [card << _SEAT_BITS | s for s, card in enumerate(revealed) if s != seat]
+    keys.sort()
+    _place(rows, keys, (penalties, piles), piles)
+    return _end_turn(state, hands, revealed, rows, (penalties, piles), rng)
 
 
 def _end_turn(
     state: State,
+    hands: tuple[tuple[int, ...], ...],
+    revealed: tuple[int, ...],
     rows: list[tuple[int, ...]],
-    piles: list[tuple[int, ...]],
-    penalties: list[int],
+    taken: tuple[list[int], list[tuple[int, ...]]] | None,
     rng: np.random.Generator | None,
 ) -> tuple[State, tuple[int, ...]]:
-    """Book the turn's penalties; end the round and maybe the game (R11, R12, R14)."""
-    round_pen = tuple(a + b for a, b in zip(state.round_penalties, penalties, strict=True))
-    totals = tuple(a + b for a, b in zip(state.totals, penalties, strict=True))
-    new = state._replace(
-        phase=SELECT,
-        rows=tuple(rows),
-        piles=tuple(piles),
-        round_penalties=round_pen,
-        totals=totals,
-        chooser=-1,
-        turn=state.turn + 1,
-    )
-    if state.hands[0]:
-        return new, tuple(penalties)
-    if game_over_after_round(state.config, totals, state.round + 1):  # R12: only at the end of a round
-        return new._replace(phase=DONE), tuple(penalties)
+    """Book the turn's penalties; end the round and maybe the game (R10-R12, R14)."""
+    config = state.config
+    if taken is None:
+        penalties, piles = _ZEROS[len(hands)], state.piles
+        round_pen, totals = state.round_penalties, state.totals
+    else:
+        penalties, piles = tuple(taken[0]), tuple(taken[1])
+        round_pen = tuple([a + b for a, b in zip(state.round_penalties, penalties, strict=True)])
+        totals = tuple([a + b for a, b in zip(state.totals, penalties, strict=True)])
+    new = _new_state((
+        config, SELECT, hands, tuple(rows), piles, round_pen, totals,
+        state.stock, state.display, revealed, -1, state.turn + 1, state.round,
+    ))  # fmt: skip
+    if hands[0]:
+        return new, penalties
+    # R10, R11: the hands are empty, the round is over; cards left in the rows score for nobody.
+    if game_over_after_round(config, totals, state.round + 1):  # R12: only at the end of a round
+        return new._replace(phase=DONE), penalties
     if rng is None:
         raise ValueError("a new round must be dealt: pass rng to step()")
-    return _deal(state.config, rng, totals, state.round + 1), tuple(penalties)
+    return _deal(config, rng, totals, state.round + 1), penalties
 
 
 def _draft(state: State, card: int) -> tuple[State, tuple[int, ...]]:
     """The picker takes ``card`` from the open display (V2); after the last pick the 4 cards left start the rows."""
-    n = state.config.num_players
+    n = len(state.hands)
     seat = state.chooser
-    display = tuple(c for c in state.display if c != card)
+    display = tuple([c for c in state.display if c != card])
     hands = list(state.hands)
-    hands[seat] = tuple(sorted(hands[seat] + (card,)))
-    zeros = (0,) * n
+    hands[seat] = tuple(sorted((*hands[seat], card)))
     if len(display) == NUM_ROWS:
-        rows = tuple((c,) for c in display)
-        return state._replace(phase=SELECT, hands=tuple(hands), rows=rows, display=(), chooser=-1), zeros
-    return state._replace(hands=tuple(hands), display=display, chooser=(seat + 1) % n), zeros
+        rows = tuple([(c,) for c in display])
+        return state._replace(phase=SELECT, hands=tuple(hands), rows=rows, display=(), chooser=-1), _ZEROS[n]
+    return state._replace(hands=tuple(hands), display=display, chooser=(seat + 1) % n), _ZEROS[n]
 
 
 # --------------------------------------------------------------------------- views
@@ -608,7 +767,7 @@ class PlayerView(Mapping[str, Any]):
     Nothing of another seat's hand or of the unused stock is reachable (E4).
     """
 
-    __slots__ = ("_state", "_seat")
+    __slots__ = ("_seat", "_state")
     _KEYS = (
         "seat",
         "num_players",
@@ -681,5 +840,11 @@ class PlayerView(Mapping[str, Any]):
 
 
 def view(state: State, seat: int) -> PlayerView:
-    """The readable view of ``seat`` (see :class:`PlayerView`)."""
-    return PlayerView(state, seat)
+    """The readable view of ``seat`` (see :class:`PlayerView`).
+
+    Raises:
+        ValueError: if ``seat`` is not a seat of this game (0..num_players-1).
+    """
+    if isinstance(seat, bool) or not isinstance(seat, int | np.integer) or not 0 <= seat < len(state.hands):
+        raise ValueError(f"seat must be 0..{len(state.hands) - 1}, got {seat!r}")
+    return PlayerView(state, int(seat))
