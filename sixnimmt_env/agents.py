@@ -40,6 +40,7 @@ torch), :func:`known_agents` lists what is available.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -162,11 +163,21 @@ class RandomAgent:
     spec = "random"
 
     def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
-        """A uniformly random legal action (108 without a decision)."""
-        if not view["must_act"]:
+        """A uniformly random legal action (108 without a decision).
+
+        One ``rng.random()`` draw per decision picks index ``floor(u * k)`` of
+        the ``k`` choices.
+        """
+        phase = view["phase"]
+        if phase == SELECT:
+            hand = view["hand"]
+            return hand[int(rng.random() * len(hand))] - 1
+        if (phase != CHOOSE_ROW and phase != DRAFT) or view["chooser"] != view["seat"]:
             return NOOP
-        legal = view["legal_actions"]
-        return int(legal[int(rng.integers(len(legal)))])
+        if phase == CHOOSE_ROW:
+            return ROW_ACTION + int(rng.random() * NUM_ROWS)
+        display = view["display"]
+        return display[int(rng.random() * len(display))] - 1
 
     def __repr__(self) -> str:
         return "RandomAgent()"
@@ -178,16 +189,14 @@ class _RuleAgent:
     spec = ""
 
     def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
-        if not view["must_act"]:
-            return NOOP
         phase = view["phase"]
         if phase == SELECT:
             return self.select(view) - 1
+        if (phase != CHOOSE_ROW and phase != DRAFT) or view["chooser"] != view["seat"]:
+            return NOOP
         if phase == CHOOSE_ROW:
             return ROW_ACTION + cheapest_row_index(view["row_bullheads"])
-        if phase == DRAFT:
-            return self.draft(view["display"]) - 1
-        return NOOP
+        return self.draft(view["display"]) - 1
 
     def select(self, view: Mapping[str, Any]) -> int:
         raise NotImplementedError
@@ -422,13 +431,14 @@ class MonteCarloAgent:
 # --------------------------------------------------------------------------- registry
 
 
-def _plain(cls: type) -> Callable[[str], Agent]:
-    def factory(spec: str) -> Agent:
-        if spec != cls.spec:
-            raise ValueError(f"agent spec {spec!r}: {cls.spec!r} takes no argument")
-        return cls()
+def _build_plain(cls: type, spec: str) -> Agent:
+    if spec != cls.spec:
+        raise ValueError(f"agent spec {spec!r}: {cls.spec!r} takes no argument")
+    return cls()
 
-    return factory
+
+def _plain(cls: type) -> Callable[[str], Agent]:
+    return partial(_build_plain, cls)  # picklable, for the arena's worker processes
 
 
 def _monte_carlo(spec: str) -> Agent:

@@ -1,0 +1,620 @@
+"""The arena: who is better, with 95% confidence intervals.
+
+Command line::
+
+    python -m sixnimmt_env.arena --agents greedy,lowest,random,random --games 20000 --seed 0
+    python -m sixnimmt_env.arena --agents mc:64,greedy,greedy,greedy --games 1000 --workers 2
+    python -m sixnimmt_env.arena --agents greedy,lowest,highest,random,mc:16 --players 4 --league --games 2000
+
+It plays the rules as configured (by default single rounds, the standard deck
+and the player's own low-card row choice, `RULES.md` R9b, so each agent's row
+rule is what gets measured) and reports, per listed agent position: the mean
+penalty per round in bullheads with its 95% interval (and per game with
+``--episode game``), the win share (a tie for the lowest penalty splits the
+win, R13), the mean rank (ties share the mean of their ranks) and games per
+second overall. It writes ``results.json``, ``results.md`` and ``results.png``
+to ``--out`` and prints the table.
+
+Reproducibility and seats: in game ``g`` the agent listed at position
+``(i + g) mod n`` sits in seat ``i``. The deal of game ``g`` is drawn from
+``numpy.random.default_rng([DEAL_TAG, seed, g])`` and the agents of that game
+draw from one ``default_rng([AGENT_TAG, seed, g])`` (called in seat order), so
+every game is reproducible from ``(seed, g)`` alone, whatever the number of
+worker processes. ``--duplicate`` plays deal ``g // n`` in game ``g``: each deal
+is replayed with the seats rotated through all ``n`` positions, and intervals
+are computed over deals (variance reduction).
+
+``--league``: the listed agents form a pool; game ``g`` seats ``--players`` of
+them drawn at random (from ``default_rng([TABLE_TAG, seed, g])``) and the
+finishing order updates OpenSkill Plackett-Luce ratings in game order; the
+table is ranked by the ordinal ``mu - 3 sigma``.
+
+Python API: :func:`play_game` (one game, per-seat penalties), :func:`run_arena`
+and :func:`run_league` (a results dict), :func:`markdown_table`,
+:func:`write_results`. Agents are spec strings (:func:`sixnimmt_env.agents.make_agent`,
+including prefixes registered from outside) or :class:`~sixnimmt_env.agents.Agent`
+objects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from sixnimmt_env import agents as agents_module
+from sixnimmt_env.agents import Agent, make_agent
+from sixnimmt_env.engine import DONE, NOOP, SELECT, GameConfig, PlayerView, new_game, step
+from sixnimmt_env.stats import fractional_ranks, mean_ci95, win_shares
+
+__all__ = [
+    "AGENT_TAG",
+    "DEAL_TAG",
+    "TABLE_TAG",
+    "GameResult",
+    "main",
+    "markdown_table",
+    "play_game",
+    "run_arena",
+    "run_league",
+    "seat_positions",
+    "write_results",
+]
+
+DEAL_TAG = 0x6DEA1
+"""First entropy word of every deal generator."""
+AGENT_TAG = 0x6A6E7
+"""First entropy word of every per-game agent generator."""
+TABLE_TAG = 0x67AB1
+"""First entropy word of every league table draw."""
+
+
+class GameResult(NamedTuple):
+    """The outcome of one game (or one round with ``episode="round"``).
+
+    Attributes:
+        penalties: per seat, bullheads taken over the episode (R11, R12).
+        rounds: rounds played, >= 1.
+    """
+
+    penalties: tuple[int, ...]
+    rounds: int
+
+
+def seat_positions(num_agents: int, game_index: int) -> tuple[int, ...]:
+    """For each seat ``i``, the listed agent position ``(i + game_index) mod num_agents`` that sits there."""
+    return tuple((i + game_index) % num_agents for i in range(num_agents))
+
+
+def _check_seed(seed: object) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _play(
+    config: GameConfig, agents: Sequence[Agent], deal_rng: np.random.Generator, rng: np.random.Generator
+) -> GameResult:
+    """Play one episode with ``agents[seat]`` in each seat; only seats with a decision are asked."""
+    state = new_game(config, deal_rng)
+    n = config.num_players
+    seats = range(n)
+    while True:
+        phase = state.phase
+        if phase == SELECT:
+            actions = [agents[s].act(PlayerView(state, s), rng) for s in seats]
+        elif phase == DONE:
+            return GameResult(state.totals, state.round + 1)
+        else:
+            actions = [NOOP] * n
+            c = state.chooser
+            actions[c] = agents[c].act(PlayerView(state, c), rng)
+        state, _ = step(state, actions, deal_rng)
+
+
+def play_game(
+    config: GameConfig, agents: Sequence[Agent], seed: int, game_index: int, deal_index: int | None = None
+) -> GameResult:
+    """Play game ``game_index`` of a run seeded with ``seed``; ``agents[i]`` sits in seat ``i``.
+
+    Args:
+        config: the rules in force (``episode="round"`` for single rounds).
+        agents: one :class:`~sixnimmt_env.agents.Agent` per seat, in seat order.
+        seed: the run's seed (non-negative).
+        game_index: the game's index in the run (the agents' random stream).
+        deal_index: the deal to play (default ``game_index``; duplicate runs
+            replay one deal in several games).
+
+    Returns:
+        A :class:`GameResult`: per-seat penalties in bullheads and rounds played.
+
+    Raises:
+        ValueError: for a wrong number of agents, a bad seed, or an agent's illegal action
+            (:class:`~sixnimmt_env.engine.IllegalActionError` names the seat and the legal actions).
+    """
+    if len(agents) != config.num_players:
+        raise ValueError(f"play_game needs one agent per seat: num_players={config.num_players}, got {len(agents)}")
+    seed = _check_seed(seed)
+    deal = game_index if deal_index is None else deal_index
+    deal_rng = np.random.default_rng([DEAL_TAG, seed, deal])
+    rng = np.random.default_rng([AGENT_TAG, seed, game_index])
+    return _play(config, agents, deal_rng, rng)
+
+
+# --------------------------------------------------------------------------- running many games
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What every worker needs: the rules, the seed and how tables are formed."""
+
+    config: GameConfig
+    seed: int
+    num_agents: int
+    duplicate: bool
+    league: bool
+
+
+def _games(job: _Job, agents: Sequence[Agent], start: int, stop: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """Play games ``start..stop-1``: returns ``(start, penalties, rounds, tables)``.
+
+    ``penalties[k, i]`` and ``tables[k, i]`` are the bullheads and the listed
+    agent position of seat ``i`` in game ``start + k``.
+    """
+    n = job.config.num_players
+    count = stop - start
+    penalties = np.zeros((count, n), dtype=np.int64)
+    rounds = np.zeros(count, dtype=np.int64)
+    tables = np.zeros((count, n), dtype=np.int64)
+    for k, g in enumerate(range(start, stop)):
+        if job.league:
+            table = np.random.default_rng([TABLE_TAG, job.seed, g]).permutation(job.num_agents)[:n].tolist()
+        else:
+            table = seat_positions(n, g)
+        deal = g // n if job.duplicate else g
+        result = play_game(job.config, [agents[p] for p in table], job.seed, g, deal)
+        penalties[k] = result.penalties
+        rounds[k] = result.rounds
+        tables[k] = table
+    return start, penalties, rounds, tables
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(registry: dict[str, tuple[Callable[[str], Agent], str]], entries: Sequence[Any], job: _Job) -> None:
+    for prefix, (factory, usage) in registry.items():
+        agents_module.register_agent(prefix, factory, usage)
+    _WORKER["agents"] = [make_agent(e) if isinstance(e, str) else e for e in entries]
+    _WORKER["job"] = job
+
+
+def _worker_games(bounds: tuple[int, int]) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    return _games(_WORKER["job"], _WORKER["agents"], *bounds)
+
+
+def _label(entry: Any) -> str:
+    if isinstance(entry, str):
+        return entry.strip()
+    return str(getattr(entry, "spec", "") or type(entry).__name__)
+
+
+def _resolve(entries: Sequence[Any] | str) -> tuple[list[Any], list[Agent], list[str]]:
+    """The entries (a comma-separated string split), their agents (ValueError for unknown specs) and labels."""
+    if isinstance(entries, str):
+        entries = entries.split(",")
+    entries = [e.strip() if isinstance(e, str) else e for e in entries]
+    entries = [e for e in entries if not isinstance(e, str) or e]
+    if len(entries) == 0:
+        raise ValueError("agents must list at least one agent spec, e.g. 'greedy,lowest,random,random'")
+    built: list[Agent] = []
+    for e in entries:
+        if isinstance(e, str):
+            built.append(make_agent(e))
+        elif callable(getattr(e, "act", None)):
+            built.append(e)
+        else:
+            raise ValueError(f"agent {e!r} is neither a spec string nor an object with act(view, rng)")
+    return entries, built, [_label(e) for e in entries]
+
+
+def _run(
+    entries: Sequence[Any],
+    built: list[Agent],
+    job: _Job,
+    games: int,
+    workers: int,
+    progress: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Play ``games`` games in order (in-process or on ``workers`` processes); returns arrays and seconds."""
+    from tqdm import tqdm
+
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    n = job.config.num_players
+    penalties = np.zeros((games, n), dtype=np.int64)
+    rounds = np.zeros(games, dtype=np.int64)
+    tables = np.zeros((games, n), dtype=np.int64)
+    size = max(1, min(250, games // (8 * workers)))
+    chunks = [(a, min(a + size, games)) for a in range(0, games, size)]
+    bar = tqdm(total=games, unit="game", disable=not progress, file=sys.stderr, leave=False)
+    t0 = time.perf_counter()
+
+    def store(part: tuple[int, np.ndarray, np.ndarray, np.ndarray]) -> None:
+        start, pen, rnd, tab = part
+        penalties[start : start + len(rnd)] = pen
+        rounds[start : start + len(rnd)] = rnd
+        tables[start : start + len(rnd)] = tab
+        bar.update(len(rnd))
+
+    try:
+        if workers == 1:
+            for a, b in chunks:
+                store(_games(job, built, a, b))
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            init = (agents_module.registered_factories(), list(entries), job)
+            with ctx.Pool(workers, initializer=_init_worker, initargs=init) as pool:
+                for part in pool.imap_unordered(_worker_games, chunks):
+                    store(part)
+    finally:
+        bar.close()
+    return penalties, rounds, tables, time.perf_counter() - t0
+
+
+def _config(config: GameConfig | None, num_players: int) -> GameConfig:
+    if config is None:
+        return GameConfig(num_players=num_players, episode="round")
+    if not isinstance(config, GameConfig):
+        raise ValueError(f"config must be a GameConfig or None, got {config!r}")
+    return config
+
+
+def _check_games(games: object) -> int:
+    if isinstance(games, bool) or not isinstance(games, int | np.integer) or games < 2:
+        raise ValueError(f"games must be an integer >= 2 (a 95% interval needs two samples), got {games!r}")
+    return int(games)
+
+
+def _settings(labels: list[str], config: GameConfig, games: int, seed: int, workers: int, **extra: Any) -> dict:
+    return {
+        "agents": labels,
+        "games": games,
+        "seed": seed,
+        "num_players": config.num_players,
+        "variant": config.variant,
+        "row_choice": config.row_choice,
+        "episode": config.episode,
+        "workers": workers,
+        **extra,
+        "config": asdict(config),
+    }
+
+
+def run_arena(
+    agents: Sequence[Any] | str,
+    games: int,
+    seed: int = 0,
+    config: GameConfig | None = None,
+    *,
+    workers: int = 1,
+    duplicate: bool = False,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Play ``games`` games with seats rotating through the listed agents and summarise them.
+
+    Args:
+        agents: one entry per seat: spec strings (``"greedy"``, ``"mc:64"``, a
+            registered prefix) or :class:`~sixnimmt_env.agents.Agent` objects
+            (picklable ones when ``workers > 1``); a comma-separated string is
+            split.
+        games: games to play, >= 2 (with ``duplicate``, a multiple of the player
+            count holding at least two deals).
+        seed: the run's seed, >= 0; game ``g`` depends on ``(seed, g)`` only.
+        config: the rules; default ``GameConfig(num_players=len(agents), episode="round")``.
+        workers: processes to play on (results do not depend on it).
+        duplicate: replay each deal with the seats rotated through every position.
+        progress: show a tqdm progress bar on stderr.
+
+    Returns:
+        A JSON-ready dict: ``agents`` (one entry per listed position, in order,
+        with ``position``, ``agent``, ``mean_penalty`` (bullheads per round),
+        ``ci95`` (half-width), ``win_share`` (0..1), ``win_share_ci95``,
+        ``mean_rank`` (1..n), and with ``episode="game"`` also
+        ``mean_penalty_per_game`` and ``ci95_per_game``), ``settings``,
+        ``games``, ``rounds``, ``seconds``, ``games_per_s``.
+
+    Raises:
+        ValueError: for an unknown spec (listing the known ones), a player
+            count that differs from the number of agents, a bad game count,
+            seed or worker count.
+    """
+    entries, built, labels = _resolve(agents)
+    config = _config(config, len(built))
+    n = config.num_players
+    if n != len(built):
+        raise ValueError(
+            f"{len(built)} agents ({', '.join(labels)}) for num_players={n}: list exactly one agent per seat "
+            f"(or use the league mode for a larger pool)"
+        )
+    games = _check_games(games)
+    seed = _check_seed(seed)
+    if duplicate and (games % n or games // n < 2):
+        raise ValueError(
+            f"with duplicate, games must be a multiple of num_players={n} covering >= 2 deals, got {games}"
+        )
+    job = _Job(config, seed, n, bool(duplicate), False)
+    seat_pen, rounds, tables, seconds = _run(entries, built, job, games, workers, progress)
+    # by listed position: seat i holds position tables[g, i]
+    order = np.argsort(tables, axis=1)
+    pen = np.take_along_axis(seat_pen, order, axis=1)
+    per_round = pen / rounds[:, None]
+    wins = win_shares(pen)
+    ranks = fractional_ranks(pen)
+
+    def units(x: np.ndarray) -> np.ndarray:
+        return x.reshape(games // n, n, -1).mean(axis=1) if duplicate else x
+
+    mean, ci = mean_ci95(units(per_round))
+    win_mean, win_ci = mean_ci95(units(wins))
+    rows = []
+    for p in range(n):
+        row = {
+            "position": p,
+            "agent": labels[p],
+            "mean_penalty": float(mean[p]),
+            "ci95": float(ci[p]),
+            "win_share": float(win_mean[p]),
+            "win_share_ci95": float(win_ci[p]),
+            "mean_rank": float(ranks[:, p].mean()),
+        }
+        if config.episode == "game":
+            gmean, gci = mean_ci95(units(pen.astype(np.float64)))
+            row["mean_penalty_per_game"] = float(gmean[p])
+            row["ci95_per_game"] = float(gci[p])
+        rows.append(row)
+    return {
+        "mode": "arena",
+        "settings": _settings(labels, config, games, seed, workers, duplicate=bool(duplicate)),
+        "agents": rows,
+        "games": games,
+        "rounds": int(rounds.sum()),
+        "seconds": seconds,
+        "games_per_s": games / seconds if seconds > 0 else float("inf"),
+    }
+
+
+def run_league(
+    agents: Sequence[Any] | str,
+    games: int,
+    seed: int = 0,
+    config: GameConfig | None = None,
+    *,
+    workers: int = 1,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """A league: each game seats ``config.num_players`` agents of the pool at random; OpenSkill ratings.
+
+    Ratings are OpenSkill Plackett-Luce (``openskill.models.PlackettLuce``),
+    updated game by game in game order with the finishing order by penalty
+    (equal penalties share a place). The ranking sorts by the ordinal
+    ``mu - 3 sigma``.
+
+    Args:
+        agents: the pool (specs or agent objects), at least ``num_players``.
+        games: games to play, >= 2.
+        seed: the run's seed; game ``g``'s table and play depend on ``(seed, g)`` only.
+        config: the rules; default ``GameConfig(num_players=min(4, len(agents)), episode="round")``.
+        workers: processes to play on (results do not depend on it).
+        progress: show a tqdm progress bar on stderr.
+
+    Returns:
+        Like :func:`run_arena` (``agents`` in the listed order, statistics over
+        the games each agent played), each entry also with ``games``, ``mu``,
+        ``sigma``, ``ordinal`` and ``league_rank``; plus ``ranking`` (the
+        positions, best first).
+
+    Raises:
+        ValueError: for an unknown spec, a pool smaller than the table, a bad
+            game count, seed or worker count.
+    """
+    from openskill.models import PlackettLuce
+
+    entries, built, labels = _resolve(agents)
+    if len(built) < 2:
+        raise ValueError(f"a league needs at least 2 agents, got {len(built)} ({', '.join(labels)})")
+    config = _config(config, min(4, len(built)))
+    n = config.num_players
+    if n > len(built):
+        raise ValueError(f"the league pool ({len(built)} agents: {', '.join(labels)}) is smaller than num_players={n}")
+    games = _check_games(games)
+    seed = _check_seed(seed)
+    job = _Job(config, seed, len(built), False, True)
+    seat_pen, rounds, tables, seconds = _run(entries, built, job, games, workers, progress)
+    model = PlackettLuce()
+    ratings = [model.rating(name=f"{p}:{labels[p]}") for p in range(len(built))]
+    for g in range(games):
+        table = tables[g].tolist()
+        ranks = fractional_ranks(seat_pen[g : g + 1])[0].tolist()
+        rated = model.rate([[ratings[p]] for p in table], ranks=ranks)
+        for p, team in zip(table, rated, strict=True):
+            ratings[p] = team[0]
+    per_round = seat_pen / rounds[:, None]
+    wins = win_shares(seat_pen)
+    ranks_all = fractional_ranks(seat_pen)
+    rows = []
+    for p in range(len(built)):
+        mask = tables == p
+        played = mask.sum()
+        row: dict[str, Any] = {"position": p, "agent": labels[p], "games": int(played)}
+        if played >= 2:
+            mean, ci = mean_ci95(per_round[mask])
+            wmean, wci = mean_ci95(wins[mask])
+            row.update(mean_penalty=float(mean), ci95=float(ci), win_share=float(wmean), win_share_ci95=float(wci))
+        else:  # too few games for an interval; keep the keys numeric
+            row.update(
+                mean_penalty=float(per_round[mask].mean()) if played else 0.0,
+                ci95=float("inf"),
+                win_share=float(wins[mask].mean()) if played else 0.0,
+                win_share_ci95=float("inf"),
+            )
+        row["mean_rank"] = float(ranks_all[mask].mean()) if played else float(n)
+        r = ratings[p]
+        row.update(mu=float(r.mu), sigma=float(r.sigma), ordinal=float(r.ordinal()))
+        rows.append(row)
+    ranking = sorted(range(len(built)), key=lambda p: -rows[p]["ordinal"])
+    for place, p in enumerate(ranking, start=1):
+        rows[p]["league_rank"] = place
+    return {
+        "mode": "league",
+        "settings": _settings(labels, config, games, seed, workers, rating_model="openskill PlackettLuce"),
+        "agents": rows,
+        "ranking": ranking,
+        "games": games,
+        "rounds": int(rounds.sum()),
+        "seconds": seconds,
+        "games_per_s": games / seconds if seconds > 0 else float("inf"),
+    }
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+def _headline(results: dict[str, Any]) -> str:
+    s = results["settings"]
+    what = "single rounds" if s["episode"] == "round" else "whole games"
+    extra = ", duplicate deals" if s.get("duplicate") else ""
+    mode = "League: " if results["mode"] == "league" else ""
+    return (
+        f"{mode}{results['games']:,} games ({what}, {s['num_players']} players, variant {s['variant']}, "
+        f"row choice {s['row_choice']}{extra}), seed {s['seed']}, {s['workers']} worker(s): "
+        f"{results['games_per_s']:,.1f} games/s"
+    )
+
+
+def markdown_table(results: dict[str, Any]) -> str:
+    """The results as a Markdown headline plus table (arena: in listed order; league: ranked)."""
+    per_game = results["settings"]["episode"] == "game"
+    head = ["#", "agent", "penalty / round", "95% CI", "win share", "mean rank"]
+    if per_game:
+        head[4:4] = ["penalty / game", "95% CI (game)"]
+    rows = results["agents"]
+    if results["mode"] == "league":
+        head = ["rank", "#", "agent", "ordinal", "mu", "sigma", "games", *head[2:]]
+        rows = [rows[p] for p in results["ranking"]]
+    align = [":---" if h == "agent" else "---:" for h in head]
+    lines = [_headline(results), "", "| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
+    for r in rows:
+        cells = [str(r["position"]), f"`{r['agent']}`", f"{r['mean_penalty']:.3f}", f"±{r['ci95']:.3f}"]
+        if per_game:
+            cells += [f"{r['mean_penalty_per_game']:.2f}", f"±{r['ci95_per_game']:.2f}"]
+        cells += [f"{r['win_share']:.3f}", f"{r['mean_rank']:.3f}"]
+        if results["mode"] == "league":
+            rating = [f"{r['ordinal']:.2f}", f"{r['mu']:.2f}", f"{r['sigma']:.2f}", str(r["games"])]
+            cells = [str(r["league_rank"]), *cells[:2], *rating, *cells[2:]]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_results(results: dict[str, Any], path: str | Path) -> Path:
+    """Save a PNG: mean penalty per round with 95% whiskers, and win share with 95% whiskers, per agent."""
+    from matplotlib.figure import Figure  # the Agg canvas; no pyplot, no display
+
+    rows = results["agents"]
+    names = [f"{r['position']}: {r['agent']}" for r in rows]
+    x = np.arange(len(rows))
+    fig = Figure(figsize=(max(6.0, 1.2 * len(rows) + 3), 4.0), layout="constrained")
+    ax1, ax2 = fig.subplots(1, 2)
+    finite = [r["ci95"] if np.isfinite(r["ci95"]) else 0.0 for r in rows]
+    ax1.bar(x, [r["mean_penalty"] for r in rows], yerr=finite, capsize=4, color="tab:red", alpha=0.8)
+    ax1.set_ylabel("bullheads per round (lower is better)")
+    ax1.set_title("mean penalty, 95% CI")
+    wci = [r["win_share_ci95"] if np.isfinite(r["win_share_ci95"]) else 0.0 for r in rows]
+    ax2.bar(x, [r["win_share"] for r in rows], yerr=wci, capsize=4, color="tab:green", alpha=0.8)
+    ax2.axhline(1.0 / results["settings"]["num_players"], color="grey", linestyle="--", linewidth=1)
+    ax2.set_ylabel("share of wins")
+    ax2.set_title("win share (ties split), 95% CI")
+    for ax in (ax1, ax2):
+        ax.set_xticks(x, names, rotation=30, ha="right")
+    fig.suptitle(_headline(results), fontsize=8)
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def write_results(results: dict[str, Any], out: str | Path) -> dict[str, Path]:
+    """Write ``results.json``, ``results.md`` and ``results.png`` to directory ``out`` (created); returns the paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / "results.json", "md": out / "results.md", "png": out / "results.png"}
+    paths["json"].write_text(json.dumps(results, indent=2) + "\n")
+    paths["md"].write_text(markdown_table(results))
+    plot_results(results, paths["png"])
+    return paths
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m sixnimmt_env.arena",
+        description="Play baseline (or registered) agents against each other and report penalties with 95% CIs.",
+    )
+    p.add_argument("--agents", required=True, help="comma-separated agent specs, one per seat (the pool with --league)")
+    p.add_argument("--games", type=int, default=1000, help="games to play (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="run seed; game g depends on (seed, g) only (default 0)")
+    p.add_argument("--players", type=int, default=None, help="players per table (default: number of agents; league: 4)")
+    p.add_argument("--variant", default="standard", help="standard | tactics | logic (RULES.md V1, V2)")
+    p.add_argument("--row-choice", default="player", help="player | cheapest (RULES.md R9b; default player)")
+    p.add_argument("--episode", default="round", help="round | game: a game is one round or a whole game (R12)")
+    p.add_argument("--end-score", type=int, default=66, help="end score of a whole game (R12, default 66)")
+    p.add_argument("--workers", type=int, default=1, help="worker processes (results do not depend on it)")
+    p.add_argument("--out", default="runs/arena", help="directory for results.json/.md/.png (default runs/arena)")
+    p.add_argument("--duplicate", action="store_true", help="replay each deal with seats rotated through all positions")
+    p.add_argument("--league", action="store_true", help="random tables from the pool, OpenSkill ratings")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the arena from the command line; prints the table and returns the results dict."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    specs = [s.strip() for s in args.agents.split(",") if s.strip()]
+    try:
+        default_players = min(4, len(specs)) if args.league else len(specs)
+        config = GameConfig(
+            num_players=args.players if args.players is not None else default_players,
+            variant=args.variant,
+            row_choice=args.row_choice,
+            episode=args.episode,
+            end_score=args.end_score,
+        )
+        progress = not args.quiet and sys.stderr.isatty()
+        if args.league:
+            if args.duplicate:
+                raise ValueError("--duplicate and --league cannot be combined (league tables are random)")
+            results = run_league(specs, args.games, args.seed, config, workers=args.workers, progress=progress)
+        else:
+            results = run_arena(
+                specs, args.games, args.seed, config, workers=args.workers, duplicate=args.duplicate, progress=progress
+            )
+    except ValueError as e:
+        parser.error(str(e))
+    paths = write_results(results, args.out)
+    print(markdown_table(results))
+    print(f"wrote {paths['json']}, {paths['md']}, {paths['png']}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

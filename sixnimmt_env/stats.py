@@ -1,0 +1,70 @@
+"""Arena statistics: means with 95% confidence intervals, win shares and ranks.
+
+All functions take per-game penalties as a ``(games, players)`` array of
+bullheads (lower is better) and return ``float64`` numpy arrays.
+"""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+
+import numpy as np
+
+Z95 = NormalDist().inv_cdf(0.975)
+"""Two-sided 95% normal quantile (1.959964...)."""
+
+__all__ = ["Z95", "fractional_ranks", "mean_ci95", "win_shares"]
+
+
+def mean_ci95(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and the half-widths of their 95% confidence intervals.
+
+    The interval is the normal approximation ``mean ± 1.96 * s / sqrt(k)``
+    with ``s`` the sample standard deviation (``ddof=1``) over the ``k`` rows,
+    which are taken as independent samples (games, or deals in duplicate mode).
+
+    Args:
+        values: shape ``(k,)`` or ``(k, m)``, ``k >= 2``.
+
+    Returns:
+        ``(mean, half_width)``, each of shape ``()`` or ``(m,)``.
+
+    Raises:
+        ValueError: with fewer than 2 rows (no spread can be estimated).
+    """
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim not in (1, 2) or x.shape[0] < 2:
+        raise ValueError(f"a 95% interval needs at least 2 samples (rows), got shape {x.shape}")
+    return x.mean(axis=0), Z95 * x.std(axis=0, ddof=1) / np.sqrt(x.shape[0])
+
+
+def win_shares(penalties: np.ndarray) -> np.ndarray:
+    """Per game and player, the share of the win: ``1/k`` for each of the ``k`` lowest penalties, else 0 (R13).
+
+    Args:
+        penalties: shape ``(games, players)``.
+
+    Returns:
+        Shape ``(games, players)``; every row sums to 1.
+    """
+    p = np.asarray(penalties)
+    best = p == p.min(axis=1, keepdims=True)
+    return best / best.sum(axis=1, keepdims=True)
+
+
+def fractional_ranks(penalties: np.ndarray) -> np.ndarray:
+    """Per game and player, the rank 1..players by penalty (1 = lowest); ties get the mean of the ranks they span.
+
+    Example: penalties ``[0, 0, 5, 3]`` give ranks ``[1.5, 1.5, 4, 3]``; every
+    row sums to ``players * (players + 1) / 2``.
+
+    Args:
+        penalties: shape ``(games, players)``.
+
+    Returns:
+        Shape ``(games, players)``, ``float64``.
+    """
+    p = np.asarray(penalties)
+    below = (p[:, None, :] < p[:, :, None]).sum(axis=2)
+    equal = (p[:, None, :] == p[:, :, None]).sum(axis=2)
+    return 1.0 + below + (equal - 1) / 2.0
