@@ -3,9 +3,11 @@
 - :mod:`sixnimmt_env.engine`: the pure rules engine (`RULES.md`), no RL imports.
 - :mod:`sixnimmt_env.observation`: the named observation layout and encoder.
 - :func:`parallel_env` / :func:`env`: the PettingZoo parallel and AEC environments.
+- ``gymnasium.make("sixnimmt/SixNimmt-v0", ...)``: one learning seat against agents
+  (:mod:`sixnimmt_env.gym_env`), registered when this package is imported.
 
 The environment modules are imported on first use, so importing the engine
-does not import PettingZoo or Gymnasium.
+does not import PettingZoo; only the cheap Gymnasium registry is touched.
 """
 
 from __future__ import annotations
@@ -29,3 +31,16 @@ def env(**config: Any) -> Any:
     from sixnimmt_env.env import env as make
 
     return make(**config)
+
+
+def _register_gymnasium() -> None:
+    """Register ``sixnimmt/SixNimmt-v0`` (entry point :func:`sixnimmt_env.gym_env.make_env`, imported on make)."""
+    try:
+        import gymnasium
+    except ImportError:  # gymnasium is a core dependency; tolerate a stripped install of the engine
+        return
+    if "sixnimmt/SixNimmt-v0" not in gymnasium.registry:
+        gymnasium.register(id="sixnimmt/SixNimmt-v0", entry_point="sixnimmt_env.gym_env:make_env")
+
+
+_register_gymnasium()

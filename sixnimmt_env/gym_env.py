@@ -1,0 +1,313 @@
+"""Gymnasium environment: one learning seat, the other seats played by agents.
+
+:class:`SingleSeatEnv` is a thin adapter around any PettingZoo ``ParallelEnv``
+of this package (:func:`sixnimmt_env.parallel_env`): it is the only place where
+seats are chosen. The rules stay in :mod:`sixnimmt_env.engine`; nothing here
+copies them.
+
+``gymnasium.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["greedy", "random", "mc:8"])``
+builds one through :func:`make_env`; every :class:`~sixnimmt_env.engine.GameConfig`
+field is a keyword.
+
+====================  ==============================================================
+space / key           value
+====================  ==============================================================
+action_space          ``Discrete(109)``: ``0..103`` play card ``a + 1`` (or draft it,
+                      V2), ``104..107`` take row ``a - 104`` (R9); the no-op 108 is
+                      never legal for the learner, who is asked only when it has a
+                      decision
+observation_space     ``Box(0, inf, (402,), float32)``: the flat vector of
+                      :mod:`sixnimmt_env.observation` for the learner's seat
+action_masks()        ``bool`` array of shape ``(109,)``: True at the learner's legal
+                      actions (sb3-contrib's MaskablePPO reads it)
+reward                minus the bullheads the learner took (R8, R9), summed over its
+                      own step and every opponent-only step up to its next decision
+                      (e.g. a row choice of an opponent's low card, a draft pick)
+terminated            the ParallelEnv's episode ended (round or game, per
+                      ``episode``), or an illegal action with ``"terminate"``
+info                  ``learner_seat`` (int), ``illegal_action`` (bool); when the
+                      episode ends also ``round_penalties`` and ``totals`` (lists of
+                      bullheads in seat order) and ``rank`` (1 = lowest total,
+                      ties share the better rank)
+====================  ==============================================================
+
+Illegal actions (algorithms without masking try them): with
+``illegal_action="terminate"`` (default) the episode ends at once, nothing is
+played, the reward is ``-illegal_penalty`` (default :data:`ILLEGAL_PENALTY`,
+100 bullheads: worse than any round can cost) and ``info["illegal_action"]``
+is True. With ``"raise"`` the action goes to the ParallelEnv, which raises its
+:class:`~sixnimmt_env.engine.IllegalActionError`.
+
+Opponents: a list of agent specs (``"greedy"``, ``"mc:8"``, ``"ppo:PATH"`` once
+``training`` is imported) or :class:`~sixnimmt_env.agents.Agent` objects, one per
+other seat in seat order after the learner; a single spec for every seat; or an
+:class:`OpponentSampler` called at every reset to draw the line-up of the
+episode. Opponents act inside :meth:`SingleSeatEnv.step` and draw their
+randomness from the env's ``np_random`` (seeded by ``reset(seed=...)``), so the
+same seed plays the same episodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import gymnasium as gym
+import numpy as np
+
+from sixnimmt_env.agents import Agent, make_agent
+from sixnimmt_env.engine import NOOP, NUM_ACTIONS
+
+__all__ = ["ENV_ID", "ILLEGAL_PENALTY", "OpponentSampler", "SingleSeatEnv", "make_env"]
+
+ENV_ID = "sixnimmt/SixNimmt-v0"
+"""The id registered with Gymnasium."""
+ILLEGAL_PENALTY = 100.0
+"""Bullheads charged for an illegal action under ``illegal_action="terminate"`` (reward ``-100.0``)."""
+
+
+@runtime_checkable
+class OpponentSampler(Protocol):
+    """Draws the opponents of one episode: ``sampler(rng, k)`` returns ``k`` agents.
+
+    ``rng`` is the env's generator: a sampler must draw from it only, so the
+    same seed gives the same line-ups.
+    """
+
+    def __call__(self, rng: np.random.Generator, k: int) -> Sequence[Agent]:
+        """``k`` agents, for the other seats in order after the learner."""
+        ...
+
+
+OpponentsArg = str | Sequence[str | Agent] | OpponentSampler | Callable[[np.random.Generator, int], Sequence[Agent]]
+
+
+def _as_agent(item: str | Agent, where: str) -> Agent:
+    if isinstance(item, str):
+        return make_agent(item)
+    if isinstance(item, Agent):
+        return item
+    raise ValueError(f"{where}: expected an agent spec string or an object with act(view, rng), got {item!r}")
+
+
+class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
+    """One learner seat of a PettingZoo ``ParallelEnv``; the others are played by ``opponents``.
+
+    Args:
+        parallel: a ``ParallelEnv`` of this package whose observations are
+            ``{"observation": float32 (402,), "action_mask": int8 (109,)}``,
+            whose infos are the readable views (:class:`~sixnimmt_env.engine.PlayerView`)
+            and whose rewards are minus the bullheads taken. Build it with
+            ``illegal_action="raise"``.
+        opponents: see the module docstring; default ``"greedy"`` at every other seat.
+        learner_seat: ``"random"`` (drawn per episode from ``np_random``) or a
+            seat index ``0..num_players-1``.
+        illegal_action: ``"terminate"`` or ``"raise"`` (module docstring).
+        illegal_penalty: bullheads charged for an illegal action (``> 0``).
+
+    Raises:
+        ValueError: a bad learner seat, illegal-action mode or penalty, an
+            opponent list of the wrong length (naming ``num_players``), or an
+            unknown agent spec.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012  (Gymnasium's class attribute)
+
+    def __init__(
+        self,
+        parallel: Any,
+        opponents: OpponentsArg | None = None,
+        learner_seat: int | Literal["random"] = "random",
+        illegal_action: Literal["terminate", "raise"] = "terminate",
+        illegal_penalty: float = ILLEGAL_PENALTY,
+    ) -> None:
+        self.parallel = parallel
+        self.agent_names: tuple[str, ...] = tuple(parallel.possible_agents)
+        self.num_players = len(self.agent_names)
+        n = self.num_players
+        if learner_seat != "random" and (
+            isinstance(learner_seat, bool) or not isinstance(learner_seat, int | np.integer) or not 0 <= learner_seat < n
+        ):
+            raise ValueError(f"learner_seat must be 'random' or a seat 0..{n - 1} (num_players={n}), got {learner_seat!r}")
+        if illegal_action not in ("terminate", "raise"):
+            raise ValueError(f"illegal_action must be 'terminate' or 'raise', got {illegal_action!r}")
+        if not illegal_penalty > 0:
+            raise ValueError(f"illegal_penalty must be > 0 bullheads, got {illegal_penalty!r}")
+        self.learner_seat_option = learner_seat
+        self.illegal_action = illegal_action
+        self.illegal_penalty = float(illegal_penalty)
+        self.set_opponents("greedy" if opponents is None else opponents)
+        first = self.agent_names[0]
+        self.observation_space = parallel.observation_space(first)["observation"]
+        self.action_space = gym.spaces.Discrete(NUM_ACTIONS)
+        self.learner_seat = 0 if learner_seat == "random" else int(learner_seat)
+        self._seat_agents: list[Agent | None] = [None] * n
+        self._obs = np.zeros(self.observation_space.shape, np.float32)
+        self._mask = np.zeros(NUM_ACTIONS, bool)
+        self._done = True
+
+    # ------------------------------------------------------------------ opponents
+
+    def set_opponents(self, opponents: OpponentsArg) -> None:
+        """Replace the opponents (takes effect at the next reset); same forms as the constructor.
+
+        Raises:
+            ValueError: a list whose length is not ``num_players - 1``, or a bad spec.
+        """
+        k = self.num_players - 1
+        if isinstance(opponents, str):
+            agent = _as_agent(opponents, "opponents")
+            self._fixed: list[Agent] | None = [agent] * k
+            self._sampler = None
+        elif isinstance(opponents, Sequence):
+            if len(opponents) != k:
+                raise ValueError(
+                    f"opponents must name {k} agents (num_players={self.num_players}), got {len(opponents)}: "
+                    f"{list(opponents)!r}"
+                )
+            self._fixed = [_as_agent(o, f"opponents[{i}]") for i, o in enumerate(opponents)]
+            self._sampler = None
+        elif callable(opponents):
+            self._fixed, self._sampler = None, opponents
+        else:
+            raise ValueError(f"opponents must be a spec, a list of specs/agents or a sampler, got {opponents!r}")
+
+    # ------------------------------------------------------------------ gym API
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        """Start an episode: draw the learner's seat and the opponents, deal, play up to the learner's decision.
+
+        Returns:
+            ``(observation float32 (402,), info)``.
+        """
+        super().reset(seed=seed)
+        rng = self.np_random
+        n = self.num_players
+        if self.learner_seat_option == "random":
+            self.learner_seat = int(rng.integers(n))
+        if self._sampler is not None:
+            drawn = list(self._sampler(rng, n - 1))
+            if len(drawn) != n - 1:
+                raise ValueError(f"opponent sampler returned {len(drawn)} agents, expected {n - 1}")
+        else:
+            drawn = list(self._fixed or ())
+        seats: list[Agent | None] = [None] * n
+        for k, agent in enumerate(drawn, start=1):
+            seats[(self.learner_seat + k) % n] = agent
+        self._seat_agents = seats
+        observations, infos = self.parallel.reset(seed=int(rng.integers(2**63 - 1)), options=options)
+        self._absorb(observations, infos)
+        self._done = False
+        reward, terminated = self._advance(0.0, False)
+        if terminated:  # cannot happen with the rules of RULES.md: the learner plays every turn
+            raise RuntimeError("the episode ended before the learner had a decision")
+        return self._obs.copy(), self._info(infos)
+
+    def step(self, action: int | np.integer) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """Play the learner's ``action`` (and the opponents' simultaneous ones), then every
+        opponent-only step up to the learner's next decision or the end of the episode.
+
+        Returns:
+            ``(observation, reward in bullheads (<= 0), terminated, truncated, info)``.
+
+        Raises:
+            RuntimeError: stepping a finished episode without ``reset``.
+            IllegalActionError: an illegal action with ``illegal_action="raise"``.
+        """
+        if self._done:
+            raise RuntimeError("the episode is over: call reset()")
+        a = int(action)
+        if self.illegal_action == "terminate" and not (0 <= a < NUM_ACTIONS and self._mask[a]):
+            self._done = True
+            info = {"learner_seat": self.learner_seat, "illegal_action": True}
+            return self._obs.copy(), -self.illegal_penalty, True, False, info
+        reward, terminated = self._play(a)
+        if not terminated:
+            reward, terminated = self._advance(reward, terminated)
+        self._done = terminated
+        return self._obs.copy(), float(reward), terminated, False, self._info(self._infos, final=terminated)
+
+    def action_masks(self) -> np.ndarray:
+        """``bool`` array of shape ``(109,)``: True at the learner's legal actions now."""
+        return self._mask.copy()
+
+    def close(self) -> None:
+        """Close the wrapped ParallelEnv."""
+        self.parallel.close()
+
+    # ------------------------------------------------------------------ internals
+
+    def _absorb(self, observations: Mapping[str, Any], infos: Mapping[str, Any]) -> None:
+        me = self.agent_names[self.learner_seat]
+        self._infos = infos
+        if me in observations:
+            ob = observations[me]
+            self._obs = np.asarray(ob["observation"], np.float32)
+            self._mask = np.asarray(ob["action_mask"]).astype(bool)
+
+    def _learner_decides(self) -> bool:
+        return bool(self._mask.any()) and not self._mask[NOOP]
+
+    def _play(self, learner_action: int) -> tuple[float, bool]:
+        """One ParallelEnv step: the learner's action and every opponent's (no-op without a decision)."""
+        rng = self.np_random
+        actions = {}
+        for seat, name in enumerate(self.agent_names):
+            if seat == self.learner_seat:
+                actions[name] = learner_action
+                continue
+            view = self._infos[name]
+            agent = self._seat_agents[seat]
+            actions[name] = int(agent.act(view, rng)) if view["must_act"] else NOOP  # type: ignore[union-attr]
+        observations, rewards, terminations, truncations, infos = self.parallel.step(actions)
+        me = self.agent_names[self.learner_seat]
+        self._absorb(observations, infos)
+        done = bool(terminations.get(me, False) or truncations.get(me, False)) or not self.parallel.agents
+        return float(rewards.get(me, 0.0)), done
+
+    def _advance(self, reward: float, terminated: bool) -> tuple[float, bool]:
+        """Play opponent-only steps (the learner no-ops) until the learner must decide or the episode ends."""
+        while not terminated and not self._learner_decides():
+            r, terminated = self._play(NOOP)
+            reward += r
+        return reward, terminated
+
+    def _info(self, infos: Mapping[str, Any], final: bool = False) -> dict[str, Any]:
+        info: dict[str, Any] = {"learner_seat": self.learner_seat, "illegal_action": False}
+        if final:
+            view = infos.get(self.agent_names[self.learner_seat])
+            if view is not None:
+                totals = list(view["totals"])
+                info["round_penalties"] = list(view["round_penalties"])
+                info["totals"] = totals
+                info["rank"] = 1 + sum(t < totals[self.learner_seat] for t in totals)
+        return info
+
+
+def make_env(
+    opponents: OpponentsArg | None = None,
+    learner_seat: int | Literal["random"] = "random",
+    illegal_action: Literal["terminate", "raise"] = "terminate",
+    illegal_penalty: float = ILLEGAL_PENALTY,
+    **config: Any,
+) -> SingleSeatEnv:
+    """A :class:`SingleSeatEnv` around :func:`sixnimmt_env.parallel_env` (the ``sixnimmt/SixNimmt-v0`` entry point).
+
+    Args:
+        opponents, learner_seat, illegal_action, illegal_penalty: see :class:`SingleSeatEnv`.
+        **config: every :class:`~sixnimmt_env.engine.GameConfig` field
+            (``num_players``, ``variant``, ``row_choice``, ``end_score``,
+            ``end_rule``, ``max_rounds``, ``episode``).
+
+    Raises:
+        ValueError: a bad config field (from :class:`GameConfig`) or any error of :class:`SingleSeatEnv`.
+    """
+    from sixnimmt_env.env import parallel_env
+
+    return SingleSeatEnv(
+        parallel_env(**config, illegal_action="raise"),
+        opponents=opponents,
+        learner_seat=learner_seat,
+        illegal_action=illegal_action,
+        illegal_penalty=illegal_penalty,
+    )

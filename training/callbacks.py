@@ -1,0 +1,191 @@
+"""Training callbacks: progress bar, checkpoints, self-play pool, arena evaluation.
+
+Each fires on the number of environment steps (``model.num_timesteps``), so
+the schedule does not depend on ``n_envs``.
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecNormalize
+from tqdm import tqdm
+
+from training.agent import save_obs_norm
+
+
+def _vec_normalize(model: Any) -> VecNormalize | None:
+    env = model.get_env()
+    return env if isinstance(env, VecNormalize) else None
+
+
+def save_model(model: Any, path: Path) -> Path:
+    """Save ``model`` to ``path`` (a ``.zip``) and, under VecNormalize, its observation statistics beside it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    model.save(path)
+    norm = _vec_normalize(model)
+    if norm is not None:
+        save_obs_norm(path, norm)
+    return path
+
+
+class _Every(BaseCallback):
+    """Calls :meth:`fire` whenever ``every`` more environment steps have passed."""
+
+    def __init__(self, every: int) -> None:
+        super().__init__()
+        self.every = every
+        self.last = 0
+
+    def _on_training_start(self) -> None:
+        self.last = self.num_timesteps - self.num_timesteps % self.every
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps - self.last >= self.every:
+            self.last = self.num_timesteps - self.num_timesteps % self.every
+            self.fire()
+        return True
+
+    def fire(self) -> None:
+        raise NotImplementedError
+
+
+class CheckpointEvery(_Every):
+    """Saves ``<folder>/model_<steps>_steps.zip`` every ``every`` steps."""
+
+    def __init__(self, every: int, folder: Path) -> None:
+        super().__init__(every)
+        self.folder = folder
+
+    def fire(self) -> None:
+        save_model(self.model, self.folder / f"model_{self.num_timesteps}_steps.zip")
+
+
+class SelfPlayPool(_Every):
+    """Snapshots the learner every ``every`` steps into ``folder``; the opponents' pool is the last ``size``.
+
+    After each snapshot the training envs get a new sampler (``make_sampler(pool)``)
+    through ``env_method("set_opponents", ...)``; it takes effect at their next reset.
+    """
+
+    def __init__(self, every: int, folder: Path, size: int, make_sampler: Callable[[list[str]], Any]) -> None:
+        super().__init__(every)
+        self.folder, self.size, self.make_sampler = folder, size, make_sampler
+        self.pool: list[str] = sorted((str(p) for p in folder.glob("snapshot_*.zip")), key=_steps_of)[-size:]
+
+    def fire(self) -> None:
+        path = save_model(self.model, self.folder / f"snapshot_{self.num_timesteps}.zip")
+        self.pool = [*self.pool, str(path)][-self.size :]
+        self.training_env.env_method("set_opponents", self.make_sampler(self.pool))
+        self.logger.record("self_play/pool_size", len(self.pool))
+
+
+def _steps_of(path: str | Path) -> int:
+    digits = "".join(ch for ch in Path(path).stem if ch.isdigit())
+    return int(digits) if digits else -1
+
+
+class ArenaEval(_Every):
+    """Every ``every`` steps: the current model (saved to ``last_eval.zip``) plays each evaluation line-up in the
+    arena; rows go to ``eval.csv``; the best score on the first line-up is copied to ``best_model.zip``.
+
+    Args:
+        every: steps between evaluations.
+        run_dir: the run folder.
+        evaluate: ``evaluate(model_path) -> list of result rows`` (dicts with at least ``lineup`` and
+            ``mean_penalty``; the first row is the first line-up).
+    """
+
+    FIELDS = (
+        "step",
+        "lineup",
+        "games",
+        "mean_penalty",
+        "ci95",
+        "opponents_mean_penalty",
+        "opponents_ci95",
+        "win_share",
+        "mean_rank",
+        "illegal_actions",
+        "seconds",
+    )
+
+    def __init__(self, every: int, run_dir: Path, evaluate: Callable[[Path], list[dict[str, Any]]]) -> None:
+        super().__init__(every)
+        self.run_dir = run_dir
+        self.evaluate = evaluate
+        self.csv_path = run_dir / "eval.csv"
+        self.best = float("inf")
+        self.latest: float | None = None
+        if self.csv_path.is_file():  # resume: keep the best score so far
+            with self.csv_path.open() as f:
+                rows = list(csv.DictReader(f))
+            firsts = [float(r["mean_penalty"]) for r in rows if r["lineup"] == rows[0]["lineup"]] if rows else []
+            if firsts:
+                self.best, self.latest = min(firsts), firsts[-1]
+
+    def fire(self) -> None:
+        start = time.perf_counter()
+        path = save_model(self.model, self.run_dir / "last_eval.zip")
+        rows = self.evaluate(path)
+        seconds = time.perf_counter() - start
+        new = not self.csv_path.is_file()
+        with self.csv_path.open("a", newline="") as f:
+            writer = csv.DictWriter(f, self.FIELDS, extrasaction="ignore")
+            if new:
+                writer.writeheader()
+            for row in rows:
+                writer.writerow({"step": self.num_timesteps, "seconds": round(seconds, 2), **row})
+        for row in rows:
+            self.logger.record(f"eval/{row['lineup']}/mean_penalty", row["mean_penalty"])
+            self.logger.record(f"eval/{row['lineup']}/win_share", row["win_share"])
+        self.latest = float(rows[0]["mean_penalty"])
+        if self.latest < self.best:
+            self.best = self.latest
+            shutil.copyfile(path, self.run_dir / "best_model.zip")
+            norm = path.with_name(path.stem + ".obsnorm.npz")
+            if norm.is_file():
+                shutil.copyfile(norm, self.run_dir / "best_model.obsnorm.npz")
+
+
+class Progress(BaseCallback):
+    """A tqdm bar over the step budget with steps/s and the latest evaluation score (mean bullheads)."""
+
+    def __init__(self, total: int, evaluator: ArenaEval | None, disable: bool = False) -> None:
+        super().__init__()
+        self.total, self.evaluator, self.disable = total, evaluator, disable
+        self.bar: tqdm | None = None
+
+    def _on_training_start(self) -> None:
+        self.bar = tqdm(
+            total=self.total, initial=self.num_timesteps, unit="step", dynamic_ncols=True, disable=self.disable
+        )
+        self.t0, self.s0 = time.perf_counter(), self.num_timesteps
+        self.shown = self.num_timesteps
+
+    def _on_step(self) -> bool:
+        if self.bar is None or self.num_timesteps - self.shown < 2048:
+            return True
+        self.bar.update(self.num_timesteps - self.shown)
+        self.shown = self.num_timesteps
+        rate = (self.num_timesteps - self.s0) / max(time.perf_counter() - self.t0, 1e-9)
+        post = {"steps/s": f"{rate:,.0f}"}
+        if self.evaluator is not None and self.evaluator.latest is not None:
+            post["eval"] = f"{self.evaluator.latest:.2f}"
+        self.bar.set_postfix(post, refresh=False)
+        return True
+
+    def _on_training_end(self) -> None:
+        if self.bar is not None:
+            self.bar.update(self.num_timesteps - self.shown)
+            self.bar.close()
+
+    def rate(self) -> float:
+        """Environment steps per second since training started."""
+        return (self.num_timesteps - self.s0) / max(time.perf_counter() - self.t0, 1e-9)

@@ -1,0 +1,414 @@
+"""Typed training configs loaded from YAML (``yaml.safe_load`` only, never ``eval``).
+
+A config file has the sections below; every key is optional (the dataclass
+defaults apply) but an unknown or misspelt key, a value of the wrong type or
+an unknown agent spec is a :class:`ConfigError` naming the file and the dotted
+key, raised by :func:`load_config` before anything starts.
+
+===========  ==================================================================
+section      meaning
+===========  ==================================================================
+env          every :class:`sixnimmt_env.engine.GameConfig` field, plus
+             ``learner_seat`` (``"random"`` or a seat index); ``num_players``
+             may be a list: training env ``i`` plays ``num_players[i % len]``
+opponents    a weighted mixture ``[{agent: SPEC, weight: W}, ...]``: each
+             opponent seat draws one entry per episode (``SPEC`` is any agent
+             spec, ``ppo:PATH`` for a checkpoint)
+self_play    ``enabled``, ``snapshot_every`` (steps), ``pool_size`` (last M
+             snapshots kept), ``prob`` (chance that an opponent seat is played
+             by a pool snapshot instead of the mixture)
+algo         MaskablePPO keyword arguments as a plain mapping
+             (``policy_kwargs`` included), checked against its signature
+train        ``total_timesteps``, ``n_envs``, ``vec_env`` (``dummy`` |
+             ``subproc`` | any name registered in
+             :data:`training.vec.VEC_ENV_BUILDERS`), ``normalize_obs``,
+             ``seed``, ``device``, ``output_dir`` (default ``runs``),
+             ``torch_threads``
+eval         ``every`` (steps), ``opponents`` (list of comma-separated line-ups,
+             the first one picks ``best_model.zip``), ``games``, ``final_games``
+checkpoint   ``every`` (steps)
+===========  ==================================================================
+
+``--set a.b=value`` overrides are parsed with ``yaml.safe_load`` and applied
+to the raw mapping before validation, so they are checked the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from sixnimmt_env.engine import GameConfig
+
+
+class ConfigError(ValueError):
+    """A bad training config: names the file, the dotted key, the value and what is allowed."""
+
+
+@dataclass
+class EnvSection:
+    """The game (every :class:`GameConfig` field) and the learner's seat."""
+
+    num_players: int | list[int] = 4
+    variant: Literal["standard", "tactics", "logic"] = "standard"
+    row_choice: Literal["player", "cheapest"] = "player"
+    end_score: int | None = 66
+    end_rule: Literal["at_least", "more_than"] = "at_least"
+    max_rounds: int | None = None
+    episode: Literal["game", "round"] = "round"
+    learner_seat: int | Literal["random"] = "random"
+
+    def table_sizes(self) -> list[int]:
+        """``num_players`` as a list (a list of sizes spreads the training envs over table sizes)."""
+        return list(self.num_players) if isinstance(self.num_players, list) else [self.num_players]
+
+    def game_kwargs(self, num_players: int | None = None) -> dict[str, Any]:
+        """The :class:`GameConfig` keyword arguments of this section (for ``num_players``, default the first size)."""
+        out = {name: getattr(self, name) for name in GameConfig.field_names()}
+        out["num_players"] = self.table_sizes()[0] if num_players is None else num_players
+        return out
+
+
+@dataclass
+class OpponentEntry:
+    """One component of the opponent mixture: an agent spec and its weight (> 0)."""
+
+    agent: str
+    weight: float = 1.0
+
+
+@dataclass
+class SelfPlaySection:
+    """Snapshot the learner every ``snapshot_every`` steps into a pool of the last ``pool_size``
+    snapshots; each opponent seat is played by a random pool snapshot with probability ``prob``."""
+
+    enabled: bool = False
+    snapshot_every: int = 50_000
+    pool_size: int = 5
+    prob: float = 0.3
+
+
+@dataclass
+class TrainSection:
+    """Budget and machinery of one run."""
+
+    total_timesteps: int = 1_000_000
+    n_envs: int = 8
+    vec_env: str = "dummy"
+    normalize_obs: bool = False
+    seed: int = 0
+    device: str = "cpu"
+    output_dir: str = "runs"
+    torch_threads: int = 1
+
+
+@dataclass
+class EvalSection:
+    """Arena evaluations during training; ``opponents[0]`` decides ``best_model.zip``."""
+
+    every: int = 50_000
+    opponents: list[str] = field(default_factory=lambda: ["greedy,greedy,greedy"])
+    games: int = 200
+    final_games: int = 2000
+
+
+@dataclass
+class CheckpointSection:
+    """Periodic checkpoints (``checkpoints/model_<steps>_steps.zip``)."""
+
+    every: int = 100_000
+
+
+@dataclass
+class TrainConfig:
+    """A whole training config (see the module docstring for each section)."""
+
+    name: str = "run"
+    env: EnvSection = field(default_factory=EnvSection)
+    opponents: list[OpponentEntry] = field(default_factory=lambda: [OpponentEntry("greedy", 1.0)])
+    self_play: SelfPlaySection = field(default_factory=SelfPlaySection)
+    algo: dict[str, Any] = field(default_factory=dict)
+    train: TrainSection = field(default_factory=TrainSection)
+    eval: EvalSection = field(default_factory=EvalSection)
+    checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain mapping (what ``config.yaml`` of a run holds)."""
+        return dataclasses.asdict(self)
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        return " or ".join(repr(a) for a in typing.get_args(tp))
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+    if tp is type(None):
+        return "null"
+    if origin is list:
+        return f"a list of {_type_name(typing.get_args(tp)[0])}"
+    if origin is dict:
+        return "a mapping"
+    if dataclasses.is_dataclass(tp):
+        return "a mapping"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _convert(value: Any, tp: Any, key: str, source: str) -> Any:
+    """Check ``value`` against the annotation ``tp`` and build nested dataclasses."""
+    origin = typing.get_origin(tp)
+    bad = ConfigError(f"{source}: key '{key}' must be {_type_name(tp)}, got {value!r}")
+    if origin is Literal:
+        if value not in typing.get_args(tp) or isinstance(value, bool):
+            raise bad
+        return value
+    if origin in (typing.Union, types.UnionType):
+        for option in typing.get_args(tp):
+            try:
+                return _convert(value, option, key, source)
+            except ConfigError:
+                continue
+        raise bad
+    if tp is type(None):
+        if value is not None:
+            raise bad
+        return None
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise bad
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise bad
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise bad
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise bad
+        (item,) = typing.get_args(tp)
+        return [_convert(v, item, f"{key}[{i}]", source) for i, v in enumerate(value)]
+    if origin is dict or tp is Any:
+        if origin is dict and not isinstance(value, dict):
+            raise bad
+        return value
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise bad
+        return _build(tp, value, key, source)
+    raise TypeError(f"unsupported config annotation {tp!r} at {key}")  # a bug in this module, not in a config
+
+
+def _build(cls: type, data: Mapping[str, Any], prefix: str, source: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    kwargs = {}
+    for k, v in data.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        if k not in names:
+            raise ConfigError(f"{source}: unknown key '{key}'; allowed keys here: {', '.join(names)}")
+        kwargs[k] = _convert(v, hints[k], key, source)
+    return cls(**kwargs)
+
+
+# --------------------------------------------------------------------------- overrides
+
+
+def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") -> None:
+    """Apply one ``a.b.c=value`` override to ``raw`` in place; ``value`` is parsed with ``yaml.safe_load``.
+
+    Raises:
+        ConfigError: without ``=``, or when a key on the path is not a mapping.
+    """
+    if "=" not in assignment:
+        raise ConfigError(f"{source}: override {assignment!r} must look like key.sub=value")
+    path, text = assignment.split("=", 1)
+    keys = path.strip().split(".")
+    if not all(keys):
+        raise ConfigError(f"{source}: override {assignment!r} has an empty key")
+    value = yaml.safe_load(text) if text.strip() else None
+    node = raw
+    for i, k in enumerate(keys[:-1]):
+        node = node.setdefault(k, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"{source}: key '{'.'.join(keys[: i + 1])}' is not a mapping; cannot set {path}")
+    node[keys[-1]] = value
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_algo(algo: Mapping[str, Any], source: str) -> None:
+    from sb3_contrib import MaskablePPO
+
+    params = inspect.signature(MaskablePPO.__init__).parameters
+    allowed = sorted(set(params) - {"self", "policy", "env", "_init_setup_model", "tensorboard_log", "seed", "device"})
+    for k in algo:
+        if k not in allowed:
+            raise ConfigError(
+                f"{source}: unknown key 'algo.{k}' (not a MaskablePPO keyword argument, or set in another section: "
+                f"seed and device belong in train); allowed: {', '.join(allowed)}"
+            )
+    pk = algo.get("policy_kwargs")
+    if pk is not None and not isinstance(pk, dict):
+        raise ConfigError(f"{source}: key 'algo.policy_kwargs' must be a mapping, got {pk!r}")
+    act = (pk or {}).get("activation_fn")
+    if act is not None and act not in ACTIVATIONS:
+        raise ConfigError(
+            f"{source}: key 'algo.policy_kwargs.activation_fn' must be one of {', '.join(ACTIVATIONS)}, got {act!r}"
+        )
+
+
+ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu")
+"""Names allowed for ``algo.policy_kwargs.activation_fn`` (the torch.nn classes Tanh, ReLU, ELU, LeakyReLU)."""
+
+
+def algo_kwargs(cfg: TrainConfig) -> dict[str, Any]:
+    """The MaskablePPO keyword arguments of ``cfg.algo``, with ``policy_kwargs.activation_fn`` named by a string
+    turned into its ``torch.nn`` class."""
+    import torch.nn as nn
+
+    kwargs = dict(cfg.algo)
+    pk = dict(kwargs.get("policy_kwargs") or {})
+    if isinstance(pk.get("activation_fn"), str):
+        classes = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "leaky_relu": nn.LeakyReLU}
+        pk["activation_fn"] = classes[pk["activation_fn"]]
+    if pk:
+        kwargs["policy_kwargs"] = pk
+    return kwargs
+
+
+def check_agent_spec(spec: str, key: str, source: str) -> None:
+    """Raise :class:`ConfigError` naming ``key`` and ``source`` when ``spec`` is not a known agent spec.
+
+    ``ppo:PATH`` specs are checked for an existing file only (loading waits until the run starts).
+    """
+    from sixnimmt_env.agents import make_agent
+
+    from training import agent as _registered  # noqa: F401  (registers the ppo: prefix)
+
+    if spec.startswith("ppo:"):
+        if not Path(spec[4:]).is_file():
+            raise ConfigError(f"{source}: key '{key}': checkpoint {spec[4:]!r} of agent {spec!r} does not exist")
+        return
+    try:
+        make_agent(spec)
+    except ValueError as e:
+        raise ConfigError(f"{source}: key '{key}': {e}") from None
+
+
+def validate(cfg: TrainConfig, source: str) -> TrainConfig:
+    """Semantic checks across sections: the game, weights, agent specs, counts, the vector env kind.
+
+    Raises:
+        ConfigError: naming ``source`` and the offending key.
+    """
+    sizes = cfg.env.table_sizes()
+    if not sizes:
+        raise ConfigError(f"{source}: key 'env.num_players' must not be an empty list")
+    for n in sizes:
+        try:
+            GameConfig(**cfg.env.game_kwargs(n))
+        except ValueError as e:
+            raise ConfigError(f"{source}: section 'env': {e}") from None
+        if isinstance(cfg.env.learner_seat, int) and not 0 <= cfg.env.learner_seat < n:
+            raise ConfigError(
+                f"{source}: key 'env.learner_seat' must be 'random' or 0..{n - 1}, got {cfg.env.learner_seat}"
+            )
+    if not cfg.opponents:
+        raise ConfigError(f"{source}: key 'opponents' must list at least one agent")
+    for i, entry in enumerate(cfg.opponents):
+        if entry.weight <= 0:
+            raise ConfigError(f"{source}: key 'opponents[{i}].weight' must be > 0, got {entry.weight}")
+        check_agent_spec(entry.agent, f"opponents[{i}].agent", source)
+    for i, lineup in enumerate(cfg.eval.opponents):
+        specs = [s.strip() for s in lineup.split(",")]
+        if not 1 <= len(specs) <= 9:
+            raise ConfigError(
+                f"{source}: key 'eval.opponents[{i}]' must name 1..9 opponents (the table is them plus the learner), "
+                f"got {lineup!r}"
+            )
+        for spec in specs:
+            check_agent_spec(spec, f"eval.opponents[{i}]", source)
+    for key, value in [
+        ("train.total_timesteps", cfg.train.total_timesteps),
+        ("train.n_envs", cfg.train.n_envs),
+        ("train.torch_threads", cfg.train.torch_threads),
+        ("eval.every", cfg.eval.every),
+        ("eval.games", cfg.eval.games),
+        ("eval.final_games", cfg.eval.final_games),
+        ("checkpoint.every", cfg.checkpoint.every),
+        ("self_play.snapshot_every", cfg.self_play.snapshot_every),
+        ("self_play.pool_size", cfg.self_play.pool_size),
+    ]:
+        if value < 1:
+            raise ConfigError(f"{source}: key '{key}' must be >= 1, got {value}")
+    if not 0.0 <= cfg.self_play.prob <= 1.0:
+        raise ConfigError(f"{source}: key 'self_play.prob' must be in [0, 1], got {cfg.self_play.prob}")
+    from training.vec import VEC_ENV_BUILDERS
+
+    if cfg.train.vec_env not in VEC_ENV_BUILDERS:
+        raise ConfigError(
+            f"{source}: key 'train.vec_env' must be one of {', '.join(sorted(VEC_ENV_BUILDERS))}, "
+            f"got {cfg.train.vec_env!r}"
+        )
+    _check_algo(cfg.algo, source)
+    return cfg
+
+
+def parse_config(raw: Any, source: str, overrides: Iterable[str] = ()) -> TrainConfig:
+    """Build and validate a :class:`TrainConfig` from a raw mapping (as ``yaml.safe_load`` gives).
+
+    Raises:
+        ConfigError: naming ``source`` and the key.
+    """
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of sections, got {type(raw).__name__}")
+    raw = dict(raw)
+    for assignment in overrides:
+        apply_override(raw, assignment, f"{source} (--set {assignment})")
+    return validate(_build(TrainConfig, raw, "", source), source)
+
+
+def load_config(path: str | Path, overrides: Iterable[str] = ()) -> TrainConfig:
+    """Read, override, type-check and validate a YAML config.
+
+    The run name defaults to the file's stem (``configs/ppo_4p.yaml`` -> ``ppo_4p``).
+
+    Raises:
+        ConfigError: a missing or unreadable file, bad YAML, or any error of :func:`parse_config`.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    if isinstance(raw, dict) and "name" not in raw:
+        raw = {"name": path.stem, **raw}
+    return parse_config(raw, str(path), overrides)
+
+
+def dump_config(cfg: TrainConfig, path: str | Path) -> None:
+    """Write the resolved config as YAML (reloadable with :func:`load_config`)."""
+    Path(path).write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
