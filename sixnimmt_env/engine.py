@@ -324,9 +324,12 @@ def from_position(
             than 5, hands of unequal length, bad totals, a bad round index.
     """
     n = config.num_players
-    if not isinstance(hands, Sequence) or len(hands) != n:
-        got = len(hands) if isinstance(hands, Sequence) else repr(hands)
-        raise ValueError(f"expected {n} hands (num_players={n}), got {got}")
+    try:
+        count = len(hands)
+    except TypeError:
+        raise ValueError(f"hands must be a list of {n} lists of cards (num_players={n}), got {hands!r}") from None
+    if count != n:
+        raise ValueError(f"expected {n} hands (num_players={n}), got {count}")
     if isinstance(round_index, bool) or not isinstance(round_index, int | np.integer) or round_index < 0:
         raise ValueError(f"round_index must be a non-negative integer, got {round_index!r}")
     round_index = int(round_index)
