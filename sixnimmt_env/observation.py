@@ -146,3 +146,258 @@ def action_mask(state: State, seat: int) -> np.ndarray:
     mask = np.zeros(NUM_ACTIONS, np.int8)
     mask[list(legal_actions(state, seat))] = 1
     return mask
+
+
+# --------------------------------------------------------------------------- fast batched encoder
+
+_HAND0 = SLICES["hand"].start
+_ROWS0 = SLICES["rows"].start
+_LEN0 = SLICES["row_lengths"].start
+_END0 = SLICES["row_ends"].start
+_RBH0 = SLICES["row_bullheads"].start
+_SEEN0 = SLICES["seen"].start
+_REV0 = SLICES["revealed"].start
+_PHASE0 = SLICES["phase"].start
+_MUST0 = SLICES["must_act"].start
+_CHOOSER0 = SLICES["chooser"].start
+_DISPLAY0 = SLICES["display"].start
+_TOTALS0 = SLICES["totals"].start
+_ROUNDPEN0 = SLICES["round_penalties"].start
+_PRESENT0 = SLICES["seat_present"].start
+_TURN0 = SLICES["turn"].start
+_ROUND0 = SLICES["round"].start
+_NUMP0 = SLICES["num_players"].start
+# The public pieces rows..seen are contiguous: they are written to seat 0's vector and copied to the others at once.
+_PUBLIC_BLOCK = slice(_ROWS0, SLICES["seen"].stop)
+_SEEN_AT = _SEEN0 - 1  # card c is seen at _SEEN_AT + c
+# phase, must_act and chooser are contiguous too.
+_PHASE_BLOCK = slice(_PHASE0, SLICES["chooser"].stop)
+assert SLICES["row_lengths"].start == SLICES["rows"].stop and SLICES["seen"].start == SLICES["row_bullheads"].stop
+assert SLICES["must_act"].start == SLICES["phase"].stop and SLICES["chooser"].start == SLICES["must_act"].stop
+
+# Value tables (Python floats, rounded to float32 on write exactly as numpy does in :func:`encode`).
+_CARD_VALUE = [c / CARD_SCALE for c in range(NUM_CARDS + 1)]
+_LENGTH_VALUE = [k / ROW_LIMIT for k in range(ROW_LIMIT + 1)]
+_PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
+_ROW_ACTION0 = NUM_ACTIONS - 1 - NUM_ROWS  # 104: first take-row action
+_NOOP_ACTION = NUM_ACTIONS - 1  # 108
+
+
+class BatchEncoder:
+    """Observations and action masks of every seat at once, kept up to date step by step.
+
+    A fast equivalent of calling :func:`encode` and :func:`action_mask` for each
+    seat: :meth:`reset` builds the vectors of a state from scratch,
+    :meth:`update` moves them to the state that one :func:`engine.step
+    <sixnimmt_env.engine.step>` produced from the previous one, writing only
+    what changed (cards played, rows changed, scores, phase, turn); a new round
+    or a draft pick is rebuilt from scratch. Values agree with :func:`encode`
+    bit for bit (tested).
+
+    Args:
+        num_players: seats at the table, 2..10.
+
+    The internal buffers are reused: :meth:`observations` and :meth:`masks`
+    return fresh arrays that callers may keep.
+    """
+
+    def __init__(self, num_players: int) -> None:
+        n = num_players
+        self.num_players = n
+        self._obs = np.zeros((n, OBS_SIZE), np.float32)
+        self._flat = memoryview(self._obs).cast("B").cast("f")
+        self._hand_mask = np.zeros((n, NUM_ACTIONS), np.int8)
+        self._mflat = memoryview(self._hand_mask).cast("B").cast("b")
+        self._bases = [i * OBS_SIZE for i in range(n)]
+        self._mbases = [i * NUM_ACTIONS for i in range(n)]
+        self._seats = range(n)
+        self._hand_at = [b + _HAND0 - 1 for b in self._bases]  # card c of seat i is at _hand_at[i] + c
+        self._mask_at = [b - 1 for b in self._mbases]
+        # Seat-relative pieces: a doubled vector v + v viewed as an (n, n) matrix whose row i is v rotated by i,
+        # copied into the observations at once. totals and round_penalties are adjacent: one (2, 2n) buffer.
+        self._rev_buf = np.zeros(2 * n, np.float32)
+        self._rev_flat = memoryview(self._rev_buf).cast("B").cast("f")
+        size = self._rev_buf.itemsize
+        self._rev_rotated = np.lib.stride_tricks.as_strided(self._rev_buf, (n, n), (size, size))
+        self._rev_target = self._obs[:, _REV0 : _REV0 + n]
+        self._score_buf = np.zeros((2, 2 * n), np.float32)
+        self._score_flat = memoryview(self._score_buf).cast("B").cast("f")
+        self._score_rotated = np.lib.stride_tricks.as_strided(self._score_buf, (n, 2, n), (size, 2 * n * size, size))
+        self._score_target = self._obs[:, _TOTALS0 : _TOTALS0 + 2 * MAX_SEATS].reshape(n, 2, MAX_SEATS)[:, :, :n]
+        self._choose_masks = []
+        for chooser in range(n):
+            mask = np.zeros((n, NUM_ACTIONS), np.int8)
+            mask[:, _NOOP_ACTION] = 1
+            mask[chooser, _NOOP_ACTION] = 0
+            mask[chooser, _ROW_ACTION0 : _ROW_ACTION0 + NUM_ROWS] = 1
+            self._choose_masks.append(mask)
+        # phase, must_act and chooser are contiguous: one precomputed (n, 15) block per (phase, chooser).
+        self._phase_blocks: dict[tuple[str, int], np.ndarray] = {}
+        for phase in PHASES:
+            for chooser in range(-1, n):
+                block = np.zeros((n, _PHASE_BLOCK.stop - _PHASE_BLOCK.start), np.float32)
+                block[:, _PHASE_INDEX[phase]] = 1.0
+                for i in range(n):
+                    must_act = phase == SELECT or (phase in (CHOOSE_ROW, DRAFT) and chooser == i)
+                    block[i, _MUST0 - _PHASE0] = float(must_act)
+                    if chooser >= 0:
+                        block[i, _CHOOSER0 - _PHASE0 + (chooser - i) % n] = 1.0
+                self._phase_blocks[phase, chooser] = block
+        self._row_bull = [0] * NUM_ROWS
+        self._state: State | None = None
+
+    # ------------------------------------------------------------------ output
+
+    def observations(self) -> np.ndarray:
+        """A fresh ``float32`` array ``(num_players, OBS_SIZE)``: row ``i`` is ``encode(state, i)``."""
+        return self._obs.copy()
+
+    def masks(self) -> np.ndarray:
+        """A fresh ``int8`` array ``(num_players, 109)``: row ``i`` is ``action_mask(state, i)``."""
+        state = self._state
+        if state is None:
+            raise ValueError("BatchEncoder has no state: call reset(state) first")
+        phase = state.phase
+        if phase == SELECT:
+            return self._hand_mask.copy()
+        if phase == CHOOSE_ROW:
+            return self._choose_masks[state.chooser].copy()
+        mask = np.zeros((self.num_players, NUM_ACTIONS), np.int8)
+        if phase == DRAFT:
+            mask[:, _NOOP_ACTION] = 1
+            mask[state.chooser, _NOOP_ACTION] = 0
+            mask[state.chooser, [c - 1 for c in state.display]] = 1
+        return mask
+
+    # ------------------------------------------------------------------ building
+
+    def _set_revealed(self, revealed: tuple[int, ...]) -> None:
+        n, flat = self.num_players, self._rev_flat
+        for s in range(n):
+            flat[s] = flat[s + n] = revealed[s] / CARD_SCALE
+        np.copyto(self._rev_target, self._rev_rotated)
+
+    def _set_scores(self, totals: tuple[int, ...], round_penalties: tuple[int, ...], seats: range | list[int]) -> None:
+        n, flat = self.num_players, self._score_flat
+        for s in seats:
+            flat[s] = flat[s + n] = totals[s] / SCORE_SCALE
+            flat[2 * n + s] = flat[3 * n + s] = round_penalties[s] / SCORE_SCALE
+        np.copyto(self._score_target, self._score_rotated)
+
+    def _write_row(self, r: int, row: tuple[int, ...], old_length: int) -> None:
+        """Write row ``r`` into seat 0's vector (rows, row_lengths, row_ends, row_bullheads)."""
+        flat = self._flat
+        base = _ROWS0 + r * ROW_LIMIT
+        bull = 0
+        for j, c in enumerate(row):
+            flat[base + j] = _CARD_VALUE[c]
+            bull += BULLHEADS[c]
+        for j in range(len(row), old_length):
+            flat[base + j] = 0.0
+        if row:
+            flat[_LEN0 + r] = _LENGTH_VALUE[len(row)]
+            flat[_END0 + r] = _CARD_VALUE[row[-1]]
+            flat[_RBH0 + r] = bull / BULLHEAD_ROW_SCALE
+        else:
+            flat[_LEN0 + r] = flat[_END0 + r] = flat[_RBH0 + r] = 0.0
+        self._row_bull[r] = bull
+
+    def reset(self, state: State) -> None:
+        """Build every seat's observation and mask of ``state`` from scratch."""
+        n = state.config.num_players
+        if n != self.num_players:
+            raise ValueError(f"this BatchEncoder serves {self.num_players} players, the state has {n}")
+        obs, flat = self._obs, self._flat
+        obs.fill(0.0)
+        for r, row in enumerate(state.rows):
+            self._write_row(r, row, 0)
+        for c in seen_cards(state):
+            flat[_SEEN0 + c - 1] = 1.0
+        for c in state.display:
+            flat[_DISPLAY0 + c - 1] = 1.0
+        for k in range(n):
+            flat[_PRESENT0 + k] = 1.0
+        flat[_TURN0] = state.turn / 10.0
+        flat[_ROUND0] = state.round / 10.0
+        flat[_NUMP0] = n / 10.0
+        obs[1:] = obs[0]  # every piece written so far is public
+        self._obs[:, _PHASE_BLOCK] = self._phase_blocks[state.phase, state.chooser]
+        self._set_revealed(state.revealed)
+        self._set_scores(state.totals, state.round_penalties, range(n))
+        self._hand_mask.fill(0)
+        mflat = self._mflat
+        for i, hand in enumerate(state.hands):
+            b, mb = self._bases[i], self._mbases[i]
+            for c in hand:
+                flat[b + _HAND0 + c - 1] = 1.0
+                mflat[mb + c - 1] = 1
+        self._state = state
+
+    def update(self, state: State) -> None:
+        """Move to ``state``, which :func:`engine.step <sixnimmt_env.engine.step>` made from the previous state.
+
+        Falls back to :meth:`reset` for a new round, a draft step or when there is no previous state.
+        """
+        old = self._state
+        if old is None or state is old:
+            self.reset(state)
+            return
+        if (
+            state.round != old.round
+            or state.phase == DRAFT
+            or old.phase == DRAFT
+            or state.turn < old.turn
+            or state.config is not old.config
+        ):
+            self.reset(state)
+            return
+        flat, n, obs = self._flat, self.num_players, self._obs
+        if old.phase == SELECT:  # every seat played the card it revealed (R5); each is now seen (R4)
+            mflat, rev_flat, card_value = self._mflat, self._rev_flat, _CARD_VALUE
+            for i, hand_at, mask_at, c in zip(self._seats, self._hand_at, self._mask_at, state.revealed, strict=True):
+                flat[hand_at + c] = 0.0
+                mflat[mask_at + c] = 0
+                flat[_SEEN_AT + c] = 1.0
+                rev_flat[i] = rev_flat[i + n] = card_value[c]
+            np.copyto(self._rev_target, self._rev_rotated)
+        old_rows = old.rows
+        for r, row in enumerate(() if state.rows is old_rows else state.rows):
+            prev = old_rows[r]
+            if row is not prev and row != prev:
+                k = len(prev)
+                if len(row) > k and row[k - 1] == prev[-1]:
+                    # Cards were appended: a card still in place proves the row was not taken (R8, R10).
+                    base = _ROWS0 + r * ROW_LIMIT
+                    bull = self._row_bull[r]
+                    for j in range(k, len(row)):
+                        c = row[j]
+                        flat[base + j] = _CARD_VALUE[c]
+                        bull += BULLHEADS[c]
+                    self._row_bull[r] = bull
+                    flat[_LEN0 + r] = _LENGTH_VALUE[len(row)]
+                    flat[_END0 + r] = _CARD_VALUE[row[-1]]
+                    flat[_RBH0 + r] = bull / BULLHEAD_ROW_SCALE
+                else:
+                    self._write_row(r, row, k)
+        obs[1:, _PUBLIC_BLOCK] = obs[0, _PUBLIC_BLOCK]
+        if state.round_penalties != old.round_penalties:
+            old_pen = old.round_penalties
+            self._set_scores(
+                state.totals, state.round_penalties, [s for s, p in enumerate(state.round_penalties) if p != old_pen[s]]
+            )
+        if state.phase != old.phase or state.chooser != old.chooser:
+            obs[:, _PHASE_BLOCK] = self._phase_blocks[state.phase, state.chooser]
+        if state.turn != old.turn:
+            obs[:, _TURN0] = state.turn / 10.0
+        self._state = state
+
+
+def encode_all(state: State) -> tuple[np.ndarray, np.ndarray]:
+    """Every seat's observation and mask: ``float32 (n, OBS_SIZE)`` and ``int8 (n, 109)``.
+
+    Row ``i`` equals ``encode(state, i)`` and ``action_mask(state, i)``; one
+    call costs about as much as one :func:`encode`.
+    """
+    enc = BatchEncoder(state.config.num_players)
+    enc.reset(state)
+    return enc.observations(), enc.masks()

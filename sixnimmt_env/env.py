@@ -1,0 +1,544 @@
+"""*6 nimmt!* as a PettingZoo parallel environment (``sixnimmt_v0``).
+
+A thin shell around the pure rules engine :mod:`sixnimmt_env.engine`
+(`RULES.md`): it holds agent names, spaces, the random generator and the dict
+plumbing; every rule lives in the engine.
+
+>>> from sixnimmt_env import parallel_env
+>>> env = parallel_env(num_players=4)
+>>> observations, infos = env.reset(seed=0)
+
+=====================  ==============================================================
+agents                 ``player_0 … player_{n-1}`` (seat order, n = ``num_players``)
+action space           ``Discrete(109)`` for every agent (below)
+observation space      ``Dict({"observation": Box(float32, (402,)),
+                       "action_mask": Box(0, 1, (109,), int8)})``
+state space            ``Box(float32, (1442,))`` (:data:`STATE_PIECES`)
+rewards                ``reward="penalty"`` (default) or ``"relative"`` (below)
+=====================  ==============================================================
+
+**Actions** (the engine's encoding, stable): ``0..103`` the card ``a + 1``
+(play it in the ``select`` phase; in the logic-variant ``draft`` take it from
+the open display); ``104..107`` take row ``a - 104`` (the low-card choice,
+`RULES.md` R9); ``108`` no-op, the only legal action of every agent that has
+no decision in the current phase. Every live agent gives an action at every
+step: in ``select`` all agents choose a card at once (R5); in ``choose_row``
+and ``draft`` only one agent decides and the others give ``108``.
+
+**Observations**: ``"observation"`` is the named layout of
+:mod:`sixnimmt_env.observation` (own hand, rows, seen cards, the cards
+revealed this turn, phase, draft display, seat-relative scores, ...; 402
+``float32`` values whatever the table size); ``"action_mask"`` (``int8``)
+is 1 exactly at the agent's legal actions, never all zero for a live agent.
+Only public information and the agent's own hand go in (R4, E4).
+
+**Infos**: ``infos[agent]`` is the agent's readable view, a ``dict`` with the
+keys of :class:`sixnimmt_env.engine.PlayerView`: ``hand`` (sorted cards),
+``rows`` (4 lists of cards), ``totals`` and ``round_penalties`` (bullheads,
+seat order), ``phase``, ``revealed`` (cards revealed this turn, by seat),
+``legal_actions`` (action indices), ``must_act``, ``chooser``, ``seen``,
+``piles``, ``display``, ``turn``, ``round``, ... Its values are computed on
+first access (:class:`AgentInfo`), so unused infos cost nothing.
+
+**Rewards** (per step, in bullheads): ``reward="penalty"`` gives each agent
+minus the bullheads it took in that step (R8, R9), so an episode's return is
+minus its penalty; ``reward="relative"`` gives
+``mean(bullheads the others took) - own bullheads`` (own penalty minus the mean
+of the others', negated so that higher is better; the rewards of a step sum to
+0). An illegal action under ``illegal_action="terminate"`` ends the episode:
+the offender gets ``-ILLEGAL_ACTION_PENALTY`` (-171, the bullheads of the
+whole deck, worse than any round), every other agent 0 (PettingZoo classic
+convention).
+
+**Episodes** end after the last round of the game (R12), or after one round
+with ``episode="round"``: then every termination is ``True`` and ``agents`` is
+empty. Truncations are always ``False`` (no time limit of our own).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+from pettingzoo.utils.conversions import parallel_to_aec
+
+from sixnimmt_env import engine
+from sixnimmt_env.engine import (
+    BULLHEADS,
+    CHOOSE_ROW,
+    DONE,
+    DRAFT,
+    NUM_ACTIONS,
+    NUM_CARDS,
+    SELECT,
+    GameConfig,
+    IllegalActionError,
+    PlayerView,
+    State,
+)
+from sixnimmt_env.observation import MAX_SEATS, OBS_SIZE, SLICES, BatchEncoder, encode
+
+ILLEGAL_ACTION_PENALTY = 171.0
+"""Bullheads charged to an agent whose illegal action ends the episode under
+``illegal_action="terminate"``: the whole deck's bullheads (R2), more than any
+player can take in one round."""
+
+REWARD_MODES = ("penalty", "relative")
+ILLEGAL_ACTION_MODES = ("raise", "terminate")
+RENDER_MODES = ("ansi", "human")
+
+STATE_PIECES: tuple[tuple[str, int], ...] = (
+    ("hands", MAX_SEATS * NUM_CARDS),
+    ("observation", OBS_SIZE),
+)
+"""Layout of :meth:`SixNimmtParallelEnv.state` (``float32``):
+
+- ``hands`` (1040): seat ``s``'s hand at ``104 s + c - 1`` (1 where it holds
+  card ``c``), absolute seat order, 0 for seats beyond ``num_players``;
+- ``observation`` (402): seat 0's observation (:mod:`sixnimmt_env.observation`),
+  so its seat-relative pieces are in absolute seat order.
+
+The unused stock is implied: cards of the deck in no hand, row, pile or display.
+"""
+STATE_SIZE = sum(size for _, size in STATE_PIECES)
+"""Length of the state vector (1442)."""
+
+ENV_OPTIONS = ("reward", "illegal_action", "render_mode")
+"""Keyword arguments of the environment besides the :class:`GameConfig` fields."""
+
+_POSITION_KEYS = ("hands", "rows", "totals", "display")
+
+
+def _observation_high() -> np.ndarray:
+    """Upper bounds of the observation vector: 1, except unbounded scores and the dearest row (27 bullheads)."""
+    high = np.ones(OBS_SIZE, np.float32)
+    for name in ("totals", "round_penalties", "round"):
+        high[SLICES[name]] = np.inf
+    high[SLICES["row_bullheads"]] = np.float32(27 / 10.0)
+    return high
+
+
+# --------------------------------------------------------------------------- infos
+
+
+class AgentInfo(dict):
+    """One agent's readable view as a plain ``dict`` (keys of :class:`engine.PlayerView`).
+
+    Built empty; a key is computed the first time it is read (``info["hand"]``),
+    and every key as soon as the dict is used as a whole (iteration, ``len``,
+    ``==``, ``repr``, copying, changing it). It then behaves as an ordinary
+    ``dict`` holding a snapshot of that step's state.
+    """
+
+    __slots__ = ("_seat", "_state")
+
+    def __init__(self, state: State, seat: int) -> None:
+        self._state: State | None = state
+        self._seat = seat
+
+    def _fill(self) -> None:
+        state = self._state
+        if state is not None:
+            self._state = None
+            view = PlayerView(state, self._seat)
+            for key in view:
+                if not dict.__contains__(self, key):
+                    dict.__setitem__(self, key, view[key])
+
+    def __missing__(self, key: str) -> Any:
+        state = self._state
+        if state is not None and key in _VIEW_KEYS:
+            value = PlayerView(state, self._seat)[key]
+            dict.__setitem__(self, key, value)
+            return value
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or (self._state is not None and key in _VIEW_KEYS)
+
+    def __reduce__(self) -> tuple[type, tuple[dict[str, Any]]]:
+        self._fill()
+        return dict, (dict(dict.items(self)),)
+
+    def __copy__(self) -> dict[str, Any]:
+        self._fill()
+        return dict(dict.items(self))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        import copy
+
+        self._fill()
+        return copy.deepcopy(dict(dict.items(self)), memo)
+
+
+_VIEW_KEYS = frozenset(PlayerView._KEYS)
+
+
+def _filled(name: str) -> Callable[..., Any]:
+    method = getattr(dict, name)
+
+    @functools.wraps(method)
+    def wrapper(self: AgentInfo, *args: Any, **kwargs: Any) -> Any:
+        self._fill()
+        return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+for _name in (
+    "__iter__",
+    "__len__",
+    "__eq__",
+    "__ne__",
+    "__repr__",
+    "__reversed__",
+    "__or__",
+    "__ror__",
+    "__ior__",
+    "__setitem__",
+    "__delitem__",
+    "keys",
+    "values",
+    "items",
+    "copy",
+    "pop",
+    "popitem",
+    "setdefault",
+    "update",
+    "clear",
+):
+    setattr(AgentInfo, _name, _filled(_name))
+AgentInfo.__hash__ = None  # type: ignore[assignment]
+
+
+# --------------------------------------------------------------------------- environment
+
+
+class SixNimmtParallelEnv(ParallelEnv):
+    """*6 nimmt!* for 2..10 agents acting simultaneously (see the module docstring for spaces and rewards).
+
+    Keyword args:
+        num_players, variant, row_choice, end_score, end_rule, max_rounds,
+            episode: the :class:`GameConfig` fields (`RULES.md` R3, R9b, R12,
+            V1, V2), validated there.
+        reward: ``"penalty"`` (default: minus the bullheads taken this step)
+            or ``"relative"`` (mean of the others' bullheads minus one's own).
+        illegal_action: ``"raise"`` (default: a ``ValueError``, nothing
+            changes) or ``"terminate"`` (the episode ends, the offender gets
+            ``-ILLEGAL_ACTION_PENALTY``, the others 0).
+        render_mode: ``None``, ``"ansi"`` (:meth:`render` returns the table as
+            text) or ``"human"`` (:meth:`render` prints it).
+
+    Raises:
+        ValueError: an unknown keyword (the message lists the allowed ones) or
+            a bad value (naming the field and the allowed values).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "sixnimmt_v0",
+        "render_modes": list(RENDER_MODES),
+        "is_parallelizable": True,
+    }
+
+    def __init__(self, **config: Any) -> None:
+        allowed = (*GameConfig.field_names(), *ENV_OPTIONS)
+        unknown = sorted(set(config) - set(allowed))
+        if unknown:
+            raise ValueError(f"unknown option(s) {unknown}; allowed: {', '.join(allowed)}")
+        reward = config.pop("reward", "penalty")
+        illegal_action = config.pop("illegal_action", "raise")
+        render_mode = config.pop("render_mode", None)
+        if reward not in REWARD_MODES:
+            raise ValueError(f"reward must be one of {', '.join(map(repr, REWARD_MODES))}, got {reward!r}")
+        if illegal_action not in ILLEGAL_ACTION_MODES:
+            raise ValueError(
+                f"illegal_action must be one of {', '.join(map(repr, ILLEGAL_ACTION_MODES))}, got {illegal_action!r}"
+            )
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(
+                f"render_mode must be None or one of {', '.join(map(repr, RENDER_MODES))}, got {render_mode!r}"
+            )
+        self.config = GameConfig(**config)
+        self.reward_mode: str = reward
+        self.illegal_action: str = illegal_action
+        self.render_mode: str | None = render_mode
+        n = self.config.num_players
+        self.possible_agents: list[str] = [f"player_{i}" for i in range(n)]
+        self.agents: list[str] = []
+        self._names = tuple(self.possible_agents)
+        self._seat_of = {name: i for i, name in enumerate(self._names)}
+        high = _observation_high()
+        self._observation_spaces = {
+            name: spaces.Dict(
+                {
+                    "observation": spaces.Box(0.0, high, (OBS_SIZE,), np.float32),
+                    "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
+                }
+            )
+            for name in self._names
+        }
+        self._action_spaces = {name: spaces.Discrete(NUM_ACTIONS) for name in self._names}
+        self.state_space = spaces.Box(
+            0.0, np.concatenate([np.ones(MAX_SEATS * NUM_CARDS, np.float32), high]), (STATE_SIZE,), np.float32
+        )
+        self._encoder = BatchEncoder(n)
+        self._rng: np.random.Generator | None = None
+        self._state: State | None = None
+        self._zero_rewards = dict.fromkeys(self._names, 0.0)
+        self._all_true = dict.fromkeys(self._names, True)
+        self._all_false = dict.fromkeys(self._names, False)
+
+    # ------------------------------------------------------------------ spaces
+
+    def observation_space(self, agent: str) -> spaces.Dict:
+        """The observation space of ``agent`` (the same object at every call)."""
+        try:
+            return self._observation_spaces[agent]
+        except KeyError:
+            raise ValueError(f"unknown agent {agent!r}; agents: {self.possible_agents}") from None
+
+    def action_space(self, agent: str) -> spaces.Discrete:
+        """``Discrete(109)`` for ``agent`` (the same object at every call)."""
+        try:
+            return self._action_spaces[agent]
+        except KeyError:
+            raise ValueError(f"unknown agent {agent!r}; agents: {self.possible_agents}") from None
+
+    # ------------------------------------------------------------------ episode
+
+    @property
+    def game_state(self) -> State:
+        """The engine's current :class:`State` (immutable). Raises ``ValueError`` before :meth:`reset`."""
+        if self._state is None:
+            raise ValueError("the environment has no game yet: call reset() first")
+        return self._state
+
+    def reset(
+        self, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, AgentInfo]]:
+        """Start a new episode.
+
+        Args:
+            seed: seeds the environment's ``numpy.random.Generator``; later
+                resets without a seed continue its stream (same seed, same games).
+            options: ``{"hands": [[...] per seat], "rows": [[...] × 4],
+                "totals": [...], "display": [...]}`` starts from that position
+                (:func:`engine.from_position`; the lists are copied, never kept);
+                ``"display"`` (logic variant) starts in the draft. Other keys are
+                ignored.
+
+        Returns:
+            ``(observations, infos)`` keyed by agent.
+
+        Raises:
+            ValueError: an invalid position (saying what is wrong), or position
+                keys without ``"hands"``.
+        """
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        elif self._rng is None:
+            self._rng = np.random.default_rng()
+        position = {k: options[k] for k in _POSITION_KEYS if options and k in options}
+        if position:
+            if "hands" not in position:
+                raise ValueError(f"a start position needs options['hands'] (got only {sorted(position)})")
+            state = engine.from_position(
+                self.config,
+                position["hands"],
+                position.get("rows", ()),
+                totals=position.get("totals"),
+                display=position.get("display"),
+            )
+        else:
+            state = engine.new_game(self.config, self._rng)
+        self._state = state
+        self._encoder.reset(state)
+        self.agents = list(self._names)
+        return self._observations(), self._infos(state)
+
+    def _observations(self) -> dict[str, dict[str, np.ndarray]]:
+        obs = self._encoder.observations()
+        masks = self._encoder.masks()
+        return {name: {"observation": obs[i], "action_mask": masks[i]} for i, name in enumerate(self._names)}
+
+    def _infos(self, state: State) -> dict[str, AgentInfo]:
+        return {name: AgentInfo(state, i) for i, name in enumerate(self._names)}
+
+    def _bad_actions(self, actions: Any, err: IllegalActionError | None) -> ValueError | None:
+        """The ``ValueError`` for malformed ``actions``, or ``None`` if ``err`` is a well-formed illegal action."""
+        names = self._names
+        state = self._state
+        if not isinstance(actions, Mapping):
+            return ValueError(f"actions must be a dict {{agent: action}}, got {type(actions).__name__}")
+        missing = [name for name in names if name not in actions]
+        if missing:
+            return ValueError(f"missing actions for {missing}; every live agent must act: {list(names)}")
+        extra = [k for k in actions if k not in self._seat_of]
+        if extra:
+            return ValueError(f"actions for unknown agents {extra}; live agents: {list(names)}")
+        for seat, name in enumerate(names):
+            a = actions[name]
+            legal = list(engine.legal_actions(state, seat))  # type: ignore[arg-type]
+            if isinstance(a, bool) or not isinstance(a, int | np.integer):
+                return ValueError(
+                    f"{name}: action {a!r} of type {type(a).__name__} is not an integer; legal actions: {legal}"
+                )
+            if not 0 <= a < NUM_ACTIONS:
+                return ValueError(f"{name}: action {a} is outside 0..{NUM_ACTIONS - 1}; legal actions: {legal}")
+        if err is None:
+            return None
+        if self.illegal_action == "raise":
+            return ValueError(
+                f"{names[err.seat]}: action {err.action!r} is not legal in phase {state.phase!r}; "  # type: ignore[union-attr]
+                f"legal actions: {list(err.legal)}"
+            )
+        return None
+
+    def step(
+        self, actions: Mapping[str, Any]
+    ) -> tuple[
+        dict[str, dict[str, np.ndarray]],
+        dict[str, float],
+        dict[str, bool],
+        dict[str, bool],
+        dict[str, AgentInfo],
+    ]:
+        """Apply one joint action: one action per live agent (Python or numpy integers).
+
+        Returns:
+            ``(observations, rewards, terminations, truncations, infos)``, each
+            keyed by every agent that was live before the step.
+
+        Raises:
+            ValueError: missing or extra agents, an action that is not an
+                integer or outside 0..108, an illegal action with
+                ``illegal_action="raise"`` (naming the agent, the action, the
+                phase and the legal actions), or stepping a finished episode.
+                The environment is unchanged and stays usable.
+        """
+        state = self._state
+        if not self.agents:
+            if state is None:
+                raise ValueError("the environment has no game yet: call reset() first")
+            raise ValueError("the episode is over (agents is empty): call reset() to start a new one")
+        names = self._names
+        try:
+            acts = [actions[name] for name in names]
+            if len(actions) != len(names):
+                raise KeyError
+            # The engine checks every action (type, range, legality) and changes nothing if one is bad.
+            new, penalties = engine.step(state, acts, self._rng)  # type: ignore[arg-type]
+        except (KeyError, TypeError, IndexError):
+            raise self._bad_actions(actions, None) or ValueError(f"bad actions {actions!r}") from None
+        except IllegalActionError as err:
+            bad = self._bad_actions(actions, err)
+            if bad is not None:
+                raise bad from None
+            return self._terminate(names[err.seat])
+        self._state = new
+        encoder = self._encoder
+        encoder.update(new)
+        obs = encoder.observations()
+        masks = encoder.masks()
+        observations = {}
+        infos = {}
+        for i, name in enumerate(names):
+            observations[name] = {"observation": obs[i], "action_mask": masks[i]}
+            infos[name] = AgentInfo(new, i)
+        if not any(penalties):
+            rewards = self._zero_rewards.copy()
+        elif self.reward_mode == "penalty":
+            rewards = {name: 0.0 - p for name, p in zip(names, penalties, strict=True)}
+        else:
+            total, others = sum(penalties), len(names) - 1
+            rewards = {name: (total - p) / others - p for name, p in zip(names, penalties, strict=True)}
+        if new.phase == DONE:
+            self.agents = []
+            return observations, rewards, self._all_true.copy(), self._all_false.copy(), infos
+        return observations, rewards, self._all_false.copy(), self._all_false.copy(), infos
+
+    def _terminate(self, offender: str) -> tuple[Any, ...]:
+        """End the episode after an illegal action of ``offender`` (``illegal_action="terminate"``)."""
+        rewards = self._zero_rewards.copy()
+        rewards[offender] = -ILLEGAL_ACTION_PENALTY
+        self.agents = []
+        return self._observations(), rewards, self._all_true.copy(), self._all_false.copy(), self._infos(self._state)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ state and rendering
+
+    def state(self) -> np.ndarray:
+        """The full state for centralised critics: ``float32 (STATE_SIZE,)`` laid out as :data:`STATE_PIECES`."""
+        state = self.game_state
+        out = np.zeros(STATE_SIZE, np.float32)
+        for seat, hand in enumerate(state.hands):
+            out[[seat * NUM_CARDS + c - 1 for c in hand]] = 1.0
+        encode(state, 0, out[MAX_SEATS * NUM_CARDS :])
+        return out
+
+    def render(self) -> str | None:
+        """The table as text: rows with their bullheads, scores, revealed cards and whose decision it is.
+
+        Returns the text with ``render_mode="ansi"``; prints it and returns
+        ``None`` with ``"human"``; warns and returns ``None`` without a render mode.
+        """
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without a render_mode: pass render_mode='ansi' or 'human'")
+            return None
+        text = render_text(self.game_state, self._names)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def render_text(state: State, names: tuple[str, ...] | list[str] | None = None) -> str:
+    """A plain-text picture of ``state``: round, turn, phase, rows with bullheads, scores and who decides.
+
+    Shows only public information (no hand, R4).
+    """
+    n = state.config.num_players
+    names = list(names) if names is not None else [f"player_{i}" for i in range(n)]
+    lines = [f"6 nimmt! ({state.config.variant}) round {state.round + 1}, turn {state.turn}/10, phase {state.phase}"]
+    if state.phase == SELECT:
+        lines.append("decision: every player chooses a card")
+    elif state.phase == CHOOSE_ROW:
+        card = state.revealed[state.chooser]
+        lines.append(f"decision: {names[state.chooser]} chooses the row its low card {card} takes")
+    elif state.phase == DRAFT:
+        lines.append(f"decision: {names[state.chooser]} takes a card from the display")
+        lines.append("display: " + " ".join(map(str, state.display)))
+    else:
+        winners = ", ".join(names[s] for s in engine.winners(state))
+        lines.append(f"game over; lowest total: {winners}")
+    for r, row in enumerate(state.rows):
+        cards = " ".join(f"{c:>3}" for c in row)
+        lines.append(f"row {r}: {cards:<20}  ({sum(BULLHEADS[c] for c in row)} bullheads)")
+    if any(state.revealed):
+        lines.append("revealed: " + ", ".join(f"{names[s]} {c}" for s, c in enumerate(state.revealed) if c))
+    for s in range(n):
+        lines.append(f"{names[s]:>10}: total {state.totals[s]:>3} (this round {state.round_penalties[s]})")
+    return "\n".join(lines)
+
+
+def parallel_env(**config: Any) -> SixNimmtParallelEnv:
+    """The PettingZoo ``ParallelEnv``; keyword args as :class:`SixNimmtParallelEnv`."""
+    return SixNimmtParallelEnv(**config)
+
+
+def env(**config: Any) -> Any:
+    """The PettingZoo AEC environment: :func:`parallel_env` through ``parallel_to_aec``."""
+    return parallel_to_aec(parallel_env(**config))
