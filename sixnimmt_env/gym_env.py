@@ -34,9 +34,10 @@ info                  ``learner_seat`` (int), ``illegal_action`` (bool); when th
 Illegal actions (algorithms without masking try them): with
 ``illegal_action="terminate"`` (default) the episode ends at once, nothing is
 played, the reward is ``-illegal_penalty`` (default :data:`ILLEGAL_PENALTY`,
-100 bullheads: worse than any round can cost) and ``info["illegal_action"]``
-is True. With ``"raise"`` the action goes to the ParallelEnv, which raises its
-:class:`~sixnimmt_env.engine.IllegalActionError`.
+the ParallelEnv's 171 bullheads, the whole deck: worse than any round can cost)
+and ``info["illegal_action"]`` is True. With ``"raise"`` the action goes to
+the ParallelEnv, which raises its ``ValueError`` naming the agent, the action
+and the legal actions.
 
 Opponents: a list of agent specs (``"greedy"``, ``"mc:8"``, ``"ppo:PATH"`` once
 ``training`` is imported) or :class:`~sixnimmt_env.agents.Agent` objects, one per
@@ -57,13 +58,15 @@ import numpy as np
 
 from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS
+from sixnimmt_env.env import ILLEGAL_ACTION_PENALTY, parallel_env
 
 __all__ = ["ENV_ID", "ILLEGAL_PENALTY", "OpponentSampler", "SingleSeatEnv", "make_env"]
 
 ENV_ID = "sixnimmt/SixNimmt-v0"
 """The id registered with Gymnasium."""
-ILLEGAL_PENALTY = 100.0
-"""Bullheads charged for an illegal action under ``illegal_action="terminate"`` (reward ``-100.0``)."""
+ILLEGAL_PENALTY = ILLEGAL_ACTION_PENALTY
+"""Bullheads charged for an illegal action under ``illegal_action="terminate"`` (reward ``-171.0``), as the
+ParallelEnv charges."""
 
 
 @runtime_checkable
@@ -125,10 +128,13 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         self.agent_names: tuple[str, ...] = tuple(parallel.possible_agents)
         self.num_players = len(self.agent_names)
         n = self.num_players
-        if learner_seat != "random" and (
-            isinstance(learner_seat, bool) or not isinstance(learner_seat, int | np.integer) or not 0 <= learner_seat < n
-        ):
-            raise ValueError(f"learner_seat must be 'random' or a seat 0..{n - 1} (num_players={n}), got {learner_seat!r}")
+        seat_ok = learner_seat == "random" or (
+            isinstance(learner_seat, int | np.integer) and not isinstance(learner_seat, bool) and 0 <= learner_seat < n
+        )
+        if not seat_ok:
+            raise ValueError(
+                f"learner_seat must be 'random' or a seat 0..{n - 1} (num_players={n}), got {learner_seat!r}"
+            )
         if illegal_action not in ("terminate", "raise"):
             raise ValueError(f"illegal_action must be 'terminate' or 'raise', got {illegal_action!r}")
         if not illegal_penalty > 0:
@@ -179,6 +185,9 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
 
         Returns:
             ``(observation float32 (402,), info)``.
+
+        Raises:
+            ValueError: an opponent sampler returning the wrong number of agents.
         """
         super().reset(seed=seed)
         rng = self.np_random
@@ -198,7 +207,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         observations, infos = self.parallel.reset(seed=int(rng.integers(2**63 - 1)), options=options)
         self._absorb(observations, infos)
         self._done = False
-        reward, terminated = self._advance(0.0, False)
+        _, terminated = self._advance(0.0, False)
         if terminated:  # cannot happen with the rules of RULES.md: the learner plays every turn
             raise RuntimeError("the episode ended before the learner had a decision")
         return self._obs.copy(), self._info(infos)
@@ -212,7 +221,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
 
         Raises:
             RuntimeError: stepping a finished episode without ``reset``.
-            IllegalActionError: an illegal action with ``illegal_action="raise"``.
+            ValueError: an illegal action with ``illegal_action="raise"`` (the ParallelEnv's error).
         """
         if self._done:
             raise RuntimeError("the episode is over: call reset()")
@@ -297,13 +306,12 @@ def make_env(
         opponents, learner_seat, illegal_action, illegal_penalty: see :class:`SingleSeatEnv`.
         **config: every :class:`~sixnimmt_env.engine.GameConfig` field
             (``num_players``, ``variant``, ``row_choice``, ``end_score``,
-            ``end_rule``, ``max_rounds``, ``episode``).
+            ``end_rule``, ``max_rounds``, ``episode``) and the ParallelEnv's
+            ``reward`` (``"penalty"``, default, or ``"relative"``).
 
     Raises:
         ValueError: a bad config field (from :class:`GameConfig`) or any error of :class:`SingleSeatEnv`.
     """
-    from sixnimmt_env.env import parallel_env
-
     return SingleSeatEnv(
         parallel_env(**config, illegal_action="raise"),
         opponents=opponents,

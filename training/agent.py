@@ -32,10 +32,17 @@ import numpy as np
 import torch
 
 from sixnimmt_env.agents import register_agent
-from sixnimmt_env.engine import NOOP, NUM_ACTIONS, PlayerView
+from sixnimmt_env.engine import NOOP, NUM_ACTIONS, State
 from sixnimmt_env.observation import OBS_SIZE, encode
 
-__all__ = ["ObsNorm", "PolicyAgent", "load_policy_agent", "obs_norm_path", "save_obs_norm"]
+__all__ = [
+    "ObsNorm",
+    "PolicyAgent",
+    "load_policy_agent",
+    "obs_norm_path",
+    "observation_from_view",
+    "save_obs_norm",
+]
 
 
 class ObsNorm:
@@ -79,14 +86,44 @@ def _load_obs_norm(checkpoint: Path) -> ObsNorm | None:
         return ObsNorm(f["mean"], f["var"], float(f["clip"]), float(f["epsilon"]))
 
 
+def observation_from_view(view: Mapping[str, Any]) -> np.ndarray:
+    """The seat's observation vector (``float32 (402,)``) rebuilt from its readable view.
+
+    The view holds everything the observation shows (own hand, rows, penalty
+    piles, revealed cards, scores, phase, chooser, display, turn, round; R4), so
+    a :class:`~sixnimmt_env.engine.State` with only this seat's hand is enough
+    for the reference encoder :func:`sixnimmt_env.observation.encode`: the result
+    equals the environments' observation of that seat.
+    """
+    config = view["config"]
+    seat = view["seat"]
+    hands: list[tuple[int, ...]] = [()] * config.num_players
+    hands[seat] = tuple(view["hand"])
+    state = State(
+        config=config,
+        phase=view["phase"],
+        hands=tuple(hands),
+        rows=tuple(tuple(r) for r in view["rows"]),
+        piles=tuple(tuple(p) for p in view["piles"]),
+        round_penalties=tuple(view["round_penalties"]),
+        totals=tuple(view["totals"]),
+        stock=(),
+        display=tuple(view["display"]),
+        revealed=tuple(view["revealed"]),
+        chooser=view["chooser"],
+        turn=view["turn"],
+        round=view["round"],
+    )
+    return encode(state, seat)
+
+
 class PolicyAgent:
     """An :class:`~sixnimmt_env.agents.Agent` backed by a MaskablePPO policy (a live one during training,
     or a loaded checkpoint).
 
-    It encodes the seat's observation from the view (:func:`sixnimmt_env.observation.encode`
-    on the state behind a :class:`~sixnimmt_env.engine.PlayerView`), masks the
-    illegal actions and takes the best (or, with ``sample=True``, a sampled)
-    action.
+    It encodes the seat's observation from the view (:func:`observation_from_view`),
+    masks the illegal actions and takes the best (or, with ``sample=True``, a
+    sampled) action.
 
     Args:
         policy: a ``MaskableActorCriticPolicy`` with a flat 402-float observation.
@@ -126,17 +163,10 @@ class PolicyAgent:
         return logits.argmax(axis=-1)
 
     def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
-        """One legal action for the seat of ``view`` (108 without a decision).
-
-        Raises:
-            ValueError: if ``view`` is not a :class:`~sixnimmt_env.engine.PlayerView` (the observation is
-                encoded from the state behind it).
-        """
+        """One legal action for the seat of ``view`` (108 without a decision)."""
         if not view["must_act"]:
             return NOOP
-        if not isinstance(view, PlayerView):
-            raise ValueError(f"{self.spec}: needs an engine PlayerView to encode the observation, got {type(view)}")
-        obs = encode(view._state, view["seat"])
+        obs = observation_from_view(view)
         mask = np.zeros(NUM_ACTIONS, bool)
         mask[view["legal_actions"]] = True
         return int(self.choose(obs[None], mask[None], rng)[0])

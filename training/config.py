@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -231,6 +232,22 @@ def _build(cls: type, data: Mapping[str, Any], prefix: str, source: str) -> Any:
 # --------------------------------------------------------------------------- overrides
 
 
+_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+def _numbers(value: Any) -> Any:
+    """Turn strings that are plain numbers in scientific notation (``"1e-4"``, which YAML 1.1 reads as a
+    string) into floats, recursively through lists and mappings; everything else is returned as is."""
+    if isinstance(value, str) and _NUMBER.match(value.strip()):
+        number = float(value)
+        return int(number) if number.is_integer() and "e" not in value.lower() and "." not in value else number
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    return value
+
+
 def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") -> None:
     """Apply one ``a.b.c=value`` override to ``raw`` in place; ``value`` is parsed with ``yaml.safe_load``.
 
@@ -243,7 +260,7 @@ def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") 
     keys = path.strip().split(".")
     if not all(keys):
         raise ConfigError(f"{source}: override {assignment!r} has an empty key")
-    value = yaml.safe_load(text) if text.strip() else None
+    value = _numbers(yaml.safe_load(text)) if text.strip() else None
     node = raw
     for i, k in enumerate(keys[:-1]):
         node = node.setdefault(k, {})
@@ -301,7 +318,6 @@ def check_agent_spec(spec: str, key: str, source: str) -> None:
     ``ppo:PATH`` specs are checked for an existing file only (loading waits until the run starts).
     """
     from sixnimmt_env.agents import make_agent
-
     from training import agent as _registered  # noqa: F401  (registers the ppo: prefix)
 
     if spec.startswith("ppo:"):
@@ -383,7 +399,7 @@ def parse_config(raw: Any, source: str, overrides: Iterable[str] = ()) -> TrainC
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping of sections, got {type(raw).__name__}")
-    raw = dict(raw)
+    raw = _numbers(dict(raw))
     for assignment in overrides:
         apply_override(raw, assignment, f"{source} (--set {assignment})")
     return validate(_build(TrainConfig, raw, "", source), source)

@@ -169,7 +169,8 @@ def write_report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[
         specs = [f"ppo:{model}", *(s.strip() for s in lineup.split(","))]
         results = evaluate_agents(specs, cfg.eval.final_games, game, seed=cfg.train.seed + 1)
         rows.append(lineup_row(results, lineup))
-        lines += [f"## Against {lineup}", "", markdown_table(results), f"Illegal actions: {results['illegal_actions']}", ""]
+        illegal = f"Illegal actions: {results['illegal_actions']}"
+        lines += [f"## Against {lineup}", "", markdown_table(results), illegal, ""]
     with (run_dir / "final_eval.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, list(rows[0]))
         writer.writeheader()
@@ -216,7 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     first = next((s[s.index(":") + 1 :] for s in specs if s.startswith(("ppo:", "ppo-sample:"))), None)
-    out = Path(args.out) if args.out else (Path(first).with_name(f"eval_{Path(first).stem}") if first else Path("runs/eval"))
+    if args.out:
+        out = Path(args.out)
+    else:
+        out = Path(first).with_name(f"eval_{Path(first).stem}") if first else Path("runs/eval")
     paths = write_results(results, out)
     print(markdown_table(results))
     decisions = sum(r.get("decisions", 0) for r in results["agents"])

@@ -33,6 +33,7 @@ to ``train.total_timesteps``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
 import time
@@ -169,10 +170,8 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     seconds = time.perf_counter() - start
     steps = model.num_timesteps
     ckpt = save_model(model, run_dir / "checkpoints" / f"model_{steps}_steps.zip")
-    try:
+    with contextlib.suppress(EOFError, BrokenPipeError, ConnectionResetError):  # workers gone after Ctrl-C
         venv.close()
-    except (EOFError, BrokenPipeError, ConnectionResetError):  # workers already gone after Ctrl-C
-        pass
     summary: dict[str, Any] = {
         "run_dir": str(run_dir),
         "steps": steps,

@@ -1,0 +1,291 @@
+"""Training from YAML configs and checkpoint evaluation (`training/`)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pytest
+import yaml
+from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.utils import get_action_masks
+from stable_baselines3.common.vec_env import VecNormalize
+
+from sixnimmt_env.gym_env import make_env
+from sixnimmt_env.observation import OBS_SIZE
+from training.agent import load_policy_agent, observation_from_view
+from training.config import ConfigError, load_config
+from training.evaluate import evaluate_agents
+from training.vec import build_vec_env
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "configs" / "smoke.yaml"
+
+
+def _run(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=os.environ.copy()
+    )
+
+
+def _tiny_model(tmp_path: Path) -> Path:
+    """A MaskablePPO model trained for 128 steps, saved; returns the .zip path."""
+    env = make_env(num_players=4, episode="round", opponents="greedy")
+    model = MaskablePPO(
+        "MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=1, seed=0, policy_kwargs={"net_arch": [16]}
+    )
+    model.learn(128)
+    path = tmp_path / "tiny.zip"
+    model.save(path)
+    return path
+
+
+# --------------------------------------------------------------------------- configs
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "cfg.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_shipped_configs_load() -> None:
+    names = {p.stem: load_config(p) for p in (ROOT / "configs").glob("*.yaml")}
+    assert {"ppo_4p", "ppo_4p_game", "ppo_selfplay", "smoke"} <= set(names)
+    assert names["ppo_4p"].env.num_players == 4 and names["ppo_4p"].env.episode == "round"
+    assert names["ppo_4p"].self_play.enabled
+    assert names["ppo_4p_game"].env.episode == "game" and names["ppo_4p_game"].env.end_score == 66
+    assert names["ppo_selfplay"].env.table_sizes() == list(range(2, 11))
+
+
+def test_unknown_key_names_the_key_and_the_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, "train:\n  total_timestep: 10\n")
+    with pytest.raises(ConfigError, match=r"cfg\.yaml: unknown key 'train\.total_timestep'; allowed keys here: "):
+        load_config(path)
+    with pytest.raises(ConfigError, match=r"unknown key 'algo\.learnin_rate'"):
+        load_config(SMOKE, ["algo.learnin_rate=1e-4"])
+    with pytest.raises(ConfigError, match=r"unknown key 'evl'"):
+        load_config(_write(tmp_path, "evl: {every: 10}\n"))
+
+
+def test_wrong_type_names_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"cfg\.yaml: key 'train\.n_envs' must be int, got 'four'"):
+        load_config(_write(tmp_path, "train: {n_envs: four}\n"))
+    with pytest.raises(ConfigError, match=r"key 'self_play\.enabled' must be bool, got 'yes please'"):
+        load_config(SMOKE, ["self_play.enabled=yes please"])
+    with pytest.raises(ConfigError, match=r"key 'env\.episode' must be 'game' or 'round', got 'turn'"):
+        load_config(SMOKE, ["env.episode=turn"])
+
+
+def test_unknown_agent_names_the_key(tmp_path: Path) -> None:
+    path = _write(tmp_path, "opponents:\n  - {agent: greedy}\n  - {agent: gredy, weight: 2}\n")
+    with pytest.raises(ConfigError, match=r"cfg\.yaml: key 'opponents\[1\]\.agent': unknown agent spec 'gredy'"):
+        load_config(path)
+    with pytest.raises(ConfigError, match=r"key 'eval\.opponents\[0\]'.*'mc:x'"):
+        load_config(SMOKE, ["eval.opponents=['greedy,mc:x,random']"])
+    with pytest.raises(ConfigError, match=r"checkpoint 'missing\.zip' of agent 'ppo:missing\.zip' does not exist"):
+        load_config(SMOKE, ["opponents=[{agent: 'ppo:missing.zip'}]"])
+
+
+def test_overrides_are_yaml_values_not_code() -> None:
+    cfg = load_config(SMOKE, ["algo.learning_rate=1e-4", "algo.policy_kwargs={net_arch: [8, 8]}", "train.seed=7"])
+    assert cfg.algo["learning_rate"] == 1e-4 and cfg.algo["policy_kwargs"] == {"net_arch": [8, 8]}
+    assert cfg.train.seed == 7
+    cfg = load_config(SMOKE, ["name=__import__('os').getcwd()"])
+    assert cfg.name == "__import__('os').getcwd()"  # a plain string, never evaluated
+
+
+# --------------------------------------------------------------------------- vector envs and masks
+
+
+@pytest.mark.parametrize(("kind", "normalize"), [("dummy", False), ("subproc", False), ("dummy", True)])
+def test_masks_reach_maskable_ppo_through_each_stack(kind: str, normalize: bool) -> None:
+    cfg = load_config(
+        SMOKE, [f"train.vec_env={kind}", f"train.normalize_obs={str(normalize).lower()}", "train.n_envs=2"]
+    )
+    venv = build_vec_env(cfg, None)
+    try:
+        assert isinstance(venv, VecNormalize) == normalize
+        venv.seed(0)
+        obs = venv.reset()
+        assert obs.shape == (2, OBS_SIZE)
+        rng = np.random.default_rng(0)
+        for _ in range(40):
+            masks = get_action_masks(venv)
+            assert masks.shape == (2, 109) and masks.dtype == bool
+            assert masks.sum(axis=1).min() >= 1 and not masks[:, 108].any()
+            actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+            obs, _, _, infos = venv.step(actions)
+            assert not any(info["illegal_action"] for info in infos)
+        model = MaskablePPO("MlpPolicy", venv, n_steps=32, batch_size=32, n_epochs=1, policy_kwargs={"net_arch": [8]})
+        model.learn(64)
+        assert model.num_timesteps == 64
+    finally:
+        venv.close()
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+def test_checkpoint_save_load_gives_the_same_actions(tmp_path: Path) -> None:
+    path = _tiny_model(tmp_path)
+    model = MaskablePPO.load(path)
+    agent = load_policy_agent(f"ppo:{path}")
+    env = make_env(num_players=4, episode="round", opponents="random")
+    observations, masks = [], []
+    for seed in range(4):
+        obs, _ = env.reset(seed=seed)
+        done = False
+        while not done:
+            mask = env.action_masks()
+            observations.append(obs)
+            masks.append(mask)
+            obs, _, done, _, _ = env.step(int(np.flatnonzero(mask)[0]))
+    obs_b, mask_b = np.array(observations), np.array(masks)
+    expected, _ = model.predict(obs_b, deterministic=True, action_masks=mask_b)
+    got = agent.choose(obs_b, mask_b)
+    assert len(got) >= 40 and np.array_equal(got, expected)  # 10 cards a round, plus low-card row choices
+    assert mask_b[np.arange(len(got)), got].all()
+
+
+def test_observation_from_view_equals_the_envs_observation() -> None:
+    from sixnimmt_env import parallel_env
+
+    env = parallel_env(num_players=5, variant="logic", episode="round", row_choice="cheapest")
+    observations, infos = env.reset(seed=4)
+    rng = np.random.default_rng(0)
+    checked = 0
+    while env.agents:
+        for name in env.agents:
+            assert np.array_equal(observation_from_view(infos[name]), observations[name]["observation"])
+            checked += 1
+        actions = {n: int(rng.choice(np.flatnonzero(observations[n]["action_mask"]))) for n in env.agents}
+        observations, _, _, _, infos = env.step(actions)
+    assert checked == 5 * (50 + 10)  # 50 draft picks (V2), then 10 turns (the engine chooses rows: R9b cheapest)
+
+
+def test_zero_illegal_actions_in_a_full_evaluation(tmp_path: Path) -> None:
+    path = _tiny_model(tmp_path)
+    results = evaluate_agents([f"ppo:{path}", "greedy", "greedy", "greedy"], games=40)
+    assert results["illegal_actions"] == 0
+    # every game is a single round: the checkpoint plays 10 cards in each of 40 games, plus its row choices
+    me = results["agents"][0]
+    assert me["decisions"] >= 400 and me["illegal_actions"] == 0
+    # the same policy driving the Gymnasium env through masks never triggers the illegal-action end
+    model = MaskablePPO.load(path)
+    env = gymnasium.make("sixnimmt/SixNimmt-v0", num_players=4, episode="round", opponents="greedy")
+    for seed in range(10):
+        obs, _ = env.reset(seed=seed)
+        done = False
+        while not done:
+            action, _ = model.predict(obs, deterministic=True, action_masks=env.unwrapped.action_masks())
+            obs, _, done, _, info = env.step(int(action))
+            assert not info["illegal_action"]
+
+
+def test_bad_checkpoints_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"ppo checkpoint '.*nothing\.zip' not found"):
+        load_policy_agent(f"ppo:{tmp_path / 'nothing.zip'}")
+    corrupt = tmp_path / "corrupt.zip"
+    corrupt.write_bytes(b"not a zip at all")
+    with pytest.raises(ValueError, match=r"not a MaskablePPO \.zip checkpoint"):
+        load_policy_agent(f"ppo:{corrupt}")
+    other = gymnasium.make("CartPole-v1")
+    small = MaskablePPO("MlpPolicy", gymnasium.wrappers.TransformReward(other, float), n_steps=8, batch_size=8)
+    wrong = tmp_path / "cartpole.zip"
+    small.save(wrong)
+    with pytest.raises(ValueError, match=r"trained for observations of shape \(4,\).*\(402,\)"):
+        load_policy_agent(f"ppo:{wrong}")
+    result = _run("-m", "training.evaluate", str(wrong), "--games", "10")
+    assert result.returncode == 2 and "trained for observations of shape (4,)" in result.stderr
+
+
+# --------------------------------------------------------------------------- the scripts
+
+
+def test_smoke_run_then_evaluate_and_resume(tmp_path: Path) -> None:
+    result = _run("-m", "training.train", str(SMOKE), "--no-progress", "--set", f"train.output_dir={tmp_path}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run_dir,) = (tmp_path / "smoke").iterdir()
+    for name in ("config.yaml", "command.txt", "best_model.zip", "final_model.zip", "eval.csv", "final_eval.csv"):
+        assert (run_dir / name).is_file(), name
+    assert (run_dir / "learning_curve.png").stat().st_size > 1000
+    assert "Against greedy,greedy,greedy" in (run_dir / "report.md").read_text()
+    assert sorted(p.name for p in (run_dir / "monitor").iterdir()) == [f"{i}.monitor.csv" for i in range(4)]
+    assert list((run_dir / "tb").iterdir())
+    assert sorted(p.name for p in (run_dir / "pool").iterdir()) == [f"snapshot_{k}.zip" for k in (1024, 2048, 3072)]
+    resolved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert resolved["train"]["output_dir"] == str(tmp_path) and resolved["name"] == "smoke"
+    with (run_dir / "eval.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["step"]) for r in rows] == [1024, 2048, 3072]
+    assert all(r["illegal_actions"] == "0" and 0 < float(r["mean_penalty"]) < 60 for r in rows)
+
+    out = tmp_path / "eval_out"
+    best = run_dir / "best_model.zip"
+    args = ("-m", "training.evaluate", str(best), "--opponents", "greedy,random,greedy", "--games", "30")
+    result = _run(*args, "--out", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "illegal actions: 0 in" in result.stdout
+    assert (out / "results.json").is_file() and (out / "results.png").is_file()
+    result = _run(
+        "-m", "training.evaluate", "--agents", f"ppo:{best},ppo:{best},greedy", "--games", "12", "--out", str(out)
+    )
+    assert result.returncode == 0 and result.stdout.count(f"ppo:{best}") >= 2
+
+    # resume from an earlier checkpoint: training continues to the budget and the run is completed again
+    (run_dir / "checkpoints" / "model_3072_steps.zip").unlink()
+    (run_dir / "final_model.zip").unlink()
+    result = _run("-m", "training.train", "--resume", str(run_dir), "--no-progress")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (run_dir / "checkpoints" / "model_3072_steps.zip").is_file() and (run_dir / "final_model.zip").is_file()
+    assert len((run_dir / "command.txt").read_text().splitlines()) == 2
+
+
+def test_train_refuses_a_bad_config_before_starting(tmp_path: Path) -> None:
+    result = _run("-m", "training.train", str(SMOKE), "--set", "train.n_env=2", "--set", f"train.output_dir={tmp_path}")
+    assert result.returncode == 2
+    assert "smoke.yaml" in result.stderr and "unknown key 'train.n_env'" in result.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_ctrl_c_saves_a_checkpoint(tmp_path: Path) -> None:
+    args = [sys.executable, "-m", "training.train", str(SMOKE), "--no-progress"]
+    args += ["--set", f"train.output_dir={tmp_path}", "--set", "train.total_timesteps=10000000"]
+    proc = subprocess.Popen(args, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    run_dirs: list[Path] = []
+    deadline = time.time() + 60
+    while time.time() < deadline and not any((d / "checkpoints").is_dir() for d in run_dirs):
+        time.sleep(0.5)
+        run_dirs = list((tmp_path / "smoke").glob("*")) if (tmp_path / "smoke").is_dir() else []
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert "--resume" in err
+    (run_dir,) = run_dirs
+    steps = [int(p.stem.split("_")[1]) for p in (run_dir / "checkpoints").glob("model_*_steps.zip")]
+    assert max(steps) >= 2048  # the checkpoint written at Ctrl-C, at or after the periodic one of step 2048
+    assert (run_dir / "config.yaml").is_file() and not (run_dir / "final_model.zip").exists()
+
+
+@pytest.mark.slow
+def test_default_config_beats_three_greedy(tmp_path: Path) -> None:
+    """The strength target: configs/ppo_4p.yaml trained (<= 20 min on 2 cores), then 5000 single rounds against
+    three greedy agents with rotated seats: the learner's 95% interval lies wholly below greedy's."""
+    result = _run(
+        "-m", "training.train", "configs/ppo_4p.yaml", "--no-progress", "--set", f"train.output_dir={tmp_path}",
+        timeout=1500,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run_dir,) = (tmp_path / "ppo_4p").iterdir()
+    results = evaluate_agents([f"ppo:{run_dir / 'final_model.zip'}", "greedy", "greedy", "greedy"], games=5000)
+    me, greedy = results["agents"][0], results["agents"][1:]
+    assert results["illegal_actions"] == 0
+    assert all(me["mean_penalty"] + me["ci95"] < g["mean_penalty"] - g["ci95"] for g in greedy)
