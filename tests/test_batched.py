@@ -238,3 +238,37 @@ def test_random_agent_is_uniform_over_legal_actions() -> None:
     random_legal_actions(batch.legal_mask(), out, np.arange(1, 5001, dtype=np.uint64))
     counts = np.bincount(out[:, 3], minlength=109)
     assert counts[[49, 50, 51, 52, 53]].min() > 850 and counts[[49, 50, 51, 52, 53]].sum() == 5000
+
+
+def test_single_seat_observations_and_masks_match_all_seats() -> None:
+    config = GameConfig(num_players=5, variant="logic")
+    batch = BatchedGames(config, 64, seed=2)
+    players = HeuristicPlayers(batch, kind_codes(["random"] * 5), seed=3)
+    actions = np.zeros((64, 5), np.int64)
+    seats = np.arange(64) % 5
+    for _ in range(60):  # through the draft (50 picks) into the card play
+        batch.step(players.act(actions))
+        obs, masks = batch.observe(), batch.legal_mask()
+        np.testing.assert_array_equal(batch.observe(seats=seats), obs[np.arange(64), seats])
+        np.testing.assert_array_equal(batch.legal_mask(seats=seats), masks[np.arange(64), seats])
+    assert (batch.phase != 2).all() and not batch.display.any()  # every draft is over (V2)
+    assert (batch.hand_len < 10).any() and (batch.row_len.sum(axis=1) > 4).any()
+
+
+def test_fast_arena_games_are_reproducible_and_rotate_seats() -> None:
+    from sixnimmt_env.batched.arena import play_games, supports
+
+    assert supports(["greedy", "random", ref_agents.LowestAgent()]) and not supports(["greedy", "mc:8"])
+    config = GameConfig(num_players=4, episode="round")
+    specs = ["greedy", "lowest", "random", "random"]
+    start, pen, rounds, tables = play_games(config, specs, seed=5, start=0, stop=400)
+    assert start == 0 and (rounds == 1).all() and pen.shape == (400, 4)
+    assert tables[7].tolist() == [3, 0, 1, 2]  # position (i + g) mod n sits in seat i
+    # the round's 4 * 10 cards minus the row starters' survivors: every game hands out some bullheads
+    assert (pen.sum(axis=1) > 0).all()
+    again = play_games(config, specs, seed=5, start=100, stop=300)[1]
+    np.testing.assert_array_equal(again, pen[100:300])  # game g depends on (seed, g) only
+    by_position = np.take_along_axis(pen, np.argsort(tables, axis=1), axis=1).mean(axis=0)
+    assert by_position[0] < by_position[2] and by_position[0] < by_position[3]  # greedy beats random
+    with pytest.raises(ValueError, match=r"no batched version"):
+        play_games(config, ["greedy", "mc:8", "random", "random"], seed=0, start=0, stop=4)

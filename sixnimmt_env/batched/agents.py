@@ -57,7 +57,7 @@ def kind_codes(specs: Sequence[str]) -> np.ndarray:
     return np.array(out, np.int8)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def greedy_index(hand: np.ndarray, hand_len: np.ndarray, rows: np.ndarray, row_len: np.ndarray, b: int, s: int) -> int:
     """Index into seat ``s``'s ascending hand of its card of lowest immediate cost (ties to the lower card).
 
@@ -86,7 +86,7 @@ def greedy_index(hand: np.ndarray, hand_len: np.ndarray, rows: np.ndarray, row_l
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _display_card(display: np.ndarray, deck_size: int, kind: int, b: int, rng: np.ndarray) -> int:
     """The draft pick of ``kind`` from game ``b``'s display (V2)."""
     if kind == RANDOM:

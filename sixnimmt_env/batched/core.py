@@ -128,7 +128,7 @@ def random_below(rng: np.ndarray, b: int, k: int) -> int:
 # --------------------------------------------------------------------------- set-up
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sort_small(a: np.ndarray, k: int) -> None:
     for i in range(1, k):
         x = a[i]
@@ -139,7 +139,7 @@ def _sort_small(a: np.ndarray, k: int) -> None:
         a[j + 1] = x
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _deal(
     S: tuple,
     cfg: np.ndarray,
@@ -224,7 +224,7 @@ def _row_cost(rows: np.ndarray, row_len: np.ndarray, b: int, r: int) -> int:
     return cost
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _cheapest_row(rows: np.ndarray, row_len: np.ndarray, b: int) -> int:
     """The row with the fewest bullheads, ties to the lowest index (R9b)."""
     best, best_cost = 0, 1 << 30
@@ -247,7 +247,7 @@ def _take_row(S: tuple, b: int, r: int, seat: int, pen: np.ndarray) -> None:
     row_len[b, r] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _place(S: tuple, b: int, card: int, seat: int, pen: np.ndarray) -> None:
     """Place one card that is not low (R7, R8)."""
     rows, row_len = S[3], S[4]
@@ -262,7 +262,7 @@ def _place(S: tuple, b: int, card: int, seat: int, pen: np.ndarray) -> None:
     row_len[b, best] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _game_over(cfg: np.ndarray, totals: np.ndarray, b: int, rounds_played: int) -> bool:
     """R12: a one-round episode, max rounds played, or the end score reached."""
     if cfg[C_ROUND_EPISODE]:
@@ -279,7 +279,7 @@ def _game_over(cfg: np.ndarray, totals: np.ndarray, b: int, rounds_played: int) 
     return high >= cfg[C_END_SCORE]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _resolve(
     S: tuple,
     cfg: np.ndarray,
@@ -330,7 +330,7 @@ def _resolve(
     _deal(S, cfg, b, rnd[b] + 1, deck, deals, deal_next, rng)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _select(
     S: tuple,
     cfg: np.ndarray,
@@ -372,7 +372,7 @@ def _select(
     _resolve(S, cfg, b, -1, 0, pen, deck, deals, deal_next, rng)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _draft(S: tuple, cfg: np.ndarray, b: int, card: int) -> None:
     """The picker takes ``card`` from the display (V2); after the last pick the 4 cards left start the rows."""
     phase, hand, hand_len, rows, row_len, display, chooser = S[0], S[1], S[2], S[3], S[4], S[6], S[10]
@@ -403,7 +403,7 @@ def _draft(S: tuple, cfg: np.ndarray, b: int, card: int) -> None:
     chooser[b] = -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _is_legal(S: tuple, cfg: np.ndarray, b: int, seat: int, a: int) -> bool:
     phase, hand, hand_len, display, chooser = S[0], S[1], S[2], S[6], S[10]
     p = phase[b]
@@ -462,14 +462,12 @@ def _step(
 # --------------------------------------------------------------------------- observations and masks
 
 
-@njit(cache=True)
-def _encode(S: tuple, cfg: np.ndarray, b: int, seat: int, o: np.ndarray) -> None:
-    """Write the observation of ``seat`` in game ``b`` into the zeroed vector ``o`` (= observation.encode)."""
-    phase, hand, hand_len, rows, row_len, pile, display, revealed, round_pen, totals, chooser, turn, rnd = S
+@njit(cache=True, inline="always")
+def _encode_public(S: tuple, cfg: np.ndarray, b: int, o: np.ndarray) -> None:
+    """Write the pieces every seat of game ``b`` shares into the zeroed vector ``o`` (see observation.PIECES)."""
+    phase, _, _, rows, row_len, pile, display, revealed, _, _, _, turn, rnd = S
     n = cfg[C_N]
     p = phase[b]
-    for j in range(hand_len[b, seat]):
-        o[O_HAND + hand[b, seat, j] - 1] = 1.0
     for r in range(NUM_ROWS):
         k = row_len[b, r]
         if k == 0:
@@ -489,17 +487,7 @@ def _encode(S: tuple, cfg: np.ndarray, b: int, seat: int, o: np.ndarray) -> None
     if p == CHOOSE_ROW:
         for s in range(n):
             o[O_SEEN + revealed[b, s] - 1] = 1.0
-    for k in range(n):
-        s = (seat + k) % n
-        o[O_REVEALED + k] = revealed[b, s] / 104.0
-        o[O_TOTALS + k] = totals[b, s] / 66.0
-        o[O_ROUND_PEN + k] = round_pen[b, s] / 66.0
-        o[O_SEAT_PRESENT + k] = 1.0
     o[O_PHASE + p] = 1.0
-    ch = chooser[b]
-    o[O_MUST_ACT] = 1.0 if (p == SELECT or (p != DONE and ch == seat)) else 0.0
-    if ch >= 0:
-        o[O_CHOOSER + (ch - seat) % n] = 1.0
     if p == DRAFT:
         for c in range(1, cfg[C_DECK] + 1):
             if display[b, c]:
@@ -509,13 +497,42 @@ def _encode(S: tuple, cfg: np.ndarray, b: int, seat: int, o: np.ndarray) -> None
     o[O_NUM_PLAYERS] = n / 10.0
 
 
+@njit(cache=True, inline="always")
+def _encode_seat(S: tuple, cfg: np.ndarray, b: int, seat: int, o: np.ndarray) -> None:
+    """Write the pieces of ``seat``'s own view (hand, seat-relative pieces, must_act) into ``o``.
+
+    ``o`` holds the public pieces and zeros in ``hand`` and ``chooser``.
+    """
+    phase, hand, hand_len, _, _, _, _, revealed, round_pen, totals, chooser, _, _ = S
+    n = cfg[C_N]
+    p = phase[b]
+    for j in range(hand_len[b, seat]):
+        o[O_HAND + hand[b, seat, j] - 1] = 1.0
+    for k in range(n):
+        s = (seat + k) % n
+        o[O_REVEALED + k] = revealed[b, s] / 104.0
+        o[O_TOTALS + k] = totals[b, s] / 66.0
+        o[O_ROUND_PEN + k] = round_pen[b, s] / 66.0
+        o[O_SEAT_PRESENT + k] = 1.0
+    ch = chooser[b]
+    o[O_MUST_ACT] = 1.0 if (p == SELECT or (p != DONE and ch == seat)) else 0.0
+    if ch >= 0:
+        o[O_CHOOSER + (ch - seat) % n] = 1.0
+
+
 @njit(cache=True)
 def _observe_all(S: tuple, cfg: np.ndarray, out: np.ndarray) -> None:
+    n = cfg[C_N]
     for b in range(out.shape[0]):
-        for s in range(cfg[C_N]):
+        base = out[b, 0]
+        base[:] = 0.0
+        _encode_public(S, cfg, b, base)
+        for s in range(1, n):
             o = out[b, s]
-            o[:] = 0.0
-            _encode(S, cfg, b, s, o)
+            for i in range(OBS_SIZE):  # an explicit loop: slice assignment would check for overlap and copy
+                o[i] = base[i]
+        for s in range(n):
+            _encode_seat(S, cfg, b, s, out[b, s])
 
 
 @njit(cache=True)
@@ -523,10 +540,11 @@ def _observe_seats(S: tuple, cfg: np.ndarray, seats: np.ndarray, out: np.ndarray
     for b in range(out.shape[0]):
         o = out[b]
         o[:] = 0.0
-        _encode(S, cfg, b, seats[b], o)
+        _encode_public(S, cfg, b, o)
+        _encode_seat(S, cfg, b, seats[b], o)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mask(S: tuple, cfg: np.ndarray, b: int, seat: int, m: np.ndarray) -> None:
     """Write the 0/1 legal-action mask of ``seat`` in game ``b`` into the zeroed vector ``m`` (= action_mask)."""
     phase, hand, hand_len, display, chooser = S[0], S[1], S[2], S[6], S[10]
@@ -650,7 +668,9 @@ class BatchedGames:
 
     # ----------------------------------------------------------------- set-up
 
-    def reset(self, seed: int | None = None, deals: np.ndarray | None = None) -> None:
+    def reset(
+        self, seed: int | None = None, deals: np.ndarray | None = None, streams: np.ndarray | None = None
+    ) -> None:
         """Start a new game in every slot.
 
         Args:
@@ -660,13 +680,20 @@ class BatchedGames:
             deals: optional ``(B, R, 10 * n + 4)`` integer array of explicit deals (see
                 :func:`reference_deals`): game b's rounds 0..R-1 use ``deals[b, r]`` (a row of zeros means
                 "draw it"), later rounds come from the game's own generator. Ignored in the logic variant.
+            streams: optional ``uint64`` array of shape ``(B,)``: the generator state of each game (overrides
+                ``seed``), e.g. derived from a game index so that a game does not depend on its batch.
 
         Raises:
             ValueError: if ``deals`` has the wrong shape or holds a deal that is not a set of distinct cards
                 of the deck.
         """
         B, n = self.batch_size, self.num_players
-        if seed is not None or not self._rng.any():
+        if streams is not None:
+            streams = np.asarray(streams)
+            if streams.shape != (B,) or streams.dtype != np.uint64:
+                raise ValueError(f"streams must be a uint64 array of shape ({B},), got {streams.dtype} {streams.shape}")
+            self._rng[:] = streams
+        elif seed is not None or not self._rng.any():
             self._rng[:] = np.random.SeedSequence(seed).generate_state(B, np.uint64)
         if deals is None:
             self._deals = np.zeros((B, 0, n * HAND_SIZE + NUM_ROWS), np.int16)

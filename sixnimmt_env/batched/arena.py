@@ -1,0 +1,107 @@
+"""The arena's fast path: whole chunks of games between heuristic agents on the batched engine.
+
+:func:`play_games` plays games ``start..stop-1`` of an arena run in one batch (every seat a ``random``,
+``lowest``, ``highest`` or ``greedy`` agent) and returns what :func:`sixnimmt_env.arena` needs: per-seat
+penalties, rounds played and the listed agent position of every seat. The arena calls it when every agent of
+the run has a batched version (:func:`supports`).
+
+Reproducibility: game ``g`` depends on ``(seed, g)`` only, as in the reference path, but its deals and the
+random agents' choices come from the batched engine's splitmix64 streams (seeded from ``(DEAL_TAG, seed,
+deal)`` and ``(AGENT_TAG, seed, g)``), not from ``numpy.random.default_rng``: the fast path plays other deals
+than the reference path for the same seed, with the same rules and the same agents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit
+
+from sixnimmt_env.batched.agents import KINDS, HeuristicPlayers
+from sixnimmt_env.batched.core import BatchedGames, next_random
+from sixnimmt_env.engine import GameConfig
+
+_DEAL_TAG = 0x6DEA1  # the arena's tags (sixnimmt_env.arena.DEAL_TAG / AGENT_TAG), repeated to avoid an import cycle
+_AGENT_TAG = 0x6A6E7
+
+
+def supports(specs: Sequence[object]) -> bool:
+    """Whether every entry is a heuristic agent with a batched version (a spec string or a reference agent object).
+
+    Reference agent objects count only if they are exactly :class:`sixnimmt_env.agents.RandomAgent`,
+    ``LowestAgent``, ``HighestAgent`` or ``GreedyAgent`` (not subclasses, which may decide differently).
+    """
+    from sixnimmt_env import agents
+
+    exact = {agents.RandomAgent, agents.LowestAgent, agents.HighestAgent, agents.GreedyAgent}
+    return all((isinstance(s, str) and s.strip() in KINDS) or type(s) in exact for s in specs)
+
+
+def spec_of(entry: object) -> str:
+    """The spec string of a supported entry (a spec string or a reference heuristic agent)."""
+    return entry.strip() if isinstance(entry, str) else str(entry.spec)  # type: ignore[attr-defined]
+
+
+@njit(cache=True)
+def _mix_streams(key: np.uint64, ids: np.ndarray) -> np.ndarray:
+    rng = np.empty(ids.shape[0], np.uint64)
+    for b in range(ids.shape[0]):
+        rng[b] = key ^ np.uint64(ids[b])
+        rng[b] = next_random(rng, b)
+    return rng
+
+
+def streams(tag: int, seed: int, ids: np.ndarray) -> np.ndarray:
+    """``uint64`` generator states, one per id: a hash of ``(tag, seed, id)``, independent of any batch."""
+    key = np.random.SeedSequence([tag, seed]).generate_state(1, np.uint64)[0]
+    return _mix_streams(key, np.asarray(ids, np.int64))
+
+
+def play_games(
+    config: GameConfig,
+    specs: Sequence[str],
+    seed: int,
+    start: int,
+    stop: int,
+    duplicate: bool = False,
+    tables: np.ndarray | None = None,
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """Play arena games ``start..stop-1`` in one batch.
+
+    Args:
+        config: the rules in force.
+        specs: the listed agents (``random``, ``lowest``, ``highest``, ``greedy``), one per position.
+        seed: the run's seed.
+        start, stop: the game indices to play.
+        duplicate: game ``g`` plays deal ``g // n`` (each deal replayed with the seats rotated).
+        tables: optional ``(stop - start, n)`` listed positions per seat (league tables); default the arena's
+            rotation: position ``(i + g) mod n`` in seat ``i``.
+
+    Returns:
+        ``(start, penalties, rounds, tables)``: ``penalties[k, i]`` (int64, bullheads over the episode) and
+        ``tables[k, i]`` (listed position) of seat ``i`` in game ``start + k``; ``rounds[k]`` rounds played.
+
+    Raises:
+        ValueError: for a spec without a batched version, or a table of the wrong shape.
+    """
+    n = config.num_players
+    count = stop - start
+    games = np.arange(start, stop, dtype=np.int64)
+    if tables is None:
+        tables = (np.arange(n)[None, :] + games[:, None]) % len(specs)
+    tables = np.asarray(tables, np.int64)
+    if tables.shape != (count, n):
+        raise ValueError(f"tables must have shape ({count}, {n}), got {tables.shape}")
+    kinds_of = np.array([KINDS.get(spec_of(s), -2) for s in specs], np.int8)
+    if (kinds_of < 0).any():
+        bad = [spec_of(s) for s, k in zip(specs, kinds_of, strict=True) if k < 0]
+        raise ValueError(f"agents {bad} have no batched version; batched agents: {', '.join(KINDS)}")
+    batch = BatchedGames(config, count, seed=0)
+    batch.reset(streams=streams(_DEAL_TAG, seed, games // n if duplicate else games))
+    players = HeuristicPlayers(batch, kinds_of[tables])
+    players.rng[:] = streams(_AGENT_TAG, seed, games)
+    actions = np.zeros((count, n), np.int64)
+    while not batch.done.all():
+        batch.step(players.act(actions), check=False)
+    return start, batch.totals.astype(np.int64), batch.round.astype(np.int64) + 1, tables
