@@ -272,3 +272,25 @@ def test_fast_arena_games_are_reproducible_and_rotate_seats() -> None:
     assert by_position[0] < by_position[2] and by_position[0] < by_position[3]  # greedy beats random
     with pytest.raises(ValueError, match=r"no batched version"):
         play_games(config, ["greedy", "mc:8", "random", "random"], seed=0, start=0, stop=4)
+
+
+def test_arena_chunk_is_a_drop_in_for_the_arena_games() -> None:
+    from types import SimpleNamespace
+
+    from sixnimmt_env import arena
+    from sixnimmt_env.batched import arena as fast
+
+    assert (fast._DEAL_TAG, fast._AGENT_TAG, fast._TABLE_TAG) == (arena.DEAL_TAG, arena.AGENT_TAG, arena.TABLE_TAG)
+    config = GameConfig(num_players=3, episode="round")
+    pool = [ref_agents.GreedyAgent(), "lowest", "highest", "random", "greedy"]
+    job = SimpleNamespace(config=config, seed=1, num_agents=5, duplicate=False, league=True)
+    start, pen, rounds, tables = fast.arena_chunk(job, pool, 10, 60)
+    assert start == 10 and pen.shape == (50, 3) and (rounds == 1).all()
+    expected = np.random.default_rng([arena.TABLE_TAG, 1, 12]).permutation(5)[:3]
+    assert tables[2].tolist() == expected.tolist()
+    assert fast.arena_chunk(job, [*pool, ref_agents.MonteCarloAgent(4)], 0, 4) is None
+    job = SimpleNamespace(config=config, seed=1, num_agents=3, duplicate=True, league=False)
+    pen = fast.arena_chunk(job, ["greedy", "greedy", "greedy"], 0, 30)[1]
+    # duplicate: games 3k..3k+2 replay one deal with rotated seats; identical agents take identical penalties
+    np.testing.assert_array_equal(pen[0::3], pen[1::3])
+    assert not np.array_equal(pen[0::3][0], pen[0::3][1]) or not np.array_equal(pen[0::3][1], pen[0::3][2])
