@@ -41,6 +41,10 @@ def _clock() -> float:
     return time.process_time()
 
 
+WALL: dict[str, float] = {}
+"""Wall-clock rates of the last runs, printed beside the CPU-time rates."""
+
+
 TARGETS = {"random": 2_000_000, "arena": 80_000, "mc": 40}
 
 
@@ -66,20 +70,22 @@ def random_play(batch_size: int, seconds: float) -> tuple[float, int]:
         return decisions
 
     play(5)  # compile / load from the cache
-    steps, decisions, t0 = 0, 0, _clock()
+    steps, decisions, t0, w0 = 0, 0, _clock(), time.perf_counter()
     while _clock() - t0 < seconds:
         decisions += play(20)
         steps += 20
-    return decisions / (_clock() - t0), steps
+    WALL["random"] = decisions / max(time.perf_counter() - w0, 1e-9)
+    return decisions / max(_clock() - t0, 1e-9), steps
 
 
 def arena_batched(games: int) -> float:
     config = GameConfig(num_players=4, episode="round")
     specs = ["greedy", "lowest", "random", "random"]
     play_games(config, specs, 0, 0, 64)  # compile / load
-    t0 = _clock()
+    t0, w0 = _clock(), time.perf_counter()
     for start in range(0, games, 4096):
         play_games(config, specs, 0, start, min(games, start + 4096))
+    WALL["arena"] = games / (time.perf_counter() - w0)
     return games / (_clock() - t0)
 
 
@@ -89,9 +95,10 @@ def arena_reference(agents: str, games: int) -> float:
 
     config = GameConfig(num_players=4, episode="round")
     built = [make_agent(s) for s in agents.split(",")]
-    t0 = _clock()
+    t0, w0 = _clock(), time.perf_counter()
     for g in range(games):
         play_game(config, [built[(i + g) % 4] for i in range(4)], 0, g)
+    WALL[agents] = games / (time.perf_counter() - w0)
     return games / (_clock() - t0)
 
 
@@ -119,9 +126,11 @@ def main() -> None:
     rows = []
     rate, steps = random_play(1024, 1.0 if quick else 4.0)
     rows.append(("random legal play + obs + masks, B=1024", f"{rate:,.0f} decisions/s", TARGETS["random"]))
+    rows.append(("  same, wall clock", f"{WALL['random']:,.0f} decisions/s", None))
     games = 8192 if quick else 40_960
     rate = arena_batched(games)
     rows.append(("arena greedy,lowest,random,random (batched)", f"{rate:,.0f} games/s", TARGETS["arena"]))
+    rows.append(("  same, wall clock", f"{WALL['arena']:,.0f} games/s", None))
     ref = arena_reference("greedy,lowest,random,random", 300 if quick else 2000)
     rows.append(("arena greedy,lowest,random,random (reference)", f"{ref:,.0f} games/s", None))
     mc = arena_reference("mc:64,greedy,greedy,greedy", 2 if quick else 8)
@@ -129,7 +138,7 @@ def main() -> None:
     for b in (1024, 16384):
         rows.append((f"peak resident memory, B={b}", f"{peak_memory_mb(b):,.0f} MB", None))
     width = max(len(r[0]) for r in rows)
-    print(f"{'measure'.ljust(width)}  {'figure':>22}  target")
+    print(f"{'measure (rates per CPU second of one process)'.ljust(width)}  {'figure':>22}  target")
     for name, figure, target in rows:
         print(f"{name.ljust(width)}  {figure:>22}  {'' if target is None else f'{target:,}'}")
     print(f"(random play: {steps} batched steps of 1024 games; finished games restart at once)")
