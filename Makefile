@@ -15,8 +15,13 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+# Train the default config (about 20 min on 2 cores), then play its final model against the baselines.
 train: install
-	$(PY) -m sixnimmt_env.arena --agents greedy,lowest,random,random --games 2000 --seed 0
+	$(PY) -m training.train $(CONFIG)
+	run=$$(ls -td runs/$(basename $(notdir $(CONFIG)))/*/ | head -1) && \
+	$(PY) -m training.evaluate $${run}final_model.zip --opponents greedy,greedy,greedy --games 5000 && \
+	$(PY) -m training.evaluate --agents ppo:$${run}final_model.zip,random,lowest,highest --games 5000 \
+		--out $${run}eval_mixed
 
 test: install
 	$(PY) -m pytest -q -n 2

@@ -249,6 +249,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
     def _absorb(self, observations: Mapping[str, Any], infos: Mapping[str, Any]) -> None:
         me = self.agent_names[self.learner_seat]
         self._infos = infos
+        self._observations = observations
         if me in observations:
             ob = observations[me]
             self._obs = np.asarray(ob["observation"], np.float32)
@@ -261,13 +262,14 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         """One ParallelEnv step: the learner's action and every opponent's (no-op without a decision)."""
         rng = self.np_random
         actions = {}
+        observations = self._observations
         for seat, name in enumerate(self.agent_names):
             if seat == self.learner_seat:
                 actions[name] = learner_action
-                continue
-            view = self._infos[name]
-            agent = self._seat_agents[seat]
-            actions[name] = int(agent.act(view, rng)) if view["must_act"] else NOOP  # type: ignore[union-attr]
+            elif observations[name]["action_mask"][NOOP]:  # the no-op is legal only without a decision
+                actions[name] = NOOP
+            else:
+                actions[name] = int(self._seat_agents[seat].act(self._infos[name], rng))  # type: ignore[union-attr]
         observations, rewards, terminations, truncations, infos = self.parallel.step(actions)
         me = self.agent_names[self.learner_seat]
         self._absorb(observations, infos)
