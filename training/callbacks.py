@@ -155,11 +155,16 @@ class ArenaEval(_Every):
 
 
 class Progress(BaseCallback):
-    """A tqdm bar over the step budget with steps/s and the latest evaluation score (mean bullheads)."""
+    """A tqdm bar over the step budget with steps/s and the latest evaluation score (mean bullheads);
+    stops training once ``max_seconds`` of wall time have passed (``None``: no limit)."""
 
-    def __init__(self, total: int, evaluator: ArenaEval | None, disable: bool = False) -> None:
+    def __init__(
+        self, total: int, evaluator: ArenaEval | None, disable: bool = False, max_seconds: float | None = None
+    ) -> None:
         super().__init__()
         self.total, self.evaluator, self.disable = total, evaluator, disable
+        self.max_seconds = max_seconds
+        self.timed_out = False
         self.bar: tqdm | None = None
 
     def _on_training_start(self) -> None:
@@ -170,6 +175,9 @@ class Progress(BaseCallback):
         self.shown = self.num_timesteps
 
     def _on_step(self) -> bool:
+        if self.max_seconds is not None and time.perf_counter() - self.t0 > self.max_seconds:
+            self.timed_out = True
+            return False
         if self.bar is None or self.num_timesteps - self.shown < 2048:
             return True
         self.bar.update(self.num_timesteps - self.shown)

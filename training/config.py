@@ -19,7 +19,8 @@ self_play    ``enabled``, ``snapshot_every`` (steps), ``pool_size`` (last M
              by a pool snapshot instead of the mixture)
 algo         MaskablePPO keyword arguments as a plain mapping
              (``policy_kwargs`` included), checked against its signature
-train        ``total_timesteps``, ``n_envs``, ``vec_env`` (``dummy`` |
+train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
+             ``learn``: training stops at whichever comes first), ``n_envs``, ``vec_env`` (``dummy`` |
              ``subproc`` | any name registered in
              :data:`training.vec.VEC_ENV_BUILDERS`), ``normalize_obs``,
              ``seed``, ``device``, ``output_dir`` (default ``runs``),
@@ -102,6 +103,7 @@ class TrainSection:
     """Budget and machinery of one run."""
 
     total_timesteps: int = 1_000_000
+    max_minutes: float | None = None
     n_envs: int = 8
     vec_env: str = "dummy"
     normalize_obs: bool = False
@@ -376,6 +378,8 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
     ]:
         if value < 1:
             raise ConfigError(f"{source}: key '{key}' must be >= 1, got {value}")
+    if cfg.train.max_minutes is not None and cfg.train.max_minutes <= 0:
+        raise ConfigError(f"{source}: key 'train.max_minutes' must be > 0 or null, got {cfg.train.max_minutes}")
     if not 0.0 <= cfg.self_play.prob <= 1.0:
         raise ConfigError(f"{source}: key 'self_play.prob' must be in [0, 1], got {cfg.self_play.prob}")
     from training.vec import VEC_ENV_BUILDERS

@@ -160,7 +160,8 @@ def write_report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[
         "",
         f"- run folder: `{run_dir}`",
         f"- steps: {summary['steps']:,} in {summary['seconds']:.0f} s "
-        f"({summary['steps_per_second']:,.0f} env steps/s during learn)",
+        f"({summary['steps_per_second']:,.0f} env steps/s during learn, evaluations included)"
+        + (" (stopped by train.max_minutes)" if summary.get("timed_out") else ""),
         f"- model: `{model.name}`; best during training: `best_model.zip`",
         "",
     ]

@@ -27,7 +27,8 @@ file                       content
 
 Ctrl-C saves a checkpoint and stops; ``--resume RUN_DIR`` continues from the
 last checkpoint of that run with its saved config (overrides are refused), up
-to ``train.total_timesteps``.
+to ``train.total_timesteps``. ``train.max_minutes`` caps the wall time of
+training (the final report comes after it).
 """
 
 from __future__ import annotations
@@ -149,7 +150,8 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
                 lambda pool: sampler_from_config(cfg, pool),
             )
         )
-    bar = Progress(cfg.train.total_timesteps, evaluator, disable=not progress)
+    max_seconds = None if cfg.train.max_minutes is None else 60.0 * cfg.train.max_minutes
+    bar = Progress(cfg.train.total_timesteps, evaluator, disable=not progress, max_seconds=max_seconds)
     callbacks.append(bar)
     remaining = cfg.train.total_timesteps - model.num_timesteps
     start = time.perf_counter()
@@ -178,6 +180,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
         "seconds": seconds,
         "steps_per_second": (steps - start_steps) / max(seconds, 1e-9),
         "interrupted": interrupted,
+        "timed_out": bar.timed_out,
         "checkpoint": str(ckpt),
     }
     if interrupted:
