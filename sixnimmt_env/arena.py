@@ -308,6 +308,7 @@ def run_arena(
     workers: int = 1,
     duplicate: bool = False,
     progress: bool = False,
+    keep_games: bool = False,
 ) -> dict[str, Any]:
     """Play ``games`` games with seats rotating through the listed agents and summarise them.
 
@@ -323,6 +324,8 @@ def run_arena(
         workers: processes to play on (results do not depend on it).
         duplicate: replay each deal with the seats rotated through every position.
         progress: show a tqdm progress bar on stderr.
+        keep_games: also return ``per_game``: ``penalties`` (games x agents,
+            bullheads by listed position) and ``rounds`` (per game).
 
     Returns:
         A JSON-ready dict: ``agents`` (one entry per listed position, in order,
@@ -381,7 +384,7 @@ def run_arena(
             row["mean_penalty_per_game"] = float(gmean[p])
             row["ci95_per_game"] = float(gci[p])
         rows.append(row)
-    return {
+    results = {
         "mode": "arena",
         "settings": _settings(labels, config, games, seed, workers, duplicate=bool(duplicate)),
         "agents": rows,
@@ -390,6 +393,9 @@ def run_arena(
         "seconds": seconds,
         "games_per_s": games / seconds if seconds > 0 else float("inf"),
     }
+    if keep_games:
+        results["per_game"] = {"penalties": pen.tolist(), "rounds": rounds.tolist()}
+    return results
 
 
 def run_league(

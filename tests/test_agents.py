@@ -1,0 +1,340 @@
+"""Baseline agents: known choices in hand-made positions, legality everywhere, the spec registry."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from sixnimmt_env import agents as agents_module
+from sixnimmt_env import engine as E
+from sixnimmt_env.agents import (
+    Agent,
+    GreedyAgent,
+    MonteCarloAgent,
+    greedy_card,
+    known_agents,
+    make_agent,
+    register_agent,
+)
+
+HEURISTICS = ("random", "lowest", "highest", "greedy")
+
+
+def _select_state(hands, rows, num_players=None, **config):
+    cfg = E.GameConfig(num_players=num_players or len(hands), episode="round", **config)
+    return E.from_position(cfg, hands, rows)
+
+
+def _act(agent: Agent, state: E.State, seat: int, seed: int = 0) -> int:
+    return agent.act(E.view(state, seat), np.random.default_rng(seed))
+
+
+# --------------------------------------------------------------------------- greedy and the fixed rules
+
+# rows of E2: [10 11 12 13 14] is full and carries 3+5+1+1+1 = 11 bullheads
+E2_ROWS = [[10, 11, 12, 13, 14], [50], [60], [70]]
+
+
+def test_greedy_prefers_a_free_placement_over_taking_a_full_row():
+    state = _select_state([[15, 51], [20, 30]], E2_ROWS)
+    assert _act(GreedyAgent(), state, 0) == 51 - 1  # 15 would take the full row (11 bullheads)
+    assert _act(make_agent("lowest"), state, 0) == 15 - 1
+    assert _act(make_agent("highest"), state, 0) == 51 - 1
+
+
+# costs: [21] 1, [36] 1, [37 38 39 41 42] 5 (full), [60] 3
+LOW_ROWS = [[21], [36], [37, 38, 39, 41, 42], [60]]
+
+
+@pytest.mark.parametrize(
+    ("hand", "card", "why"),
+    [
+        ([5, 43], 5, "a low card costs the cheapest row (1) < the full row (5)"),
+        ([5, 22], 22, "a free card (0) beats a low card (1)"),
+        ([23, 61], 23, "two free cards: the lower"),
+        ([5, 7], 5, "two low cards of equal cost: the lower"),
+        ([43, 44], 43, "two cards taking the same full row: the lower"),
+    ],
+)
+def test_greedy_immediate_cost_and_ties(hand, card, why):
+    state = _select_state([hand, [1, 2]], LOW_ROWS)
+    assert _act(GreedyAgent(), state, 0) == card - 1, why
+    assert greedy_card(hand, LOW_ROWS, [E.row_bullheads(r) for r in LOW_ROWS]) == card
+
+
+def _choose_row_state(rows, low_card, other_card, other_hand_rest=(), **config):
+    """Seat 0 reveals ``low_card`` (lower than every row end), seat 1 ``other_card``: seat 0 must choose a row."""
+    hands = [[low_card, *[c + 90 for c in range(1, len(other_hand_rest) + 1)]], [other_card, *other_hand_rest]]
+    state = _select_state(hands, rows, **config)
+    state, penalties = E.step(state, [low_card - 1, other_card - 1])
+    assert state.phase == E.CHOOSE_ROW and state.chooser == 0 and penalties == (0, 0)
+    return state
+
+
+@pytest.mark.parametrize(
+    ("rows", "row"),
+    [
+        ([[30], [41, 42], [43, 44], [55]], 1),  # bullheads 3, 2, 2, 7: tie between rows 1 and 2 -> 1
+        ([[33], [40], [50], [60]], 1),  # 5, 3, 3, 3 -> the lowest index of the three 3s
+        ([[21, 22, 23], [31], [45], [61]], 1),  # 7, 1, 2, 1 -> 1
+        ([[20], [30], [40], [61]], 3),  # 3, 3, 3, 1 -> 3
+    ],
+)
+def test_cheapest_row_tie_breaks(rows, row):
+    state = _choose_row_state(rows, 5, 80)
+    for spec in ("lowest", "highest", "greedy"):
+        assert _act(make_agent(spec), state, 0) == E.ROW_ACTION + row, spec
+        assert _act(make_agent(spec), state, 1) == E.NOOP, spec  # the other seat has no decision
+
+
+def test_draft_rules():
+    cfg = E.GameConfig(num_players=2, variant="logic", episode="round")
+    state = E.new_game(cfg, np.random.default_rng(0))  # display 1..24, seat 0 picks first (V2)
+    assert state.phase == E.DRAFT and state.chooser == 0
+    assert _act(make_agent("lowest"), state, 0) == 1 - 1
+    assert _act(make_agent("highest"), state, 0) == 24 - 1
+    assert _act(make_agent("greedy"), state, 0) == 22 - 1  # 11 and 22 carry 5, the most: ties to the higher
+    assert _act(make_agent("mc:4"), state, 0) == 22 - 1
+    for spec in (*HEURISTICS, "mc:4"):
+        assert _act(make_agent(spec), state, 1) == E.NOOP
+    state, _ = E.step(state, [22 - 1, E.NOOP])
+    state, _ = E.step(state, [E.NOOP, 1 - 1])  # seat 1 takes card 1
+    assert _act(make_agent("greedy"), state, 0) == 11 - 1
+    state, _ = E.step(state, [11 - 1, E.NOOP])
+    state, _ = E.step(state, [E.NOOP, 2 - 1])
+    assert _act(make_agent("greedy"), state, 0) == 20 - 1  # 10 and 20 carry 3: the higher
+    assert _act(make_agent("lowest"), state, 0) == 3 - 1
+
+
+def test_random_agent_is_uniform_and_reproducible():
+    state = _select_state([[5, 22, 43, 70], [1, 2, 3, 4]], LOW_ROWS)
+    agent = make_agent("random")
+    rng = np.random.default_rng(123)
+    counts = Counter(agent.act(E.view(state, 0), rng) for _ in range(4000))
+    assert set(counts) == {4, 21, 42, 69}
+    assert all(900 < c < 1100 for c in counts.values()), counts
+    first = [agent.act(E.view(state, 0), np.random.default_rng(7)) for _ in range(3)]
+    assert first == [first[0]] * 3
+    row_state = _choose_row_state([[30], [41, 42], [43, 44], [55]], 5, 80)
+    rows = Counter(agent.act(E.view(row_state, 0), rng) for _ in range(2000))
+    assert set(rows) == {104, 105, 106, 107}
+    assert all(400 < c < 600 for c in rows.values()), rows
+
+
+# --------------------------------------------------------------------------- Monte Carlo search
+
+
+def test_mc_avoids_the_blunder_greedy_makes():
+    """Tactics deck 1..24 for 2 players, every card placed: the opponent's hand is known (V1).
+
+    Rows: [4 5 11 19 24] [1 2 8 14] [6 12 17 18 23] [7 9 15 21]. Seat 0 holds 13 20 22,
+    seat 1 holds 3 10 16. Greedy sees 20 as free (row [1 2 8 14] holds 4 cards) and plays
+    it, but the greedy opponent's 16 lands in the same row first, so 20 is the sixth card
+    and takes 5 bullheads. 22 is really free (fifth card of [7 9 15 21]).
+    """
+    rows = [[4, 5, 11, 19, 24], [1, 2, 8, 14], [6, 12, 17, 18, 23], [7, 9, 15, 21]]
+    state = _select_state([[13, 20, 22], [3, 10, 16]], rows, variant="tactics")
+    greedy, mc = GreedyAgent(), make_agent("mc:8")
+    assert _act(greedy, state, 0) == 20 - 1
+    assert _act(greedy, state, 1) == 16 - 1
+    assert _act(mc, state, 0) == 22 - 1
+    _, blunder = E.step(state, [20 - 1, 16 - 1])
+    _, safe = E.step(state, [22 - 1, 16 - 1])
+    assert blunder == (5, 0) and safe == (0, 0)
+
+
+def _greedy_rollout_score(state: E.State, actions: list[int], seat: int) -> float:
+    """Own minus mean opponent penalty from ``actions`` on, everyone greedy after (the engine as reference)."""
+    greedy = GreedyAgent()
+    n = state.config.num_players
+    state, pen = E.step(state, actions)
+    total = list(pen)
+    while not state.done:
+        state, pen = E.step(state, [greedy.act(E.view(state, s), None) for s in range(n)])
+        total = [a + b for a, b in zip(total, pen, strict=True)]
+    return total[seat] - (sum(total) - total[seat]) / (n - 1)
+
+
+def _known_position(rng: np.random.Generator, n: int, k: int) -> tuple[list[list[int]], list[list[int]]]:
+    """A tactics position with every card in a hand or a row: hands of ``k`` cards, rows of 1..5."""
+    deck = (rng.permutation(10 * n + 4) + 1).tolist()
+    hands = [sorted(deck[i * k : (i + 1) * k]) for i in range(n)]
+    rest = deck[n * k :]
+    lengths = [1] * 4
+    for _ in range(len(rest) - 4):
+        lengths[int(rng.choice([i for i in range(4) if lengths[i] < 5]))] += 1
+    rows, i = [], 0
+    for length in lengths:
+        rows.append(sorted(rest[i : i + length]))
+        i += length
+    return hands, rows
+
+
+def test_mc_search_matches_engine_rollouts_when_every_card_is_known():
+    """Two players, tactics deck, every card in a hand or a row: the opponent's hand is known, every world
+    is the same, so mc:1 must pick the exact argmin of the engine's all-greedy rollouts (cards and rows)."""
+    n = 2
+    rng = np.random.default_rng(2)
+    cfg = E.GameConfig(num_players=n, variant="tactics", episode="round")
+    mc, greedy = MonteCarloAgent(1), GreedyAgent()
+    checked_select = checked_rows = 0
+    while checked_select < 40 or checked_rows < 15:
+        k_min = -(-(10 * n + 4 - 20) // n)  # the rows hold at most 20 cards
+        k = int(rng.integers(k_min, k_min + 3))
+        hands, rows = _known_position(rng, n, k)
+        state = E.from_position(cfg, hands, rows)
+        opp = [greedy.act(E.view(state, s), None) for s in range(n)]
+        scores = [_greedy_rollout_score(state, [a, *opp[1:]], 0) for a in E.legal_actions(state, 0)]
+        expected = E.legal_actions(state, 0)[int(np.argmin(scores))]
+        assert mc.act(E.view(state, 0), rng) == expected, (hands, rows, scores)
+        checked_select += 1
+        low = min(hands[0])
+        if low < min(r[-1] for r in rows) and all(low < min(h) for h in hands[1:]):
+            pending, _ = E.step(state, [low - 1, *opp[1:]])
+            assert pending.phase == E.CHOOSE_ROW and pending.chooser == 0
+            row_scores = [_greedy_rollout_score(pending, [E.ROW_ACTION + r] + [E.NOOP] * (n - 1), 0) for r in range(4)]
+            assert mc.act(E.view(pending, 0), rng) == E.ROW_ACTION + int(np.argmin(row_scores)), row_scores
+            checked_rows += 1
+
+
+def test_mc_row_choice_can_differ_from_the_cheapest_row():
+    """Tactics deck 1..24, 2 players, every card placed. Rows (bullheads): [2 5 16 22 24] (10),
+    [12 13 15 17 20] (8), [3 4 7 8 18] (5), [1 6 11 14 23] (9). Seat 0 plays its low 9, seat 1
+    plays 10; then seat 0 holds 21, seat 1 holds 19.
+
+    Cheapest row [3 4 7 8 18]: 5 now; 10 joins [9]; next turn 21 is the sixth card of
+    [12 .. 20]: 8 more, seat 1 nothing: 13 - 0 = 13. Row [12 .. 20] instead: 8 now; 10
+    joins [9]; next turn seat 1's 19 takes [3 4 7 8 18] (5) and 21 follows it: 8 - 5 = 3.
+    """
+    cfg = E.GameConfig(num_players=2, variant="tactics", episode="round")
+    rows = [[2, 5, 16, 22, 24], [12, 13, 15, 17, 20], [3, 4, 7, 8, 18], [1, 6, 11, 14, 23]]
+    state = E.from_position(cfg, [[9, 21], [10, 19]], rows)
+    pending, _ = E.step(state, [9 - 1, 10 - 1])
+    assert pending.phase == E.CHOOSE_ROW and pending.chooser == 0
+    assert _act(make_agent("greedy"), pending, 0) == E.ROW_ACTION + 2
+    scores = [_greedy_rollout_score(pending, [E.ROW_ACTION + r, E.NOOP], 0) for r in range(4)]
+    assert scores[2] == 13 and scores[1] == 3 and min(scores) == 3
+    assert _act(make_agent("mc:4"), pending, 0) == E.ROW_ACTION + 1
+
+
+# --------------------------------------------------------------------------- legality everywhere, no hidden info
+
+
+def _sweep(specs, configs, games_per_config, seed):
+    """Play random games; at every state ask every agent for every seat; return phase counts."""
+    rng = np.random.default_rng(seed)
+    agents = [make_agent(s) for s in specs]
+    phases: Counter = Counter()
+    for cfg in configs:
+        for _ in range(games_per_config):
+            state = E.new_game(cfg, rng)
+            while not state.done:
+                phases[state.phase] += 1
+                for seat in range(cfg.num_players):
+                    legal = E.legal_actions(state, seat)
+                    for spec, agent in zip(specs, agents, strict=True):
+                        action = agent.act(E.view(state, seat), rng)
+                        assert type(action) is int and action in legal, (spec, state.phase, seat, action, legal)
+                actions = [
+                    agents[int(rng.integers(len(agents)))].act(E.view(state, s), rng) for s in range(cfg.num_players)
+                ]
+                state, _ = E.step(state, actions, rng)
+    return phases
+
+
+CONFIGS = [
+    E.GameConfig(num_players=n, variant=v, row_choice=rc, episode="round")
+    for n in (2, 4, 7, 10)
+    for v in ("standard", "tactics", "logic")
+    for rc in ("player", "cheapest")
+]
+
+
+def test_heuristic_agents_return_only_legal_actions_in_every_phase():
+    phases = _sweep(HEURISTICS, CONFIGS, 3, seed=1)
+    assert sum(phases.values()) > 2000
+    assert phases[E.SELECT] > 500 and phases[E.CHOOSE_ROW] > 50 and phases[E.DRAFT] > 500
+
+
+def test_mc_returns_only_legal_actions_in_every_phase():
+    configs = [c for c in CONFIGS if c.num_players in (2, 4)]
+    phases = _sweep(("mc:2",), configs, 1, seed=2)
+    assert phases[E.SELECT] > 100 and phases[E.CHOOSE_ROW] > 5 and phases[E.DRAFT] > 100
+
+
+def test_whole_game_episodes_keep_agents_legal():
+    cfg = E.GameConfig(num_players=3, end_score=20)
+    phases = _sweep((*HEURISTICS, "mc:1"), [cfg], 2, seed=3)
+    assert phases[E.SELECT] > 20
+
+
+@pytest.mark.parametrize("spec", [*HEURISTICS, "mc:6"])
+def test_agents_see_only_their_view(spec):
+    """Two states that differ only in hidden cards (the opponents' hands and the stock) give the same action."""
+    rows = [[10], [30], [55, 60], [80]]
+    mine = [5, 12, 31, 56, 81]
+    pool = [c for c in range(1, 105) if c not in mine and all(c not in r for r in rows)]
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        a, b = rng.permutation(pool)[:15], rng.permutation(pool)[:15]
+        s1 = _select_state([mine, *(a.reshape(3, 5).tolist())], rows)
+        s2 = _select_state([mine, *(b.reshape(3, 5).tolist())], rows)
+        assert E.view(s1, 0)["seen"] == E.view(s2, 0)["seen"]
+        agent = make_agent(spec)
+        assert _act(agent, s1, 0, seed=9) == _act(agent, s2, 0, seed=9)
+
+
+# --------------------------------------------------------------------------- specs and the registry
+
+
+def test_make_agent_specs():
+    assert isinstance(make_agent("greedy"), GreedyAgent)
+    mc = make_agent(" mc:64 ")
+    assert isinstance(mc, MonteCarloAgent) and mc.samples == 64 and mc.spec == "mc:64"
+    for spec in (*HEURISTICS, "mc:3"):
+        assert isinstance(make_agent(spec), Agent)
+        assert make_agent(spec).spec == spec
+    assert known_agents()[:5] == ("random", "lowest", "highest", "greedy", "mc:N")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("grredy", "unknown agent spec 'grredy'; known: random, lowest, highest, greedy, mc:N"),
+        ("", "non-empty string"),
+        ("greedy:2", "'greedy' takes no argument"),
+        ("mc", "expected mc:N"),
+        ("mc:abc", "expected mc:N"),
+        ("mc:0", "N must be a positive integer"),
+        (42, "non-empty string"),
+    ],
+)
+def test_bad_specs_are_clear_errors(spec, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        make_agent(spec)
+
+
+class _Constant:
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+
+    def act(self, view, rng) -> int:
+        return view["legal_actions"][0]
+
+
+def test_register_agent_from_outside(monkeypatch):
+    monkeypatch.setattr(agents_module, "_REGISTRY", dict(agents_module._REGISTRY))
+    register_agent("const", _Constant, usage="const:NAME")
+    assert "const:NAME" in known_agents()
+    agent = make_agent("const:x")
+    assert isinstance(agent, _Constant) and agent.spec == "const:x"
+    state = _select_state([[15, 51], [20, 30]], E2_ROWS)
+    assert _act(agent, state, 0) == 14
+    with pytest.raises(ValueError, match="agent prefix"):
+        register_agent("bad prefix", _Constant)
+    with pytest.raises(ValueError, match="must be callable"):
+        register_agent("x", 3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="positive integer"):
+        MonteCarloAgent(0)
