@@ -1,0 +1,246 @@
+"""Arena: statistics on hand-computed examples, seat rotation, reproducibility, workers, league, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from sixnimmt_env import engine as E
+from sixnimmt_env.agents import make_agent
+from sixnimmt_env.arena import main, markdown_table, play_game, run_arena, run_league, seat_positions
+from sixnimmt_env.stats import Z95, fractional_ranks, mean_ci95, win_shares
+
+HEURISTIC_TABLE = "greedy,lowest,random,random"
+
+# --------------------------------------------------------------------------- statistics by hand
+
+
+def test_mean_ci95_by_hand():
+    mean, half = mean_ci95(np.array([1.0, 2.0, 3.0, 4.0]))
+    # s^2 = (2.25 + 0.25 + 0.25 + 2.25) / 3 = 5/3; half-width = 1.959964 * sqrt(5/3) / 2
+    assert mean == 2.5
+    assert half == pytest.approx(1.959964 * math.sqrt(5 / 3) / 2, rel=1e-6)
+    assert pytest.approx(1.959964, abs=1e-6) == Z95
+    mean, half = mean_ci95(np.array([[0, 10], [2, 10], [4, 10]]))
+    assert mean.tolist() == [2.0, 10.0]
+    assert half.tolist() == pytest.approx([Z95 * 2 / math.sqrt(3), 0.0])
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        mean_ci95(np.array([3.0]))
+
+
+def test_win_shares_split_ties():
+    shares = win_shares(np.array([[0, 0, 5, 3], [4, 2, 2, 2], [7, 1, 9, 8]]))
+    assert shares.tolist() == [[0.5, 0.5, 0, 0], [0, 1 / 3, 1 / 3, 1 / 3], [0, 1, 0, 0]]
+
+
+def test_fractional_ranks_share_tied_places():
+    ranks = fractional_ranks(np.array([[0, 0, 5, 3], [4, 2, 2, 2], [1, 2, 3, 4], [6, 6, 6, 6]]))
+    assert ranks.tolist() == [[1.5, 1.5, 4, 3], [4, 2, 2, 2], [1, 2, 3, 4], [2.5, 2.5, 2.5, 2.5]]
+
+
+# --------------------------------------------------------------------------- seats and games
+
+
+def test_seat_positions_rotate():
+    assert seat_positions(4, 0) == (0, 1, 2, 3)
+    assert seat_positions(4, 1) == (1, 2, 3, 0)
+    assert seat_positions(4, 6) == (2, 3, 0, 1)
+    assert seat_positions(3, 5) == (2, 0, 1)
+
+
+class _SeatRecorder:
+    """Deterministic agent (lowest card, cheapest row) that records the seat it is asked for."""
+
+    def __init__(self) -> None:
+        self.spec = "recorder"
+        self.inner = make_agent("lowest")
+        self.seats: list[int] = []
+
+    def act(self, view, rng) -> int:
+        if view["phase"] == E.SELECT and view["turn"] == 0:
+            self.seats.append(view["seat"])
+        return self.inner.act(view, rng)
+
+
+def test_arena_rotates_seats_game_by_game():
+    recorders = [_SeatRecorder() for _ in range(3)]
+    run_arena(recorders, 6, seed=1)
+    # position p sits in seat (p - g) mod 3 in game g
+    assert recorders[0].seats == [0, 2, 1, 0, 2, 1]
+    assert recorders[1].seats == [1, 0, 2, 1, 0, 2]
+    assert recorders[2].seats == [2, 1, 0, 2, 1, 0]
+
+
+def test_play_game_is_reproducible_and_depends_on_the_game_index():
+    cfg = E.GameConfig(num_players=4, episode="round")
+    agents = [make_agent(s) for s in HEURISTIC_TABLE.split(",")]
+    a = play_game(cfg, agents, 3, 10)
+    assert a == play_game(cfg, agents, 3, 10)
+    assert len(a.penalties) == 4 and a.rounds == 1
+    others = {play_game(cfg, agents, 3, g).penalties for g in range(11, 16)}
+    assert len(others | {a.penalties}) > 1
+    whole = play_game(E.GameConfig(num_players=4, end_score=30), agents, 3, 10)
+    assert whole.rounds >= 2 and max(whole.penalties) >= 30
+    with pytest.raises(ValueError, match="one agent per seat"):
+        play_game(cfg, agents[:3], 3, 10)
+
+
+def test_arena_statistics_match_the_per_game_penalties():
+    res = run_arena(HEURISTIC_TABLE, 40, seed=5, keep_games=True)
+    pen = np.array(res["per_game"]["penalties"])
+    assert pen.shape == (40, 4) and res["per_game"]["rounds"] == [1] * 40
+    cfg = E.GameConfig(num_players=4, episode="round")
+    agents = [make_agent(s) for s in HEURISTIC_TABLE.split(",")]
+    for g in (0, 1, 2, 3, 17):
+        seats = seat_positions(4, g)
+        result = play_game(cfg, [agents[p] for p in seats], 5, g)
+        for seat, p in enumerate(seats):
+            assert pen[g, p] == result.penalties[seat]
+    mean, ci = mean_ci95(pen)
+    shares = win_shares(pen).mean(axis=0)
+    ranks = fractional_ranks(pen).mean(axis=0)
+    for p, row in enumerate(res["agents"]):
+        assert row["position"] == p and row["agent"] == HEURISTIC_TABLE.split(",")[p]
+        assert row["mean_penalty"] == pytest.approx(mean[p])
+        assert row["ci95"] == pytest.approx(ci[p])
+        assert row["win_share"] == pytest.approx(shares[p])
+        assert row["mean_rank"] == pytest.approx(ranks[p])
+    assert sum(r["win_share"] for r in res["agents"]) == pytest.approx(1.0)
+    assert sum(r["mean_rank"] for r in res["agents"]) == pytest.approx(10.0)
+    assert res["games"] == 40 and res["rounds"] == 40 and res["games_per_s"] > 0
+
+
+def test_same_seed_same_results_other_seed_other_results():
+    a = run_arena(HEURISTIC_TABLE, 60, seed=11, keep_games=True)
+    b = run_arena(HEURISTIC_TABLE, 60, seed=11, keep_games=True)
+    c = run_arena(HEURISTIC_TABLE, 60, seed=12, keep_games=True)
+    assert a["agents"] == b["agents"] and a["per_game"] == b["per_game"]
+    assert a["per_game"] != c["per_game"]
+
+
+def test_greedy_beats_random_over_many_rounds():
+    res = run_arena("greedy,random,random,random", 400, seed=0)
+    greedy, rand = res["agents"][0], res["agents"][1]
+    assert greedy["mean_penalty"] + greedy["ci95"] < rand["mean_penalty"] - rand["ci95"]
+    assert greedy["win_share"] > 0.25 > rand["win_share"]
+
+
+def test_two_workers_give_the_same_results_as_one():
+    one = run_arena("greedy,mc:2,random", 30, seed=2, keep_games=True)
+    two = run_arena("greedy,mc:2,random", 30, seed=2, workers=2, keep_games=True)
+    assert one["agents"] == two["agents"] and one["per_game"] == two["per_game"]
+    assert two["settings"]["workers"] == 2
+
+
+def test_duplicate_deals_cancel_the_luck_of_the_cards():
+    """Four identical deterministic agents: each deal is played in all 4 rotations, so every position
+    sees exactly the same penalties and win shares."""
+    res = run_arena("greedy,greedy,greedy,greedy", 40, seed=3, duplicate=True, keep_games=True)
+    pen = np.array(res["per_game"]["penalties"])
+    means = {round(r["mean_penalty"], 12) for r in res["agents"]}
+    shares = {round(r["win_share"], 12) for r in res["agents"]}
+    assert len(means) == 1 and len(shares) == 1
+    for d in range(10):  # the 4 games of a deal are rotations of each other
+        block = pen[4 * d : 4 * d + 4]
+        assert sorted(block[0].tolist()) == sorted(block[1].tolist()) == sorted(block[3].tolist())
+    plain = run_arena("greedy,greedy,greedy,greedy", 40, seed=3)
+    assert len({r["mean_penalty"] for r in plain["agents"]}) > 1
+    with pytest.raises(ValueError, match="multiple of num_players=4"):
+        run_arena("greedy,greedy,greedy,greedy", 42, duplicate=True)
+
+
+def test_whole_game_episodes_report_per_game_penalties():
+    cfg = E.GameConfig(num_players=3, end_score=25)
+    res = run_arena("greedy,lowest,random", 20, seed=4, config=cfg, keep_games=True)
+    pen = np.array(res["per_game"]["penalties"], dtype=float)
+    rounds = np.array(res["per_game"]["rounds"])
+    assert rounds.min() >= 1 and res["rounds"] == rounds.sum()
+    assert (pen.max(axis=1) >= 25).all()  # every game ran to its end score (R12)
+    per_round, _ = mean_ci95(pen / rounds[:, None])
+    per_game, ci_game = mean_ci95(pen)
+    for p, row in enumerate(res["agents"]):
+        assert row["mean_penalty"] == pytest.approx(per_round[p])
+        assert row["mean_penalty_per_game"] == pytest.approx(per_game[p])
+        assert row["ci95_per_game"] == pytest.approx(ci_game[p])
+    assert "penalty / game" in markdown_table(res)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"agents": "greedy,lowest,random", "config": E.GameConfig(num_players=4)}, "3 agents .* num_players=4"),
+        ({"agents": "greedy,grredy"}, "unknown agent spec 'grredy'; known: random, lowest, highest, greedy, mc:N"),
+        ({"agents": "", "games": 4}, "at least one agent"),
+        ({"agents": "greedy,lowest", "games": 1}, "games must be an integer >= 2"),
+        ({"agents": "greedy,lowest", "seed": -1}, "seed must be a non-negative integer"),
+        ({"agents": "greedy,lowest", "workers": 0}, "workers must be a positive integer"),
+        ({"agents": ["greedy", 3]}, "neither a spec string nor an object"),
+    ],
+)
+def test_arena_input_errors(kwargs, message):
+    kwargs = {"games": 4, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        run_arena(**kwargs)
+
+
+# --------------------------------------------------------------------------- league
+
+
+def test_league_ratings_and_ranking():
+    pool = "greedy,random,lowest,random,highest"
+    res = run_league(pool, 300, seed=0)
+    again = run_league(pool, 300, seed=0, workers=2)
+    assert res["agents"] == again["agents"] and res["ranking"] == again["ranking"]
+    rows = res["agents"]
+    assert sum(r["games"] for r in rows) == 300 * 4  # tables of 4 (the default) from a pool of 5
+    assert sorted(res["ranking"]) == list(range(5))
+    ordinals = [rows[p]["ordinal"] for p in res["ranking"]]
+    assert ordinals == sorted(ordinals, reverse=True)
+    assert [rows[p]["league_rank"] for p in res["ranking"]] == [1, 2, 3, 4, 5]
+    for r in rows:
+        assert r["ordinal"] == pytest.approx(r["mu"] - 3 * r["sigma"])
+    assert rows[0]["ordinal"] > rows[1]["ordinal"] and rows[0]["ordinal"] > rows[3]["ordinal"]
+    assert res["ranking"][0] == 0  # greedy leads this pool
+    table = markdown_table(res)
+    assert table.splitlines()[4].startswith("| 1 | 0 | `greedy` |")
+    with pytest.raises(ValueError, match="smaller than num_players=4"):
+        run_league("greedy,random,lowest", 10, config=E.GameConfig(num_players=4, episode="round"))
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_cli_writes_json_markdown_and_png(tmp_path, capsys):
+    out = tmp_path / "arena"
+    main(["--agents", "greedy,lowest,random", "--games", "30", "--seed", "0", "--out", str(out), "--quiet"])
+    printed = capsys.readouterr().out
+    data = json.loads((out / "results.json").read_text())
+    assert [r["agent"] for r in data["agents"]] == ["greedy", "lowest", "random"]
+    for r in data["agents"]:
+        assert {"agent", "mean_penalty", "ci95", "win_share", "mean_rank"} <= set(r)
+        assert 0 <= r["win_share"] <= 1 and 1 <= r["mean_rank"] <= 3 and r["ci95"] > 0
+    assert data["settings"]["num_players"] == 3 and data["settings"]["episode"] == "round"
+    assert data["settings"]["row_choice"] == "player" and data["games_per_s"] > 0
+    md = (out / "results.md").read_text()
+    assert md in printed and "| 0 | `greedy` |" in md
+    assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--agents", "greedy,lowest,random", "--players", "4"], "3 agents"),
+        (["--agents", "greedy,bogus"], "unknown agent spec 'bogus'"),
+        (["--agents", "greedy,lowest", "--variant", "tactic"], "variant must be one of"),
+        (["--agents", "greedy,lowest", "--row-choice", "any"], "row_choice must be one of"),
+        (["--agents", "greedy,lowest,random", "--league", "--duplicate"], "cannot be combined"),
+    ],
+)
+def test_cli_errors_are_clear(argv, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--games", "4", "--out", str(tmp_path), "--quiet"])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
