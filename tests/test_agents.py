@@ -95,17 +95,19 @@ def test_draft_rules():
     assert state.phase == E.DRAFT and state.chooser == 0
     assert _act(make_agent("lowest"), state, 0) == 1 - 1
     assert _act(make_agent("highest"), state, 0) == 24 - 1
-    assert _act(make_agent("greedy"), state, 0) == 22 - 1  # 11 and 22 carry 5, the most: ties to the higher
-    assert _act(make_agent("mc:4"), state, 0) == 22 - 1
     for spec in (*HEURISTICS, "mc:4"):
         assert _act(make_agent(spec), state, 1) == E.NOOP
-    state, _ = E.step(state, [22 - 1, E.NOOP])
-    state, _ = E.step(state, [E.NOOP, 1 - 1])  # seat 1 takes card 1
-    assert _act(make_agent("greedy"), state, 0) == 11 - 1
-    state, _ = E.step(state, [11 - 1, E.NOOP])
-    state, _ = E.step(state, [E.NOOP, 2 - 1])
-    assert _act(make_agent("greedy"), state, 0) == 20 - 1  # 10 and 20 carry 3: the higher
-    assert _act(make_agent("lowest"), state, 0) == 3 - 1
+    # greedy (and mc) balance the hand: the lowest card while at most half of the hand is <= 12, else the highest
+    picks = []
+    for _ in range(3):
+        for spec in ("greedy", "mc:4"):
+            assert _act(make_agent(spec), state, 0) == _act(make_agent("greedy"), state, 0)
+        picks.append(_act(make_agent("greedy"), state, 0) + 1)
+        state, _ = E.step(state, [picks[-1] - 1, E.NOOP])
+        state, _ = E.step(state, [E.NOOP, _act(make_agent("lowest"), state, 1)])
+    # hand [] -> 1; hand [1] (1 low of 1) -> 24; hand [1, 24] (1 low of 2) -> lowest left (2 and 3 went to seat 1)
+    assert picks == [1, 24, 4]
+    assert state.hands == ((1, 4, 24), (2, 3, 5))
 
 
 def test_random_agent_is_uniform_and_reproducible():
