@@ -368,6 +368,8 @@ def run_arena(
 
     mean, ci = mean_ci95(units(per_round))
     win_mean, win_ci = mean_ci95(units(wins))
+    if config.episode == "game":
+        gmean, gci = mean_ci95(units(pen.astype(np.float64)))
     rows = []
     for p in range(n):
         row = {
@@ -380,7 +382,6 @@ def run_arena(
             "mean_rank": float(ranks[:, p].mean()),
         }
         if config.episode == "game":
-            gmean, gci = mean_ci95(units(pen.astype(np.float64)))
             row["mean_penalty_per_game"] = float(gmean[p])
             row["ci95_per_game"] = float(gci[p])
         rows.append(row)
@@ -391,7 +392,7 @@ def run_arena(
         "games": games,
         "rounds": int(rounds.sum()),
         "seconds": seconds,
-        "games_per_s": games / seconds if seconds > 0 else float("inf"),
+        "games_per_s": games / max(seconds, 1e-9),
     }
     if keep_games:
         results["per_game"] = {"penalties": pen.tolist(), "rounds": rounds.tolist()}
@@ -425,7 +426,8 @@ def run_league(
     Returns:
         Like :func:`run_arena` (``agents`` in the listed order, statistics over
         the games each agent played), each entry also with ``games``, ``mu``,
-        ``sigma``, ``ordinal`` and ``league_rank``; plus ``ranking`` (the
+        ``sigma``, ``ordinal`` and ``league_rank`` (an agent seated in fewer than
+        2 games has ``None`` for the statistics it lacks); plus ``ranking`` (the
         positions, best first).
 
     Raises:
@@ -465,14 +467,14 @@ def run_league(
             mean, ci = mean_ci95(per_round[mask])
             wmean, wci = mean_ci95(wins[mask])
             row.update(mean_penalty=float(mean), ci95=float(ci), win_share=float(wmean), win_share_ci95=float(wci))
-        else:  # too few games for an interval; keep the keys numeric
+        else:  # too few games for an interval (or any statistic): None, which JSON writes as null
             row.update(
-                mean_penalty=float(per_round[mask].mean()) if played else 0.0,
-                ci95=float("inf"),
-                win_share=float(wins[mask].mean()) if played else 0.0,
-                win_share_ci95=float("inf"),
+                mean_penalty=float(per_round[mask].mean()) if played else None,
+                ci95=None,
+                win_share=float(wins[mask].mean()) if played else None,
+                win_share_ci95=None,
             )
-        row["mean_rank"] = float(ranks_all[mask].mean()) if played else float(n)
+        row["mean_rank"] = float(ranks_all[mask].mean()) if played else None
         r = ratings[p]
         row.update(mu=float(r.mu), sigma=float(r.sigma), ordinal=float(r.ordinal()))
         rows.append(row)
@@ -487,7 +489,7 @@ def run_league(
         "games": games,
         "rounds": int(rounds.sum()),
         "seconds": seconds,
-        "games_per_s": games / seconds if seconds > 0 else float("inf"),
+        "games_per_s": games / max(seconds, 1e-9),
     }
 
 
@@ -506,6 +508,14 @@ def _headline(results: dict[str, Any]) -> str:
     )
 
 
+def _fmt(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else spec.format(value)
+
+
+def _num(value: float | None) -> float:
+    return 0.0 if value is None else value
+
+
 def markdown_table(results: dict[str, Any]) -> str:
     """The results as a Markdown headline plus table (arena: in listed order; league: ranked)."""
     per_game = results["settings"]["episode"] == "game"
@@ -519,10 +529,10 @@ def markdown_table(results: dict[str, Any]) -> str:
     align = [":---" if h == "agent" else "---:" for h in head]
     lines = [_headline(results), "", "| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
     for r in rows:
-        cells = [str(r["position"]), f"`{r['agent']}`", f"{r['mean_penalty']:.3f}", f"±{r['ci95']:.3f}"]
+        cells = [str(r["position"]), f"`{r['agent']}`", _fmt(r["mean_penalty"], "{:.3f}"), _fmt(r["ci95"], "±{:.3f}")]
         if per_game:
-            cells += [f"{r['mean_penalty_per_game']:.2f}", f"±{r['ci95_per_game']:.2f}"]
-        cells += [f"{r['win_share']:.3f}", f"{r['mean_rank']:.3f}"]
+            cells += [_fmt(r["mean_penalty_per_game"], "{:.2f}"), _fmt(r["ci95_per_game"], "±{:.2f}")]
+        cells += [_fmt(r["win_share"], "{:.3f}"), _fmt(r["mean_rank"], "{:.3f}")]
         if results["mode"] == "league":
             rating = [f"{r['ordinal']:.2f}", f"{r['mu']:.2f}", f"{r['sigma']:.2f}", str(r["games"])]
             cells = [str(r["league_rank"]), *cells[:2], *rating, *cells[2:]]
@@ -539,12 +549,12 @@ def plot_results(results: dict[str, Any], path: str | Path) -> Path:
     x = np.arange(len(rows))
     fig = Figure(figsize=(max(6.0, 1.2 * len(rows) + 3), 4.0), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
-    finite = [r["ci95"] if np.isfinite(r["ci95"]) else 0.0 for r in rows]
-    ax1.bar(x, [r["mean_penalty"] for r in rows], yerr=finite, capsize=4, color="tab:red", alpha=0.8)
+    means, ci = [_num(r["mean_penalty"]) for r in rows], [_num(r["ci95"]) for r in rows]
+    ax1.bar(x, means, yerr=ci, capsize=4, color="tab:red")
     ax1.set_ylabel("bullheads per round (lower is better)")
     ax1.set_title("mean penalty, 95% CI")
-    wci = [r["win_share_ci95"] if np.isfinite(r["win_share_ci95"]) else 0.0 for r in rows]
-    ax2.bar(x, [r["win_share"] for r in rows], yerr=wci, capsize=4, color="tab:green", alpha=0.8)
+    shares, wci = [_num(r["win_share"]) for r in rows], [_num(r["win_share_ci95"]) for r in rows]
+    ax2.bar(x, shares, yerr=wci, capsize=4, color="tab:green")
     ax2.axhline(1.0 / results["settings"]["num_players"], color="grey", linestyle="--", linewidth=1)
     ax2.set_ylabel("share of wins")
     ax2.set_title("win share (ties split), 95% CI")
