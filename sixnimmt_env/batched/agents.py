@@ -116,34 +116,41 @@ def _display_card(display: np.ndarray, deck_size: int, kind: int, b: int, rng: n
 
 @njit(cache=True)
 def _heuristic_actions(S: tuple, cfg: np.ndarray, kinds: np.ndarray, out: np.ndarray, rng: np.ndarray) -> None:
-    phase, hand, hand_len, rows, row_len, display, chooser = S[0], S[1], S[2], S[3], S[4], S[6], S[10]
-    n = cfg[C_N]
     for b in range(out.shape[0]):
-        p = phase[b]
-        for s in range(n):
-            kind = kinds[b, s]
-            if kind < 0:
-                continue
-            if p == DONE or (p != SELECT and chooser[b] != s):
-                out[b, s] = NOOP
-            elif p == SELECT:
-                k = hand_len[b, s]
-                if kind == RANDOM:
-                    j = random_below(rng, b, k)
-                elif kind == LOWEST:
-                    j = 0
-                elif kind == HIGHEST:
-                    j = k - 1
-                else:
-                    j = greedy_index(hand, hand_len, rows, row_len, b, s)
-                out[b, s] = hand[b, s, j] - 1
-            elif p == CHOOSE_ROW:
-                if kind == RANDOM:
-                    out[b, s] = ROW_ACTION + random_below(rng, b, NUM_ROWS)
-                else:
-                    out[b, s] = ROW_ACTION + _cheapest_row(rows, row_len, b)
-            elif p == DRAFT:
-                out[b, s] = _display_card(display, cfg[C_DECK], kind, b, rng) - 1
+        heuristic_game_actions(S, cfg, kinds, out, rng, b)
+
+
+@njit(cache=True, inline="always")
+def heuristic_game_actions(
+    S: tuple, cfg: np.ndarray, kinds: np.ndarray, out: np.ndarray, rng: np.ndarray, b: int
+) -> None:
+    """Write the action of every heuristic seat (``kinds[b, s] >= 0``) of game ``b`` into ``out[b]``."""
+    phase, hand, hand_len, rows, row_len, display, chooser = S[0], S[1], S[2], S[3], S[4], S[6], S[10]
+    p = phase[b]
+    for s in range(cfg[C_N]):
+        kind = kinds[b, s]
+        if kind < 0:
+            continue
+        if p == DONE or (p != SELECT and chooser[b] != s):
+            out[b, s] = NOOP
+        elif p == SELECT:
+            k = hand_len[b, s]
+            if kind == RANDOM:
+                j = random_below(rng, b, k)
+            elif kind == LOWEST:
+                j = 0
+            elif kind == HIGHEST:
+                j = k - 1
+            else:
+                j = greedy_index(hand, hand_len, rows, row_len, b, s)
+            out[b, s] = hand[b, s, j] - 1
+        elif p == CHOOSE_ROW:
+            if kind == RANDOM:
+                out[b, s] = ROW_ACTION + random_below(rng, b, NUM_ROWS)
+            else:
+                out[b, s] = ROW_ACTION + _cheapest_row(rows, row_len, b)
+        elif p == DRAFT:
+            out[b, s] = _display_card(display, cfg[C_DECK], kind, b, rng) - 1
 
 
 class HeuristicPlayers:

@@ -444,19 +444,37 @@ def _step(
     rng: np.ndarray,
 ) -> None:
     """Advance every unfinished game by one joint action; ``pen`` receives this step's bullheads."""
-    phase, chooser = S[0], S[10]
     deck = np.zeros(NUM_CARDS, np.int16)
-    n = cfg[C_N]
     for b in range(actions.shape[0]):
-        for s in range(n):
-            pen[b, s] = 0
-        p = phase[b]
-        if p == SELECT:
-            _select(S, cfg, b, actions, pen, deck, deals, deal_next, rng)
-        elif p == CHOOSE_ROW:
-            _resolve(S, cfg, b, chooser[b], actions[b, chooser[b]] - ROW_ACTION, pen, deck, deals, deal_next, rng)
-        elif p == DRAFT:
-            _draft(S, cfg, b, actions[b, chooser[b]] + 1)
+        step_game(S, cfg, b, actions, pen, deck, deals, deal_next, rng)
+
+
+@njit(cache=True, inline="always")
+def step_game(
+    S: tuple,
+    cfg: np.ndarray,
+    b: int,
+    actions: np.ndarray,
+    pen: np.ndarray,
+    deck: np.ndarray,
+    deals: np.ndarray,
+    deal_next: np.ndarray,
+    rng: np.ndarray,
+) -> None:
+    """Advance game ``b`` by the joint action ``actions[b]`` (nothing if it is over); ``pen[b]`` gets its bullheads.
+
+    ``deck`` is scratch space of ``NUM_CARDS`` int16 for a new deal.
+    """
+    phase, chooser = S[0], S[10]
+    for s in range(cfg[C_N]):
+        pen[b, s] = 0
+    p = phase[b]
+    if p == SELECT:
+        _select(S, cfg, b, actions, pen, deck, deals, deal_next, rng)
+    elif p == CHOOSE_ROW:
+        _resolve(S, cfg, b, chooser[b], actions[b, chooser[b]] - ROW_ACTION, pen, deck, deals, deal_next, rng)
+    elif p == DRAFT:
+        _draft(S, cfg, b, actions[b, chooser[b]] + 1)
 
 
 # --------------------------------------------------------------------------- observations and masks
