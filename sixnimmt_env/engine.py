@@ -4,7 +4,9 @@ A game is a small immutable :class:`State` (a ``NamedTuple`` of tuples and
 ints) plus pure functions: :func:`new_game` and :func:`from_position` build a
 state, :func:`legal_actions` lists what a seat may do, :func:`step` applies one
 joint action (one action per seat, all at once: the game is simultaneous,
-`RULES.md` R5) and returns a new state with the bullheads each seat took.
+`RULES.md` R5) and returns a new state with the bullheads each seat took;
+:func:`step_unchecked` does the same without validating the actions, for
+trusted loops that draw them from :func:`legal_actions`.
 Randomness is only ever drawn from the ``numpy.random.Generator`` passed in.
 
 This module imports neither PettingZoo, Gymnasium nor torch; the environments
