@@ -330,7 +330,12 @@ class MonteCarloAgent:
     card takes the cheapest row). It plays the card with the lowest mean of
     own penalty minus mean opponent penalty over the worlds (from now to the
     end of the round; ties to the lower card). Every card is scored on the same
-    worlds.
+    worlds. Scores are summed as integers, ``(n - 1)`` times the mean, so ties
+    are exact.
+
+    The rollouts use a light internal simulation of R6-R9 (each row as its last
+    card, length and bullheads); the tests check it against rollouts through
+    :func:`sixnimmt_env.engine.step`.
 
     Low-card row choice (R9): the same search over the 4 rows, with the turn's
     revealed cards known (R9a). Draft (V2): the greedy rule
@@ -391,18 +396,16 @@ class MonteCarloAgent:
         lens0 = [len(r) for r in rows]
         costs0 = list(view["row_bullheads"])
         n = view["num_players"]
-        opp_weight = 1.0 / (n - 1)
-        totals = [0.0] * len(hand)
+        totals = [0] * len(hand)
         for opp_hands in self._worlds(view, hand, rng):
             opp_plays = [h[_greedy_index(h, ends0, lens0, costs0)] for h in opp_hands]
+            opp_rest = [[c for c in h if c != p] for h, p in zip(opp_hands, opp_plays, strict=True)]
             for i, card in enumerate(hand):
                 ends, lens, costs = ends0[:], lens0[:], costs0[:]
                 pen = [0] * n
                 _play_turn(ends, lens, costs, [card, *opp_plays], pen)
-                hands = [hand[:i] + hand[i + 1 :]]
-                hands.extend([c for c in h if c != p] for h, p in zip(opp_hands, opp_plays, strict=True))
-                _rollout(ends, lens, costs, hands, pen)
-                totals[i] += pen[0] - opp_weight * (sum(pen) - pen[0])
+                _rollout(ends, lens, costs, [hand[:i] + hand[i + 1 :], *[h[:] for h in opp_rest]], pen)
+                totals[i] += n * pen[0] - sum(pen)  # (n - 1) * (own - mean opponent), exact in integers
         best = 0
         for i in range(1, len(hand)):
             if totals[i] < totals[best]:
@@ -420,8 +423,7 @@ class MonteCarloAgent:
         lens0 = [len(r) for r in rows]
         costs0 = list(view["row_bullheads"])
         n = view["num_players"]
-        opp_weight = 1.0 / (n - 1)
-        totals = [0.0] * NUM_ROWS
+        totals = [0] * NUM_ROWS
         for opp_hands in self._worlds(view, hand, rng):
             for r in range(NUM_ROWS):
                 ends, lens, costs = ends0[:], lens0[:], costs0[:]
@@ -431,7 +433,7 @@ class MonteCarloAgent:
                 for s, c in sorted(enumerate(others, start=1), key=lambda sc: sc[1]):
                     pen[s] += _place(ends, lens, costs, c)
                 _rollout(ends, lens, costs, [hand[:], *[h[:] for h in opp_hands]], pen)
-                totals[r] += pen[0] - opp_weight * (sum(pen) - pen[0])
+                totals[r] += n * pen[0] - sum(pen)
         return cheapest_row_index(totals)
 
 
