@@ -1,0 +1,267 @@
+"""``SixNimmtVecEnv`` (training/vec_env.py): the batched SB3 vector env of learner seats (issue 5).
+
+Every episode is replayed in the reference engine from its first state with the same choices: the vector env
+must give the same observations, masks, rewards (accumulated over opponent-only steps), ends and infos.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+from stable_baselines3.common.vec_env import VecMonitor
+
+from sixnimmt_env import agents as ref_agents
+from sixnimmt_env.engine import DONE, NOOP, SELECT, GameConfig, State, step, view
+from sixnimmt_env.gym_env import ILLEGAL_PENALTY
+from sixnimmt_env.observation import OBS_SIZE, SLICES, action_mask, encode
+from training.agent import PolicyAgent
+from training.config import load_config
+from training.vec import MixtureSampler, build_vec_env
+from training.vec_env import SixNimmtVecEnv
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class SecondLowest(ref_agents.LowestAgent):
+    """A deterministic agent the vec env plays through ``act(view, rng)`` (a subclass is not a batched kind)."""
+
+    spec = "second-lowest"
+
+    def select(self, view):  # type: ignore[no-untyped-def]
+        hand = view["hand"]
+        return hand[1] if len(hand) > 1 else hand[0]
+
+
+def _tiny_policy(num_envs: int = 8) -> PolicyAgent:
+    env = SixNimmtVecEnv(num_envs, seed=3, num_players=4, episode="round")
+    model = MaskablePPO(
+        "MlpPolicy", env, n_steps=16, batch_size=64, n_epochs=1, seed=0, policy_kwargs={"net_arch": [16]}
+    )
+    model.learn(256)
+    return PolicyAgent(model.policy)
+
+
+def _replay(
+    config: GameConfig, opponents: list, learner: ref_agents.Agent, num_envs: int, steps: int, seed: int
+) -> int:
+    """Play ``steps`` vector steps and replay every game in the reference engine, asserting parity.
+
+    The opponents must be deterministic (the same choice from the same view). Returns the episodes finished.
+    """
+    env = SixNimmtVecEnv(
+        num_envs,
+        opponents=opponents,
+        learner_seat="random",
+        seed=seed,
+        **{k: getattr(config, k) for k in GameConfig.field_names()},
+    )
+    obs = env.reset()
+    n = config.num_players
+    refs: list[State] = [env.tables.games.get_state(b) for b in range(num_envs)]
+    seats = [int(s) for s in env.get_attr("learner_seat")]
+    built = [ref_agents.make_agent(o) if isinstance(o, str) else o for o in opponents]
+    rng = np.random.default_rng(0)
+    episodes = 0
+    for _ in range(steps):
+        masks = get_action_masks(env)
+        actions = np.zeros(num_envs, np.int64)
+        for b in range(num_envs):
+            state, me = refs[b], seats[b]
+            np.testing.assert_array_equal(obs[b], encode(state, me))
+            np.testing.assert_array_equal(masks[b], action_mask(state, me).astype(bool))
+            actions[b] = learner.act(view(state, me), rng)
+        obs, rewards, dones, infos = env.step(actions)
+        for b in range(num_envs):
+            state, me = refs[b], seats[b]
+            reward, first = 0.0, True
+            while first or (state.phase != DONE and not (state.phase == SELECT or state.chooser == me)):
+                joint = []
+                for s in range(n):
+                    if s == me:
+                        joint.append(int(actions[b]) if first else NOOP)
+                    else:
+                        joint.append(built[(s - me - 1) % n].act(view(state, s), rng))
+                state, pen = step(state, joint)
+                reward -= pen[me]
+                first = False
+            assert rewards[b] == reward
+            assert dones[b] == (state.phase == DONE)
+            if dones[b]:
+                episodes += 1
+                info = infos[b]
+                np.testing.assert_array_equal(info["terminal_observation"], encode(state, me))
+                assert info["round_penalties"] == list(state.round_penalties)
+                assert info["learner_seat"] == me and info["illegal_action"] is False
+                assert info["rank"] == 1 + sum(t < state.totals[me] for t in state.totals)
+                refs[b] = env.tables.games.get_state(b)
+                seats[b] = int(env.get_attr("learner_seat", b)[0])
+            else:
+                assert infos[b] == {}
+                refs[b] = state
+    return episodes
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        GameConfig(num_players=4, episode="round"),
+        GameConfig(num_players=3, variant="logic", episode="round"),
+        GameConfig(num_players=5, row_choice="cheapest", episode="round"),
+    ],
+    ids=["standard4", "logic3", "cheapest5"],
+)
+def test_heuristic_opponents_match_the_reference_engine(config: GameConfig) -> None:
+    n = config.num_players
+    opponents = (["greedy", "lowest", "highest", "greedy"] * 3)[: n - 1]
+    if config.variant == "logic":  # the batched greedy draft rule is not the reference one any more
+        opponents = (["lowest", "highest"] * 3)[: n - 1]
+    episodes = _replay(config, opponents, ref_agents.GreedyAgent(), num_envs=12, steps=25, seed=1)
+    assert episodes >= 12
+
+
+def test_policy_and_python_opponents_match_the_reference_engine() -> None:
+    policy = _tiny_policy()
+    config = GameConfig(num_players=4, episode="round")
+    episodes = _replay(
+        config, [policy, SecondLowest(), "greedy"], ref_agents.LowestAgent(), num_envs=10, steps=22, seed=2
+    )
+    assert episodes >= 10
+
+
+def test_policy_opponent_is_one_forward_per_engine_step() -> None:
+    policy = _tiny_policy()
+    calls: list[int] = []
+    original = policy.choose
+
+    def counting(obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+        calls.append(len(obs))
+        assert obs.shape == (len(mask), OBS_SIZE) and mask.dtype == np.bool_ and mask.any(axis=1).all()
+        return original(obs, mask, rng)
+
+    policy.choose = counting  # type: ignore[method-assign]
+    env = SixNimmtVecEnv(64, opponents=[policy, policy, policy], learner_seat=0, seed=0, num_players=4, episode="round")
+    env.reset()
+    calls.clear()
+    env.step((get_action_masks(env).cumsum(axis=1) == 1).argmax(axis=1))  # every game in card selection
+    # the first engine step asks all 3 * 64 policy seats at once; then only low-card row choices, batched too
+    assert calls[0] == 3 * 64
+    assert len(calls) <= 1 + 3
+
+
+def test_rewards_sum_to_the_round_penalty_and_auto_reset() -> None:
+    env = SixNimmtVecEnv(32, opponents="random", seed=5, num_players=4, episode="round")
+    env.reset()
+    total = np.zeros(32)
+    ended = 0
+    for _ in range(40):
+        masks = get_action_masks(env)
+        obs, rewards, dones, infos = env.step((masks.cumsum(axis=1) == 1).argmax(axis=1))
+        assert rewards.dtype == np.float32 and obs.shape == (32, OBS_SIZE) and dones.dtype == np.bool_
+        total += rewards
+        for b in np.flatnonzero(dones):
+            info = infos[b]
+            assert total[b] == -info["round_penalties"][info["learner_seat"]]
+            assert info["terminal_observation"][SLICES["phase"]].tolist() == [0.0, 0.0, 0.0, 1.0]
+            assert obs[b][SLICES["turn"]][0] == 0.0  # the new episode's first observation
+            total[b] = 0.0
+            ended += 1
+    assert ended >= 2 * 32  # a round asks the learner 10 to 20 times (10 cards, at most 10 row choices)
+
+
+def test_same_seed_same_episodes_and_sb3_seed() -> None:
+    def run(env: SixNimmtVecEnv) -> list[np.ndarray]:
+        out = [env.reset()]
+        for _ in range(12):
+            _, r, d, _ = env.step((get_action_masks(env).cumsum(axis=1) == 1).argmax(axis=1))
+            out += [r, d, env.tables.seat.copy()]
+        return out
+
+    mixture = MixtureSampler(["greedy", "random"], [0.5, 0.5])
+    a = run(SixNimmtVecEnv(16, opponents=mixture, seed=7, num_players=4, episode="round"))
+    b = run(SixNimmtVecEnv(16, opponents=mixture, seed=7, num_players=4, episode="round"))
+    c = SixNimmtVecEnv(16, opponents=mixture, seed=None, num_players=4, episode="round")
+    c.seed(7)
+    other = run(SixNimmtVecEnv(16, opponents=mixture, seed=8, num_players=4, episode="round"))
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y)
+    for x, y in zip(a, run(c), strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(a[0], other[0])
+
+
+def test_action_masks_as_maskable_ppo_reads_them() -> None:
+    env = SixNimmtVecEnv(6, seed=0, num_players=4, episode="round")
+    env.reset()
+    assert is_masking_supported(env) and is_masking_supported(VecMonitor(env))
+    masks = get_action_masks(VecMonitor(env))
+    assert masks.shape == (6, 109) and masks.dtype == np.bool_
+    np.testing.assert_array_equal(masks.sum(axis=1), [10] * 6)  # ten cards in hand, nothing else
+    assert [m.shape for m in env.env_method("action_masks", indices=[1, 4])] == [(109,), (109,)]
+
+
+def test_illegal_action_terminates_or_raises() -> None:
+    env = SixNimmtVecEnv(3, seed=0, num_players=4, episode="round")
+    env.reset()
+    actions = (get_action_masks(env).cumsum(axis=1) == 1).argmax(axis=1)
+    actions[1] = NOOP
+    _, rewards, dones, infos = env.step(actions)
+    assert rewards[1] == -ILLEGAL_PENALTY and dones.tolist() == [False, True, False]
+    assert infos[1]["illegal_action"] is True and "round_penalties" not in infos[1]
+    assert rewards[0] <= 0 and infos[0] == {}
+    strict = SixNimmtVecEnv(2, illegal_action="raise", seed=0, num_players=4, episode="round")
+    strict.reset()
+    with pytest.raises(ValueError, match=r"env 0 \(learner seat \d\): action 108 is not legal; legal actions: \["):
+        strict.step(np.array([NOOP, 0]))
+
+
+def test_bad_arguments_are_clear_errors() -> None:
+    with pytest.raises(ValueError, match="num_envs must be a positive integer, got 0"):
+        SixNimmtVecEnv(0)
+    with pytest.raises(ValueError, match=r"learner_seat must be 'random' or a seat 0..3 \(num_players=4\), got 4"):
+        SixNimmtVecEnv(2, learner_seat=4, num_players=4)
+    with pytest.raises(ValueError, match="opponents must name 3 agents"):
+        SixNimmtVecEnv(2, opponents=["greedy"], num_players=4)
+    with pytest.raises(ValueError, match="unknown agent spec 'nobody'"):
+        SixNimmtVecEnv(2, opponents="nobody", num_players=4)
+
+
+def test_mixture_draws_follow_the_weights_and_the_pool(tmp_path: Path) -> None:
+    env = SixNimmtVecEnv(2000, opponents=MixtureSampler(["greedy", "random"], [0.75, 0.25]), seed=0, num_players=4)
+    env.reset()
+    kinds = env.tables.kinds[env.tables.kinds >= 0]
+    assert len(kinds) == 3 * 2000
+    share = np.mean(kinds == 3)  # greedy
+    assert abs(share - 0.75) < 4 * np.sqrt(0.75 * 0.25 / len(kinds))
+    assert np.bincount(env.tables.seat, minlength=4).min() > 400  # learner seat drawn per episode
+    model = MaskablePPO("MlpPolicy", env, n_steps=1, batch_size=8, n_epochs=1, policy_kwargs={"net_arch": [8]})
+    path = tmp_path / "snap.zip"
+    model.save(path)
+    env.env_method("set_opponents", MixtureSampler(["greedy"], [1.0], pool=[str(path)], pool_prob=1.0))
+    env.reset()
+    opp = np.ones_like(env.tables.ext, dtype=bool)
+    opp[np.arange(2000), env.tables.seat] = False
+    assert (env.tables.ext[opp] >= 0).all() and (env.tables.kinds[opp] == -1).all()
+    _, rewards, _, _ = env.step((get_action_masks(env).cumsum(axis=1) == 1).argmax(axis=1))
+    assert (rewards <= 0).all()
+
+
+def test_maskable_ppo_learns_on_the_batched_config(tmp_path: Path) -> None:
+    cfg = load_config(
+        ROOT / "configs" / "smoke.yaml",
+        ["train.vec_env=batched", "train.n_envs=64", "algo.n_steps=16", "algo.batch_size=256"],
+    )
+    venv = build_vec_env(cfg, tmp_path / "monitor")
+    assert isinstance(venv, VecMonitor) and isinstance(venv.venv, SixNimmtVecEnv) and venv.num_envs == 64
+    model = MaskablePPO("MlpPolicy", venv, seed=0, **cfg.algo)
+    model.learn(2048)
+    assert model.num_timesteps == 2048
+    lines = (tmp_path / "monitor" / "batched.monitor.csv").read_text().splitlines()
+    assert len(lines) - 2 >= 64 * 2  # 32 steps per game: at least 2 rounds each, one CSV row per episode
+    with pytest.raises(ValueError, match="plays one table size"):
+        build_vec_env(
+            load_config(ROOT / "configs" / "smoke.yaml", ["train.vec_env=batched", "env.num_players=[3, 4]"]), None
+        )

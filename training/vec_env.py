@@ -1,0 +1,427 @@
+"""``SixNimmtVecEnv``: a Stable-Baselines3 ``VecEnv`` of B learner seats on the batched engine (issue 5).
+
+One env index is one game of a :class:`~sixnimmt_env.batched.learner.LearnerTables` batch: the learner holds one
+seat (drawn per episode or fixed, like :class:`sixnimmt_env.gym_env.SingleSeatEnv`'s ``learner_seat``), the other
+seats are played inside the batch:
+
+- the heuristic agents (``random``, ``lowest``, ``highest``, ``greedy``) by the compiled kernel of
+  :mod:`sixnimmt_env.batched.agents`, with the rest of the step;
+- checkpoint and self-play opponents (:class:`training.agent.PolicyAgent`, specs ``ppo:PATH`` and
+  ``ppo-sample:PATH``) by ONE forward pass of their network per engine step, over the stacked observations and
+  masks of every game where that opponent must act;
+- any other agent (e.g. ``mc:N``) through its ``act(view, rng)``, one decision at a time (correct, not fast).
+
+It is the Gymnasium env batched, space for space and value for value:
+
+====================  ==============================================================
+space / key           value
+====================  ==============================================================
+observation_space     the Gymnasium env's ``Box(0, high, (402,), float32)``: the vector of
+                      :mod:`sixnimmt_env.observation` for the learner's seat
+action_space          ``Discrete(109)``; the learner is asked only when it has a decision
+action_masks()        ``bool (B, 109)``; ``env_method("action_masks")`` gives the B rows,
+                      which sb3-contrib's ``get_action_masks`` stacks
+reward                ``float32 (B,)``: minus the bullheads the learner took (R8, R9) in
+                      its step and in every opponent-only step up to its next decision
+done                  the episode (round or game, per ``episode``) ended, or an illegal
+                      action with ``illegal_action="terminate"`` (reward ``-171``)
+infos                 ``{}`` while the episode runs; at its end ``terminal_observation``,
+                      ``TimeLimit.truncated`` (False), ``learner_seat``, ``illegal_action``
+                      and, unless illegal, ``round_penalties``, ``totals`` and ``rank``
+====================  ==============================================================
+
+Finished games restart at once (SB3's auto-reset): the returned observation is the new episode's first one and
+the last one is in ``infos[i]["terminal_observation"]``. Seeds: ``seed=`` at construction or SB3's
+``env.seed(s)`` before ``reset()`` (the seed of env 0 seeds the whole batch: the deals, the heuristic agents'
+streams and the generator that draws seats, opponents and sampled policy actions); later resets continue the
+streams. Same seed, same episodes for the same learner actions.
+
+``train.vec_env: batched`` in a training config builds it (:func:`build_batched`, registered in
+:data:`training.vec.VEC_ENV_BUILDERS`); ``train.n_envs`` is then B.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.vec_env import VecEnv, VecMonitor
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
+
+from sixnimmt_env import agents as ref_agents
+from sixnimmt_env.agents import Agent, make_agent
+from sixnimmt_env.batched.agents import KINDS
+from sixnimmt_env.batched.learner import LearnerTables
+from sixnimmt_env.engine import NOOP, NUM_ACTIONS, GameConfig, view
+from sixnimmt_env.gym_env import ILLEGAL_PENALTY
+from training.agent import PolicyAgent
+from training.vec import MixtureSampler
+
+if TYPE_CHECKING:
+    from training.vec import VecEnvRequest
+
+__all__ = ["SixNimmtVecEnv", "build_batched"]
+
+_HEURISTIC_TYPES: dict[type, int] = {
+    ref_agents.RandomAgent: KINDS["random"],
+    ref_agents.LowestAgent: KINDS["lowest"],
+    ref_agents.HighestAgent: KINDS["highest"],
+    ref_agents.GreedyAgent: KINDS["greedy"],
+}
+"""Reference agent classes (exactly these, not subclasses) played by the compiled heuristic kernel."""
+
+OpponentsArg = str | Sequence[str | Agent] | Callable[[np.random.Generator, int], Sequence[Agent]]
+
+
+class SixNimmtVecEnv(VecEnv):
+    """B games on the batched engine, one learner seat each, as an SB3 ``VecEnv`` (see the module docstring).
+
+    Args:
+        num_envs: B, the number of games (>= 1).
+        opponents: as :class:`~sixnimmt_env.gym_env.SingleSeatEnv`: one spec for every other seat, a list of
+            ``num_players - 1`` specs or agents (seat order after the learner), or a sampler
+            ``sampler(rng, k) -> k agents`` drawn per episode (a :class:`training.vec.MixtureSampler` is drawn
+            for all new episodes at once, with the same distribution). Default ``"greedy"``.
+        learner_seat: ``"random"`` (drawn per episode) or a seat ``0..num_players-1``.
+        illegal_action: ``"terminate"`` (the episode ends, reward ``-illegal_penalty``) or ``"raise"``.
+        illegal_penalty: bullheads charged for an illegal action (> 0).
+        seed: seeds the batch (see the module docstring); ``None``: fresh entropy.
+        **config: every :class:`~sixnimmt_env.engine.GameConfig` field.
+
+    Raises:
+        ValueError: a bad ``num_envs``, learner seat, illegal-action mode or penalty, an opponent list of the
+            wrong length, an unknown agent spec, or a bad config field.
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        opponents: OpponentsArg | None = None,
+        learner_seat: int | Literal["random"] = "random",
+        illegal_action: Literal["terminate", "raise"] = "terminate",
+        illegal_penalty: float = ILLEGAL_PENALTY,
+        seed: int | None = None,
+        **config: Any,
+    ) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        self.config = GameConfig(**config)
+        n = self.config.num_players
+        seat_ok = learner_seat == "random" or (
+            isinstance(learner_seat, int | np.integer) and not isinstance(learner_seat, bool) and 0 <= learner_seat < n
+        )
+        if not seat_ok:
+            raise ValueError(
+                f"learner_seat must be 'random' or a seat 0..{n - 1} (num_players={n}), got {learner_seat!r}"
+            )
+        if illegal_action not in ("terminate", "raise"):
+            raise ValueError(f"illegal_action must be 'terminate' or 'raise', got {illegal_action!r}")
+        if not illegal_penalty > 0:
+            raise ValueError(f"illegal_penalty must be > 0 bullheads, got {illegal_penalty!r}")
+        from sixnimmt_env.env import parallel_env
+
+        observation_space = parallel_env(**config).observation_space("player_0")["observation"]
+        self.render_mode = None
+        B = int(num_envs)
+        self.num_players = n
+        self.learner_seat_option = learner_seat
+        self.illegal_action = illegal_action
+        self.illegal_penalty = float(illegal_penalty)
+        self.tables = LearnerTables(self.config, B, seed)
+        self.np_random = np.random.default_rng(seed)
+        self._seed = seed
+        self._externals: list[Agent] = []
+        self._external_index: dict[int, int] = {}
+        self._spec_agents: dict[str, Agent] = {}
+        self.set_opponents("greedy" if opponents is None else opponents)
+        self._joint = np.full((B, n), NOOP, np.int64)
+        self._reward = np.zeros(B, np.float32)
+        self._scratch = np.zeros(B, np.float32)
+        self._obs = np.zeros((B, *observation_space.shape), np.float32)
+        self._mask8 = np.zeros((B, NUM_ACTIONS), np.int8)
+        self._index = np.arange(B)
+        self._actions: np.ndarray | None = None
+        self._started = False
+        super().__init__(B, observation_space, spaces.Discrete(NUM_ACTIONS))
+
+    # ------------------------------------------------------------------ opponents
+
+    def set_opponents(self, opponents: OpponentsArg) -> None:
+        """Replace the opponents (new episodes draw from them); same forms as the constructor.
+
+        Raises:
+            ValueError: a list whose length is not ``num_players - 1``, or a bad spec.
+        """
+        k = self.num_players - 1
+        self._sampler: Callable[[np.random.Generator, int], Sequence[Agent]] | None = None
+        self._mixture: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float] | None = None
+        self._fixed: tuple[np.ndarray, np.ndarray] | None = None
+        if isinstance(opponents, str):
+            self._fixed = self._codes([self._agent(opponents, "opponents")] * k)
+        elif isinstance(opponents, MixtureSampler):
+            kind, ext = self._codes([self._agent(s, "opponents") for s in opponents.specs])
+            pool = [self._agent(f"{opponents.pool_spec}:{p}", "opponents.pool") for p in opponents.pool]
+            pool_ext = self._codes(pool)[1] if pool else np.zeros(0, np.int16)
+            prob = opponents.pool_prob if pool else 0.0
+            self._mixture = (np.cumsum(opponents.probs), kind, ext, pool_ext, prob)
+        elif isinstance(opponents, Sequence):
+            if len(opponents) != k:
+                raise ValueError(
+                    f"opponents must name {k} agents (num_players={self.num_players}), got {len(opponents)}: "
+                    f"{list(opponents)!r}"
+                )
+            self._fixed = self._codes([self._agent(o, f"opponents[{i}]") for i, o in enumerate(opponents)])
+        elif callable(opponents):
+            self._sampler = opponents
+        else:
+            raise ValueError(f"opponents must be a spec, a list of specs/agents or a sampler, got {opponents!r}")
+
+    def _agent(self, item: str | Agent, where: str) -> Agent:
+        if isinstance(item, str):
+            if item not in self._spec_agents:
+                self._spec_agents[item] = make_agent(item)
+            return self._spec_agents[item]
+        if isinstance(item, Agent):
+            return item
+        raise ValueError(f"{where}: expected an agent spec string or an object with act(view, rng), got {item!r}")
+
+    def _codes(self, agents: Sequence[Agent]) -> tuple[np.ndarray, np.ndarray]:
+        """Per agent: its heuristic kind code (or -1) and its external index (or -1)."""
+        kind = np.full(len(agents), -1, np.int8)
+        ext = np.full(len(agents), -1, np.int16)
+        for i, agent in enumerate(agents):
+            code = _HEURISTIC_TYPES.get(type(agent))
+            if code is not None:
+                kind[i] = code
+                continue
+            key = id(agent)
+            if key not in self._external_index:
+                self._external_index[key] = len(self._externals)
+                self._externals.append(agent)  # kept alive, so its id stays its own
+            ext[i] = self._external_index[key]
+        return kind, ext
+
+    def _draw(self, games: np.ndarray) -> None:
+        """New learner seats and opponents for the episodes starting in ``games`` (int indices)."""
+        t, rng, n = self.tables, self.np_random, self.num_players
+        m, k = len(games), n - 1
+        if self.learner_seat_option == "random":
+            seat = rng.integers(n, size=m)
+        else:
+            seat = np.full(m, int(self.learner_seat_option), np.int64)
+        if self._fixed is not None:
+            kind = np.broadcast_to(self._fixed[0], (m, k))
+            ext = np.broadcast_to(self._fixed[1], (m, k))
+        elif self._mixture is not None:
+            cum, spec_kind, spec_ext, pool_ext, prob = self._mixture
+            pick = np.minimum(np.searchsorted(cum, rng.random((m, k)) * cum[-1], side="right"), len(cum) - 1)
+            kind, ext = spec_kind[pick], spec_ext[pick]
+            if prob > 0:
+                from_pool = rng.random((m, k)) < prob
+                kind = np.where(from_pool, -1, kind)
+                ext = np.where(from_pool, pool_ext[rng.integers(len(pool_ext), size=(m, k))], ext)
+        else:
+            kind = np.empty((m, k), np.int8)
+            ext = np.empty((m, k), np.int16)
+            for i in range(m):
+                drawn = list(self._sampler(rng, k))  # type: ignore[misc]
+                if len(drawn) != k:
+                    raise ValueError(f"opponent sampler returned {len(drawn)} agents, expected {k}")
+                kind[i], ext[i] = self._codes(drawn)
+        t.seat[games] = seat
+        t.kinds[games, seat] = -1
+        t.ext[games, seat] = -1
+        for j in range(k):
+            s = (seat + 1 + j) % n
+            t.kinds[games, s] = kind[:, j]
+            t.ext[games, s] = ext[:, j]
+
+    # ------------------------------------------------------------------ playing
+
+    def _external_actions(self, active: np.ndarray) -> None:
+        """Fill in the decisions of the external agents due in the active games (one forward per policy)."""
+        games, seats = self.tables.pending(active)
+        if not len(games):
+            return
+        which = self.tables.ext[games, seats]
+        for k in np.unique(which):
+            sel = which == k
+            g, s = games[sel], seats[sel]
+            agent = self._externals[k]
+            if isinstance(agent, PolicyAgent):
+                chosen = agent.choose(self.tables.observe_pairs(g, s), self.tables.mask_pairs(g, s), self.np_random)
+            else:
+                batch = self.tables.games
+                chosen = [
+                    agent.act(view(batch.get_state(int(b)), int(q)), self.np_random) for b, q in zip(g, s, strict=True)
+                ]
+            self._joint[g, s] = chosen
+
+    def _play(self, active: np.ndarray, reward: np.ndarray) -> None:
+        """Play the active games up to the learner's next decision or the end of the episode."""
+        while True:
+            if self._externals:
+                self._external_actions(active)
+            self.tables.play(self._joint, active, reward)
+            if not active.any():
+                return
+
+    def _start(self, games: np.ndarray) -> None:
+        """Draw seats and opponents for the new episodes in ``games`` and play them up to the learner's decision."""
+        self._draw(games)
+        active = np.zeros(self.num_envs, np.bool_)
+        active[games] = True
+        active &= ~self.tables.learner_decides()
+        if active.any():
+            self._play(active, self._scratch)  # nothing is taken before the first decision (R3, V2)
+
+    def _observe(self) -> None:
+        g, seat = self.tables.games, self.tables.seat
+        g.observe(self._obs, seats=seat)
+        g.legal_mask(self._mask8, seats=seat)
+
+    # ------------------------------------------------------------------ VecEnv API
+
+    def reset(self) -> VecEnvObs:
+        """Start a new episode in every game (reseeded if ``seed()`` was called); returns observations ``(B, 402)``."""
+        seed = self._seeds[0]
+        if seed is not None:
+            self.np_random = np.random.default_rng(seed)
+            self.tables.reseed(seed)
+        elif self._started:
+            self.tables.restart(np.ones(self.num_envs, np.bool_))
+        self._reset_seeds()
+        self._started = True
+        self._start(self._index)
+        self._observe()
+        return self._obs.copy()
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Store the learner's actions (``int (B,)``) for :meth:`step_wait`."""
+        self._actions = actions
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """Play the learner's actions, the opponents' and every opponent-only step up to each learner's next decision.
+
+        Returns:
+            ``(observations float32 (B, 402), rewards float32 (B,) in bullheads (<= 0), dones bool (B,), infos)``.
+
+        Raises:
+            RuntimeError: ``step`` before ``reset``.
+            ValueError: an illegal action with ``illegal_action="raise"``, naming the env, the action and the legal
+                actions.
+        """
+        if not self._started or self._actions is None:
+            raise RuntimeError("call reset() before step()")
+        B, t = self.num_envs, self.tables
+        actions = np.asarray(self._actions).reshape(B).astype(np.int64)
+        self._actions = None
+        legal = (actions >= 0) & (actions < NUM_ACTIONS)
+        legal[legal] = self._mask8[self._index[legal], actions[legal]] != 0
+        illegal = ~legal
+        if illegal.any() and self.illegal_action == "raise":
+            b = int(np.flatnonzero(illegal)[0])
+            raise ValueError(
+                f"env {b} (learner seat {int(t.seat[b])}): action {int(actions[b])} is not legal; "
+                f"legal actions: {np.flatnonzero(self._mask8[b]).tolist()}"
+            )
+        reward = self._reward
+        reward[:] = 0.0
+        self._joint[self._index, t.seat] = np.where(legal, actions, NOOP)
+        self._play(legal.copy(), reward)
+        reward[illegal] = -self.illegal_penalty
+        dones = t.games.done | illegal
+        infos: list[dict[str, Any]] = [{} for _ in range(B)]
+        if dones.any():
+            self._observe()
+            ended = np.flatnonzero(dones)
+            for b in ended:
+                s = int(t.seat[b])
+                info: dict[str, Any] = {
+                    "terminal_observation": self._obs[b].copy(),
+                    "TimeLimit.truncated": False,
+                    "learner_seat": s,
+                    "illegal_action": bool(illegal[b]),
+                }
+                if not illegal[b]:
+                    totals = t.games.totals[b]
+                    info["round_penalties"] = t.games.round_pen[b].tolist()
+                    info["totals"] = totals.tolist()
+                    info["rank"] = 1 + int(np.count_nonzero(totals < totals[s]))
+                infos[b] = info
+            t.restart(dones)
+            self._start(ended)
+        self._observe()
+        return self._obs.copy(), reward.copy(), dones, infos
+
+    def action_masks(self) -> np.ndarray:
+        """``bool (B, 109)``: True at each learner's legal actions now."""
+        return self._mask8.astype(np.bool_)
+
+    def close(self) -> None:
+        """Nothing to release (no processes, no files)."""
+
+    def _indices(self, indices: VecEnvIndices) -> list[int]:
+        if indices is None:
+            return list(range(self.num_envs))
+        if isinstance(indices, int | np.integer):
+            return [int(indices)]
+        return [int(i) for i in indices]
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """The attribute of the batch, once per index (``learner_seat``: each game's seat).
+
+        Raises:
+            AttributeError: for an attribute the env does not have.
+        """
+        idx = self._indices(indices)
+        if attr_name == "learner_seat":
+            return [int(self.tables.seat[i]) for i in idx]
+        value = getattr(self, attr_name)
+        return [value] * len(idx)
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Set an attribute of the batch (shared by every index)."""
+        setattr(self, attr_name, value)
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list:
+        """Call a method of the batch once; ``action_masks`` gives one ``bool (109,)`` row per index.
+
+        ``set_opponents(sampler)`` applies to every game (new episodes), whatever ``indices``.
+        """
+        idx = self._indices(indices)
+        if method_name == "action_masks":
+            masks = self.action_masks()
+            return [masks[i] for i in idx]
+        result = getattr(self, method_name)(*method_args, **method_kwargs)
+        return [result] * len(idx)
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        """No Gymnasium wrappers inside: False for every index."""
+        return [False] * len(self._indices(indices))
+
+
+def build_batched(req: VecEnvRequest) -> VecEnv:
+    """The ``train.vec_env: batched`` builder: a :class:`SixNimmtVecEnv` of ``train.n_envs`` games in a
+    ``VecMonitor`` (``monitor/batched.monitor.csv``).
+
+    Raises:
+        ValueError: if ``env.num_players`` lists several table sizes (one batch holds one size).
+    """
+    cfg = req.cfg
+    sizes = cfg.env.table_sizes()
+    if len(set(sizes)) != 1:
+        raise ValueError(f"train.vec_env 'batched' plays one table size, got env.num_players={cfg.env.num_players}")
+    venv = SixNimmtVecEnv(
+        cfg.train.n_envs,
+        opponents=req.sampler,
+        learner_seat=cfg.env.learner_seat,
+        seed=cfg.train.seed,
+        **cfg.env.game_kwargs(),
+    )
+    filename = None if req.monitor_dir is None else str(req.monitor_dir / "batched")
+    return VecMonitor(venv, filename)
