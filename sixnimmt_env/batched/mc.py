@@ -1,0 +1,359 @@
+"""``mc:N`` in compiled code: the rollouts of the reference Monte Carlo agent, and a batched player (issue 5).
+
+The decision rule is the one of :class:`sixnimmt_env.agents.MonteCarloAgent` (its docstring is the definition):
+sample N worlds by dealing the unseen cards to the opponents (as many each as the own hand holds); for every
+candidate (a card of the hand in card selection, R5; a row for a low card, R9) play the turn (opponents greedy
+against the current rows) and then the rest of the round with every seat greedy (a low card takes the cheapest
+row); score each candidate by the sum over worlds of ``n * own - sum(all)`` bullheads (``(n - 1)`` times own minus
+mean opponent, exact in integers); play the lowest score, ties to the lower card or row.
+
+- :func:`select_scores` and :func:`row_scores`: the scores of every candidate on given worlds, exactly the integers
+  the reference agent's Python loops compute (``tests/test_batched_mc.py`` compares them); the reference agent
+  calls them for its rollouts.
+- :class:`MonteCarloPlayers`: ``mc:N`` for chosen seats of a :class:`~sixnimmt_env.batched.core.BatchedGames` batch,
+  worlds sampled in compiled code from each game's splitmix64 stream (so not the reference agent's worlds for the
+  same seed: the same rule, other samples).
+
+Rows are given as ``ends`` (last card), ``lens`` (cards) and ``costs`` (bullheads, R2), one entry per row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from sixnimmt_env.batched.core import BULL, C_DECK, C_N, CHOOSE_ROW, DONE, SELECT, BatchedGames, random_below
+from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_CARDS, NUM_ROWS, ROW_ACTION, ROW_LIMIT
+
+# --------------------------------------------------------------------------- the light simulation (R6-R9)
+
+
+@njit(cache=True, inline="always")
+def _cheapest(costs: np.ndarray) -> int:
+    best = 0
+    for r in range(1, NUM_ROWS):
+        if costs[r] < costs[best]:
+            best = r
+    return best
+
+
+@njit(cache=True, inline="always")
+def _greedy_pick(hand: np.ndarray, k: int, ends: np.ndarray, lens: np.ndarray, costs: np.ndarray) -> int:
+    """Index into the ascending ``hand[:k]`` of the greedy card (lowest immediate cost, ties to the lower card)."""
+    low = costs[_cheapest(costs)]
+    best, best_cost = 0, 1 << 30
+    for i in range(k):
+        c = hand[i]
+        row, row_end = -1, 0
+        for r in range(NUM_ROWS):
+            if row_end < ends[r] < c:
+                row, row_end = r, ends[r]
+        if row < 0:
+            cost = low
+        elif lens[row] == ROW_LIMIT:
+            cost = costs[row]
+        else:
+            return i
+        if cost < best_cost:
+            best, best_cost = i, cost
+    return best
+
+
+@njit(cache=True, inline="always")
+def _place(ends: np.ndarray, lens: np.ndarray, costs: np.ndarray, card: int) -> int:
+    """Place a card that is not low (R7, R8); returns the bullheads taken."""
+    row, row_end = -1, 0
+    for r in range(NUM_ROWS):
+        if row_end < ends[r] < card:
+            row, row_end = r, ends[r]
+    ends[row] = card
+    if lens[row] == ROW_LIMIT:
+        taken = costs[row]
+        lens[row] = 1
+        costs[row] = BULL[card]
+        return taken
+    lens[row] += 1
+    costs[row] += BULL[card]
+    return 0
+
+
+@njit(cache=True, inline="always")
+def _turn(ends: np.ndarray, lens: np.ndarray, costs: np.ndarray, plays: np.ndarray, n: int, pen: np.ndarray) -> None:
+    """Resolve one turn (one card per local seat) ascending; a low card takes the cheapest row (R6-R9)."""
+    last = 0
+    for _ in range(n):
+        s, card = -1, 1 << 20
+        for q in range(n):
+            if last < plays[q] < card:
+                s, card = q, plays[q]
+        low = True
+        for r in range(NUM_ROWS):
+            if ends[r] < card:
+                low = False
+        if low:
+            r = _cheapest(costs)
+            pen[s] += costs[r]
+            ends[r], lens[r], costs[r] = card, 1, BULL[card]
+        else:
+            pen[s] += _place(ends, lens, costs, card)
+        last = card
+
+
+@njit(cache=True, inline="always")
+def _rollout(
+    ends: np.ndarray, lens: np.ndarray, costs: np.ndarray, hands: np.ndarray, k: int, n: int, pen: np.ndarray
+) -> None:
+    """Play the ``k`` remaining turns with every local seat greedy (``hands`` (n, >= k) ascending, consumed)."""
+    plays = np.empty(n, np.int64)
+    for t in range(k):
+        left = k - t
+        for s in range(n):
+            j = _greedy_pick(hands[s], left, ends, lens, costs)
+            plays[s] = hands[s, j]
+            for i in range(j, left - 1):
+                hands[s, i] = hands[s, i + 1]
+        _turn(ends, lens, costs, plays, n, pen)
+
+
+@njit(cache=True)
+def _select_scores(
+    hand: np.ndarray, ends0: np.ndarray, lens0: np.ndarray, costs0: np.ndarray, worlds: np.ndarray, out: np.ndarray
+) -> None:
+    k = hand.shape[0]
+    n = worlds.shape[1] + 1
+    ends, lens, costs = np.empty(NUM_ROWS, np.int64), np.empty(NUM_ROWS, np.int64), np.empty(NUM_ROWS, np.int64)
+    opp_plays = np.empty(n - 1, np.int64)
+    plays = np.empty(n, np.int64)
+    hands = np.empty((n, max(k - 1, 1)), np.int64)
+    pen = np.empty(n, np.int64)
+    out[:] = 0
+    for w in range(worlds.shape[0]):
+        for j in range(n - 1):
+            opp_plays[j] = worlds[w, j, _greedy_pick(worlds[w, j], k, ends0, lens0, costs0)]
+        for i in range(k):
+            ends[:] = ends0
+            lens[:] = lens0
+            costs[:] = costs0
+            pen[:] = 0
+            plays[0] = hand[i]
+            plays[1:] = opp_plays
+            _turn(ends, lens, costs, plays, n, pen)
+            m = 0
+            for q in range(k):
+                if q != i:
+                    hands[0, m] = hand[q]
+                    m += 1
+            for j in range(n - 1):
+                m = 0
+                for q in range(k):
+                    if worlds[w, j, q] != opp_plays[j]:
+                        hands[j + 1, m] = worlds[w, j, q]
+                        m += 1
+            _rollout(ends, lens, costs, hands, k - 1, n, pen)
+            out[i] += n * pen[0] - pen.sum()
+
+
+@njit(cache=True)
+def _row_scores(
+    own: int,
+    others: np.ndarray,
+    hand: np.ndarray,
+    ends0: np.ndarray,
+    lens0: np.ndarray,
+    costs0: np.ndarray,
+    worlds: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    k = hand.shape[0]
+    n = others.shape[0] + 1
+    ends, lens, costs = np.empty(NUM_ROWS, np.int64), np.empty(NUM_ROWS, np.int64), np.empty(NUM_ROWS, np.int64)
+    hands = np.empty((n, max(k, 1)), np.int64)
+    pen = np.empty(n, np.int64)
+    order = np.argsort(others)
+    out[:] = 0
+    for w in range(worlds.shape[0]):
+        for r in range(NUM_ROWS):
+            ends[:] = ends0
+            lens[:] = lens0
+            costs[:] = costs0
+            pen[:] = 0
+            pen[0] = costs[r]
+            ends[r], lens[r], costs[r] = own, 1, BULL[own]
+            for q in order:
+                pen[q + 1] += _place(ends, lens, costs, others[q])
+            hands[0, :k] = hand
+            for j in range(n - 1):
+                hands[j + 1, :k] = worlds[w, j, :k]
+            _rollout(ends, lens, costs, hands, k, n, pen)
+            out[r] += n * pen[0] - pen.sum()
+
+
+def _rows(ends: object, lens: object, costs: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return np.asarray(ends, np.int64), np.asarray(lens, np.int64), np.asarray(costs, np.int64)
+
+
+def select_scores(hand: object, ends: object, lens: object, costs: object, worlds: np.ndarray) -> np.ndarray:
+    """Scores of playing each card of ``hand`` (R5), summed over ``worlds``.
+
+    Args:
+        hand: the own cards, ascending (k >= 1 of 1..104).
+        ends, lens, costs: the 4 rows (last card, length 1..5, bullheads).
+        worlds: ``(N, n - 1, k)`` integer array: per world, each opponent's hand, ascending.
+
+    Returns:
+        ``int64 (k,)``: per card, the sum over worlds of ``n * own - sum(all)`` bullheads from this turn to the end
+        of the round (lower is better), exactly as :class:`sixnimmt_env.agents.MonteCarloAgent` sums them.
+    """
+    hand = np.asarray(hand, np.int64)
+    out = np.zeros(len(hand), np.int64)
+    _select_scores(hand, *_rows(ends, lens, costs), np.asarray(worlds, np.int64), out)
+    return out
+
+
+def row_scores(
+    own: int, others: object, hand: object, ends: object, lens: object, costs: object, worlds: np.ndarray
+) -> np.ndarray:
+    """Scores of taking each row with the low card ``own`` (R9, R9a), summed over ``worlds``.
+
+    Args:
+        own: the chooser's revealed (low) card.
+        others: the other seats' revealed cards this turn (any order).
+        hand: the chooser's remaining hand, ascending (k >= 0).
+        ends, lens, costs: the 4 rows as they stood at the start of the turn.
+        worlds: ``(N, n - 1, k)``: per world, each opponent's remaining hand, ascending.
+
+    Returns:
+        ``int64 (4,)``: per row, the sum over worlds of ``n * own - sum(all)`` bullheads to the end of the round.
+    """
+    out = np.zeros(NUM_ROWS, np.int64)
+    _row_scores(
+        int(own),
+        np.asarray(others, np.int64),
+        np.asarray(hand, np.int64),
+        *_rows(ends, lens, costs),
+        np.asarray(worlds, np.int64).reshape(len(worlds), len(others), -1),  # k = 0: an empty third axis
+        out,
+    )
+    return out
+
+
+# --------------------------------------------------------------------------- batched player
+
+
+@njit(cache=True, inline="always")
+def _sort(a: np.ndarray, k: int) -> None:
+    for i in range(1, k):
+        x = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
+
+
+@njit(cache=True)
+def _mc_actions(S: tuple, cfg: np.ndarray, mc: np.ndarray, samples: int, out: np.ndarray, rng: np.ndarray) -> None:
+    phase, hand, hand_len, rows, row_len, pile, revealed, chooser = S[0], S[1], S[2], S[3], S[4], S[5], S[7], S[10]
+    n = cfg[C_N]
+    size = cfg[C_DECK]
+    known = np.zeros(NUM_CARDS + 1, np.bool_)
+    unseen = np.empty(NUM_CARDS, np.int64)
+    worlds = np.empty((samples, n - 1, HAND_SIZE), np.int64)
+    ends, lens, costs = np.empty(NUM_ROWS, np.int64), np.empty(NUM_ROWS, np.int64), np.empty(NUM_ROWS, np.int64)
+    scores = np.empty(HAND_SIZE, np.int64)
+    row_totals = np.empty(NUM_ROWS, np.int64)
+    others = np.empty(n - 1, np.int64)
+    for b in range(out.shape[0]):
+        p = phase[b]
+        for s in range(n):
+            if not mc[b, s]:
+                continue
+            if p == DONE or (p != SELECT and chooser[b] != s):
+                out[b, s] = NOOP
+                continue
+            k = hand_len[b, s]
+            if p == SELECT and k == 1:
+                out[b, s] = hand[b, s, 0] - 1
+                continue
+            # the cards this seat has not seen (its hand, the rows, the piles, a pending turn's cards: R4)
+            known[:] = False
+            for j in range(k):
+                known[hand[b, s, j]] = True
+            for r in range(NUM_ROWS):
+                cost = 0
+                for j in range(row_len[b, r]):
+                    known[rows[b, r, j]] = True
+                    cost += BULL[rows[b, r, j]]
+                ends[r] = rows[b, r, row_len[b, r] - 1]
+                lens[r] = row_len[b, r]
+                costs[r] = cost
+            if p == CHOOSE_ROW:
+                for q in range(n):
+                    known[revealed[b, q]] = True
+            m = 0
+            for c in range(1, size + 1):
+                if not known[c] and pile[b, c] < 0:
+                    unseen[m] = c
+                    m += 1
+            need = (n - 1) * k
+            nw = samples if k > 0 else 1
+            for w in range(nw):  # a uniform deal: the first `need` cards of a partial Fisher-Yates shuffle
+                for i in range(need):
+                    j = i + random_below(rng, b, m - i)
+                    unseen[i], unseen[j] = unseen[j], unseen[i]
+                for q in range(n - 1):
+                    for i in range(k):
+                        worlds[w, q, i] = unseen[q * k + i]
+                    _sort(worlds[w, q], k)
+            own_hand = hand[b, s, :k].astype(np.int64)
+            if p == SELECT:
+                _select_scores(own_hand, ends, lens, costs, worlds[:nw, :, :k], scores[:k])
+                best = 0
+                for i in range(1, k):
+                    if scores[i] < scores[best]:
+                        best = i
+                out[b, s] = hand[b, s, best] - 1
+            else:
+                m = 0
+                for q in range(n):
+                    if q != s:
+                        others[m] = revealed[b, q]
+                        m += 1
+                _row_scores(revealed[b, s], others, own_hand, ends, lens, costs, worlds[:nw, :, :k], row_totals)
+                out[b, s] = ROW_ACTION + _cheapest(row_totals)
+
+
+class MonteCarloPlayers:
+    """``mc:N`` at chosen seats of a batch: card selection (R5) and low-card row choice (R9) by the reference rule.
+
+    Args:
+        games: the batch they play in (not the logic variant: the draft rule of ``mc:N`` has no batched version).
+        seats: ``bool`` array of shape ``(n,)`` or ``(B, n)``: where ``mc:N`` sits.
+        samples: N, worlds per decision (>= 1).
+        seed: seeds the per-game streams that deal the worlds.
+
+    Raises:
+        ValueError: a bad ``samples`` or ``seats`` shape, or the logic variant.
+    """
+
+    def __init__(self, games: BatchedGames, seats: np.ndarray, samples: int, seed: int | None = None) -> None:
+        if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
+            raise ValueError(f"mc samples must be a positive integer, got {samples!r}")
+        if games.config.variant == "logic":
+            raise ValueError("MonteCarloPlayers: the logic variant's draft (V2) has no batched mc:N; use the reference")
+        B, n = games.batch_size, games.num_players
+        seats = np.asarray(seats, np.bool_)
+        if seats.shape == (n,):
+            seats = np.broadcast_to(seats, (B, n))
+        if seats.shape != (B, n):
+            raise ValueError(f"seats must have shape (num_players={n},) or (batch_size={B}, {n}), got {seats.shape}")
+        self.games = games
+        self.seats = np.ascontiguousarray(seats)
+        self.samples = int(samples)
+        self.rng = np.random.SeedSequence(seed).generate_state(B, np.uint64)
+
+    def act(self, out: np.ndarray) -> np.ndarray:
+        """Write the action of every ``mc:N`` seat into ``out`` (``int64 (B, n)``) and return it; others untouched."""
+        g = self.games
+        _mc_actions(g._S, g._cfg, self.seats, self.samples, out, self.rng)
+        return out
