@@ -318,6 +318,15 @@ def _rollout(ends: list[int], lens: list[int], costs: list[int], hands: list[lis
         _play_turn(ends, lens, costs, plays, pen)
 
 
+def _compiled_mc() -> Any:
+    """:mod:`sixnimmt_env.batched.mc` (the rollouts in numba, the same integer sums) if numba imports, else ``None``."""
+    try:
+        from sixnimmt_env.batched import mc
+    except ImportError:
+        return None
+    return mc
+
+
 class MonteCarloAgent:
     """Determinized Monte Carlo search over ``samples`` sampled worlds (spec ``mc:N``).
 
@@ -335,7 +344,8 @@ class MonteCarloAgent:
 
     The rollouts use a light internal simulation of R6-R9 (each row as its last
     card, length and bullheads); the tests check it against rollouts through
-    :func:`sixnimmt_env.engine.step`.
+    :func:`sixnimmt_env.engine.step`. When numba imports, the same sums are
+    computed in compiled code (:mod:`sixnimmt_env.batched.mc`) on the same worlds.
 
     Low-card row choice (R9): the same search over the 4 rows, with the turn's
     revealed cards known (R9a). Draft (V2): the greedy rule
@@ -372,11 +382,12 @@ class MonteCarloAgent:
             return balanced_draft(view["display"], view["hand"], view["config"].deck_size) - 1
         return NOOP
 
-    def _worlds(self, view: Mapping[str, Any], hand: Sequence[int], rng: np.random.Generator) -> list[list[list[int]]]:
-        """``samples`` deals of the unseen cards: per world, one sorted hand per opponent, in local seat order."""
+    def _worlds(self, view: Mapping[str, Any], hand: Sequence[int], rng: np.random.Generator) -> np.ndarray:
+        """``samples`` deals of the unseen cards: ``int64 (samples, n - 1, k)``, one sorted hand per opponent, in
+        local seat order (one empty world when the hand is empty)."""
         n, k = view["num_players"], len(hand)
         if k == 0:
-            return [[[] for _ in range(n - 1)]]
+            return np.zeros((1, n - 1, 0), np.int64)
         known = set(hand)
         known.update(view["seen"])
         unseen = np.array([c for c in range(1, view["config"].deck_size + 1) if c not in known], dtype=np.int64)
@@ -384,8 +395,7 @@ class MonteCarloAgent:
         if len(unseen) < need:  # cannot happen in a consistent view; keeps the error readable
             raise ValueError(f"mc: only {len(unseen)} unseen cards for {n - 1} opponents holding {k} each")
         picks = np.argsort(rng.random((self.samples, len(unseen))), axis=1)[:, :need]
-        dealt = np.sort(unseen[picks].reshape(self.samples, n - 1, k), axis=2)
-        return dealt.tolist()
+        return np.sort(unseen[picks].reshape(self.samples, n - 1, k), axis=2)
 
     def _select(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
         hand = view["hand"]
@@ -396,8 +406,13 @@ class MonteCarloAgent:
         lens0 = [len(r) for r in rows]
         costs0 = list(view["row_bullheads"])
         n = view["num_players"]
+        worlds = self._worlds(view, hand, rng)
+        compiled = _compiled_mc()
+        if compiled is not None:  # the same sums, in numba
+            scores = compiled.select_scores(hand, ends0, lens0, costs0, worlds)
+            return hand[int(np.argmin(scores))]  # the first lowest: ties to the lower card
         totals = [0] * len(hand)
-        for opp_hands in self._worlds(view, hand, rng):
+        for opp_hands in worlds.tolist():
             opp_plays = [h[_greedy_index(h, ends0, lens0, costs0)] for h in opp_hands]
             opp_rest = [[c for c in h if c != p] for h, p in zip(opp_hands, opp_plays, strict=True)]
             for i, card in enumerate(hand):
@@ -423,8 +438,12 @@ class MonteCarloAgent:
         lens0 = [len(r) for r in rows]
         costs0 = list(view["row_bullheads"])
         n = view["num_players"]
+        worlds = self._worlds(view, hand, rng)
+        compiled = _compiled_mc()
+        if compiled is not None:  # the same sums, in numba
+            return cheapest_row_index(compiled.row_scores(own, others, hand, ends0, lens0, costs0, worlds).tolist())
         totals = [0] * NUM_ROWS
-        for opp_hands in self._worlds(view, hand, rng):
+        for opp_hands in worlds.tolist():
             for r in range(NUM_ROWS):
                 ends, lens, costs = ends0[:], lens0[:], costs0[:]
                 pen = [0] * n
