@@ -7,7 +7,9 @@ Usage::
 
 Prints the Markdown tables of each run and a summary. Games per second are
 wall-clock figures on a possibly shared machine; the single-worker runs also
-give games per CPU-second of this process (closer to "one core").
+give games per CPU-second of this process (closer to "one core"). mc is timed
+with its default rollouts (compiled by :mod:`sixnimmt_env.batched.mc` when
+numba imports) and with the pure-Python loops.
 Targets (pure-Python path, one core): heuristic >= 3,000 games/s, mc:64 >= 2 games/s.
 """
 
@@ -24,6 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
+from sixnimmt_env import agents as agents_module
 from sixnimmt_env.agents import MonteCarloAgent
 from sixnimmt_env.arena import markdown_table, run_arena
 from sixnimmt_env.engine import GameConfig
@@ -77,24 +80,32 @@ def main() -> None:
 
     mc_spec = f"mc:{args.samples}"
     mc_table = f"{mc_spec},greedy,greedy,greedy"
-    timed = _TimedAgent(MonteCarloAgent(args.samples))
-    if args.mc_timing_games >= 2:
-        res, cpu_rate = _timed_run([timed, "greedy", "greedy", "greedy"], args.mc_timing_games, args.seed, 1)
+    paths = ["compiled", "python"] if agents_module._compiled_mc() is not None else ["python"]
+    timed: dict[str, _TimedAgent] = {}
+    compiled_mc = agents_module._compiled_mc
+    for path in paths if args.mc_timing_games >= 2 else []:
+        if path == "python":  # force the pure-Python rollouts
+            agents_module._compiled_mc = lambda: None
+        timed[path] = _TimedAgent(MonteCarloAgent(args.samples))
+        res, cpu_rate = _timed_run([timed[path], "greedy", "greedy", "greedy"], args.mc_timing_games, args.seed, 1)
+        agents_module._compiled_mc = compiled_mc
         print(markdown_table(res))
         summary.append(
-            f"| {mc_table} (timing) | {args.mc_timing_games:,} | 1 | {res['games_per_s']:,.2f} | {cpu_rate:,.2f} |"
+            f"| {mc_table} ({path} rollouts) | {args.mc_timing_games:,} | 1 | {res['games_per_s']:,.2f} "
+            f"| {cpu_rate:,.2f} |"
         )
     if args.mc_games >= 2:
         res, _ = _timed_run(mc_table, args.mc_games, args.seed, args.mc_workers)
         print(markdown_table(res))
         summary.append(f"| {mc_table} | {args.mc_games:,} | {args.mc_workers} | {res['games_per_s']:,.2f} | n/a |")
     print("\n".join(summary))
-    if timed.decisions:
-        print(
-            f"\n{mc_spec}: {timed.decisions:,} searched decisions in {timed.seconds:.1f} s: "
-            f"{timed.decisions / timed.seconds:,.1f} decisions/s "
-            f"({1000 * timed.seconds / timed.decisions:.1f} ms each; single worker)"
-        )
+    for path, agent in timed.items():
+        if agent.decisions:
+            print(
+                f"{mc_spec} ({path} rollouts): {agent.decisions:,} searched decisions in {agent.seconds:.1f} s: "
+                f"{agent.decisions / agent.seconds:,.1f} decisions/s "
+                f"({1000 * agent.seconds / agent.decisions:.2f} ms each; single worker)"
+            )
 
 
 if __name__ == "__main__":

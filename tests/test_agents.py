@@ -22,6 +22,14 @@ from sixnimmt_env.agents import (
 HEURISTICS = ("random", "lowest", "highest", "greedy")
 
 
+@pytest.fixture(params=["default", "python"])
+def mc_path(request, monkeypatch):
+    """Run an mc test on the default rollouts (compiled when numba imports) and on the pure-Python loops."""
+    if request.param == "python":
+        monkeypatch.setattr(agents_module, "_compiled_mc", lambda: None)
+    return request.param
+
+
 def _select_state(hands, rows, num_players=None, **config):
     cfg = E.GameConfig(num_players=num_players or len(hands), episode="round", **config)
     return E.from_position(cfg, hands, rows)
@@ -128,7 +136,7 @@ def test_random_agent_is_uniform_and_reproducible():
 # --------------------------------------------------------------------------- Monte Carlo search
 
 
-def test_mc_avoids_the_blunder_greedy_makes():
+def test_mc_avoids_the_blunder_greedy_makes(mc_path):
     """Tactics deck 1..24 for 2 players, every card placed: the opponent's hand is known (V1).
 
     Rows: [4 5 11 19 24] [1 2 8 14] [6 12 17 18 23] [7 9 15 21]. Seat 0 holds 13 20 22,
@@ -174,7 +182,7 @@ def _known_position(rng: np.random.Generator, n: int, k: int) -> tuple[list[list
     return hands, rows
 
 
-def test_mc_search_matches_engine_rollouts_when_every_card_is_known():
+def test_mc_search_matches_engine_rollouts_when_every_card_is_known(mc_path):
     """Two players, tactics deck, every card in a hand or a row: the opponent's hand is known, every world
     is the same, so mc:1 must pick the exact argmin of the engine's all-greedy rollouts (cards and rows)."""
     n = 2
@@ -201,7 +209,7 @@ def test_mc_search_matches_engine_rollouts_when_every_card_is_known():
             checked_rows += 1
 
 
-def test_mc_row_choice_can_differ_from_the_cheapest_row():
+def test_mc_row_choice_can_differ_from_the_cheapest_row(mc_path):
     """Tactics deck 1..24, 2 players, every card placed. Rows (bullheads): [2 5 16 22 24] (10),
     [12 13 15 17 20] (8), [3 4 7 8 18] (5), [1 6 11 14 23] (9). Seat 0 plays its low 9, seat 1
     plays 10; then seat 0 holds 21, seat 1 holds 19.
@@ -260,7 +268,7 @@ def test_heuristic_agents_return_only_legal_actions_in_every_phase():
     assert phases[E.SELECT] > 500 and phases[E.CHOOSE_ROW] > 50 and phases[E.DRAFT] > 500
 
 
-def test_mc_returns_only_legal_actions_in_every_phase():
+def test_mc_returns_only_legal_actions_in_every_phase(mc_path):
     configs = [c for c in CONFIGS if c.num_players in (2, 4)]
     phases = _sweep(("mc:2",), configs, 1, seed=2)
     assert phases[E.SELECT] > 100 and phases[E.CHOOSE_ROW] > 5 and phases[E.DRAFT] > 100
