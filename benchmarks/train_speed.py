@@ -1,20 +1,35 @@
-"""Environment steps per second during MaskablePPO ``learn``: SB3's default batch settings vs our config.
+"""Environment steps per second during MaskablePPO ``learn``: SB3's default batch settings vs our config,
+with the envs in the learner's process (``dummy``) and in worker processes (``subproc``).
 
 Usage::
 
-    python benchmarks/train_speed.py [--config configs/ppo_4p.yaml] [--steps 65536] [--set train.vec_env=subproc ...]
+    python benchmarks/train_speed.py [--config configs/ppo_4p.yaml] [--steps 65536] [--set KEY=VALUE ...]
+                                     [--only NAME ...]
 
-Both runs use the config's environment, opponents and vector env; "SB3
-defaults" replaces the ``algo`` section with MaskablePPO's defaults
-(``n_steps=2048, batch_size=64, n_epochs=10``, net ``[64, 64]``). The figure
-is steps over the wall time of ``learn`` (rollouts and updates together), the
-number the issue's speed target (>= 10,000 steps/s) refers to. Self-play
-snapshots are switched off (they would only add file writes).
+Setups (each a fresh model, measured one after the other):
+
+=================  ===========================================================================
+name               what runs
+=================  ===========================================================================
+``sb3-defaults``   MaskablePPO's defaults (``n_steps=2048, batch_size=64, n_epochs=10``, net
+                   ``[64, 64]``) on the config's envs in a ``DummyVecEnv``
+``ours-dummy``     the config's ``algo`` section, envs in a ``DummyVecEnv``
+``ours-subproc``   the config's ``algo`` section, envs in ``train.n_workers`` worker processes
+                   (:class:`training.vec.WorkerVecEnv`; 2 if the config sets none)
+=================  ===========================================================================
+
+The figure is environment steps over the wall time of ``learn`` (rollouts and
+updates together), the number the issue's speed target (>= 10,000 steps/s)
+refers to; beside it the CPU time of the learner's process per step, of which
+the PPO update (``train``), and the 1-minute load average when the setup
+finished (the machine is shared: a load above its 2 cores slows every figure).
+Self-play snapshots and evaluations are off (they are not part of ``learn``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -29,14 +44,36 @@ from training.config import TrainConfig, algo_kwargs, load_config
 from training.vec import build_vec_env
 
 
-def measure(cfg: TrainConfig, algo: dict, steps: int) -> float:
-    """Steps per second of ``learn(steps)`` for ``cfg`` with MaskablePPO keyword arguments ``algo``."""
+def measure(cfg: TrainConfig, algo: dict, steps: int) -> dict[str, float]:
+    """Run ``learn(steps)`` for ``cfg``'s envs with MaskablePPO keyword arguments ``algo``.
+
+    Returns:
+        ``{"steps_per_second": wall-clock rate, "cpu_us": learner-process CPU microseconds per step,
+        "train_cpu_us": of which in PPO updates, "load": 1-minute load average at the end}``.
+    """
+    torch.set_num_threads(cfg.train.torch_threads)
     venv = build_vec_env(cfg, None)
     try:
         model = MaskablePPO("MlpPolicy", venv, seed=cfg.train.seed, device=cfg.train.device, verbose=0, **algo)
-        start = time.perf_counter()
+        train = model.train
+        train_cpu = [0.0]
+
+        def timed_train() -> None:
+            t = time.process_time()
+            train()
+            train_cpu[0] += time.process_time() - t
+
+        model.train = timed_train  # type: ignore[method-assign]
+        start, cpu = time.perf_counter(), time.process_time()
         model.learn(steps)
-        return model.num_timesteps / (time.perf_counter() - start)
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        n = model.num_timesteps
+        return {
+            "steps_per_second": n / wall,
+            "cpu_us": 1e6 * cpu / n,
+            "train_cpu_us": 1e6 * train_cpu[0] / n,
+            "load": os.getloadavg()[0],
+        }
     finally:
         venv.close()
 
@@ -46,20 +83,32 @@ def main() -> None:
     p.add_argument("--config", default="configs/ppo_4p.yaml")
     p.add_argument("--steps", type=int, default=65536, help="environment steps per measurement (default 65536)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--only", choices=["default", "ours"], help="measure one setup only")
+    p.add_argument("--only", nargs="+", choices=["sb3-defaults", "ours-dummy", "ours-subproc"], help="setups to run")
     args = p.parse_args()
-    cfg = load_config(args.config, [*args.overrides, "self_play.enabled=false"])
-    torch.set_num_threads(cfg.train.torch_threads)
+    base = [*args.overrides, "self_play.enabled=false"]
+    cfg = load_config(args.config, base)
+    workers = cfg.train.n_workers or 2
+    dummy = load_config(args.config, [*base, "train.vec_env=dummy"])
+    subproc = load_config(args.config, [*base, "train.vec_env=subproc", f"train.n_workers={workers}"])
     setups = {
-        "SB3 defaults (n_steps=2048, batch 64, 10 epochs, [64, 64])": {},
-        f"ours ({args.config})": algo_kwargs(cfg),
+        "sb3-defaults": ("SB3 defaults (n_steps 2048, batch 64, 10 epochs, [64, 64]), dummy", dummy, {}),
+        "ours-dummy": (f"ours ({args.config}), dummy", dummy, algo_kwargs(cfg)),
+        "ours-subproc": (f"ours ({args.config}), subproc, {workers} workers", subproc, algo_kwargs(cfg)),
     }
-    if args.only:
-        setups = dict([list(setups.items())[0 if args.only == "default" else 1]])
-    print(f"{cfg.train.n_envs} envs ({cfg.train.vec_env}), {cfg.env.table_sizes()} players, {args.steps:,} steps each")
-    for name, algo in setups.items():
-        rate = measure(cfg, algo, args.steps)
-        print(f"{name:<60} {rate:>9,.0f} env steps/s")
+    chosen = args.only or list(setups)
+    print(
+        f"{cfg.train.n_envs} envs, {cfg.env.table_sizes()} players, {args.steps:,} steps each, "
+        f"{cfg.train.torch_threads} torch thread(s), {os.cpu_count()} CPUs"
+    )
+    print(f"{'setup':<78} {'steps/s':>9} {'cpu us/step':>12} {'(update)':>9} {'load':>5}")
+    for key in chosen:
+        name, setup_cfg, algo = setups[key]
+        r = measure(setup_cfg, algo, args.steps)
+        print(
+            f"{name:<78} {r['steps_per_second']:>9,.0f} {r['cpu_us']:>12.0f} {r['train_cpu_us']:>9.0f} "
+            f"{r['load']:>5.1f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

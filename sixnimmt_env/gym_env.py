@@ -57,10 +57,10 @@ import gymnasium as gym
 import numpy as np
 
 from sixnimmt_env.agents import Agent, make_agent
-from sixnimmt_env.engine import NOOP, NUM_ACTIONS
+from sixnimmt_env.engine import NOOP, NUM_ACTIONS, PlayerView, State
 from sixnimmt_env.env import ILLEGAL_ACTION_PENALTY, parallel_env
 
-__all__ = ["ENV_ID", "ILLEGAL_PENALTY", "OpponentSampler", "SingleSeatEnv", "make_env"]
+__all__ = ["ENV_ID", "ILLEGAL_PENALTY", "ObservationAgent", "OpponentSampler", "SingleSeatEnv", "make_env"]
 
 ENV_ID = "sixnimmt/SixNimmt-v0"
 """The id registered with Gymnasium."""
@@ -80,6 +80,83 @@ class OpponentSampler(Protocol):
     def __call__(self, rng: np.random.Generator, k: int) -> Sequence[Agent]:
         """``k`` agents, for the other seats in order after the learner."""
         ...
+
+
+@runtime_checkable
+class ObservationAgent(Protocol):
+    """An agent that can also decide on the seat's encoded observation (e.g. a trained policy).
+
+    :class:`SingleSeatEnv` hands such an opponent the ParallelEnv's own
+    observation of its seat (``float32 (402,)``, :mod:`sixnimmt_env.observation`)
+    and mask (``int8 (109,)``, 1 at the legal actions) instead of a view, so the
+    observation is never rebuilt from the view. The result must equal
+    ``act(view, rng)`` on the same state.
+    """
+
+    def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
+        """One legal action index 0..108 for the seat of ``view``."""
+        ...
+
+    def act_observation(self, observation: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
+        """One legal action index (a 1 of ``mask``) for the seat whose observation this is."""
+        ...
+
+
+_SEAT_KEYS = frozenset({"seat", "must_act", "hand", "legal_actions"})
+"""View keys that differ between seats; every other key of :class:`~sixnimmt_env.engine.PlayerView` is public."""
+
+
+class _TableViews:
+    """The opponents' views of one state: each public value is computed once and shared by every seat's view.
+
+    The values are :class:`~sixnimmt_env.engine.PlayerView`'s (the same lists and
+    ints); agents only read their view (the :class:`~sixnimmt_env.agents.Agent`
+    protocol), so sharing them between the seats of one step is safe.
+    """
+
+    __slots__ = ("public", "state")
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.public: dict[str, Any] = {}
+
+    def value(self, key: str) -> Any:
+        try:
+            return self.public[key]
+        except KeyError:
+            value = self.public[key] = PlayerView(self.state, 0)[key]
+            return value
+
+
+class _OpponentView(Mapping[str, Any]):
+    """One opponent's read-only view (the keys and values of :class:`~sixnimmt_env.engine.PlayerView`),
+    computed on first read; public values come from the step's :class:`_TableViews`."""
+
+    __slots__ = ("_own", "_seat", "_table")
+
+    def __init__(self, table: _TableViews, seat: int) -> None:
+        self._table = table
+        self._seat = seat
+        self._own: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        if key in _SEAT_KEYS:
+            own = self._own
+            if key not in own:
+                own[key] = PlayerView(self._table.state, self._seat)[key]
+            return own[key]
+        if key in _PUBLIC_KEYS:
+            return self._table.value(key)
+        raise KeyError(key)
+
+    def __iter__(self) -> Any:
+        return iter(PlayerView._KEYS)
+
+    def __len__(self) -> int:
+        return len(PlayerView._KEYS)
+
+
+_PUBLIC_KEYS = frozenset(PlayerView._KEYS) - _SEAT_KEYS
 
 
 OpponentsArg = str | Sequence[str | Agent] | OpponentSampler | Callable[[np.random.Generator, int], Sequence[Agent]]
@@ -148,6 +225,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         self.action_space = gym.spaces.Discrete(NUM_ACTIONS)
         self.learner_seat = 0 if learner_seat == "random" else int(learner_seat)
         self._seat_agents: list[Agent | None] = [None] * n
+        self._opponents: list[tuple[int, str, Agent, Callable[..., int] | None]] = []
         self._obs = np.zeros(self.observation_space.shape, np.float32)
         self._mask = np.zeros(NUM_ACTIONS, bool)
         self._done = True
@@ -204,6 +282,11 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         for k, agent in enumerate(drawn, start=1):
             seats[(self.learner_seat + k) % n] = agent
         self._seat_agents = seats
+        self._opponents = [
+            (seat, self.agent_names[seat], agent, getattr(agent, "act_observation", None))
+            for seat, agent in enumerate(seats)
+            if agent is not None
+        ]
         observations, infos = self.parallel.reset(seed=int(rng.integers(2**63 - 1)), options=options)
         self._absorb(observations, infos)
         self._done = False
@@ -259,17 +342,28 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         return bool(self._mask.any()) and not self._mask[NOOP]
 
     def _play(self, learner_action: int) -> tuple[float, bool]:
-        """One ParallelEnv step: the learner's action and every opponent's (no-op without a decision)."""
+        """One ParallelEnv step: the learner's action and every opponent's (no-op without a decision).
+
+        Opponents with a decision get a view (:class:`_OpponentView`, computed
+        lazily and sharing the public values of this state), or, if they are
+        :class:`ObservationAgent`\\ s, their seat's encoded observation and mask.
+        """
         rng = self.np_random
-        actions = {}
         observations = self._observations
-        for seat, name in enumerate(self.agent_names):
-            if seat == self.learner_seat:
-                actions[name] = learner_action
-            elif observations[name]["action_mask"][NOOP]:  # the no-op is legal only without a decision
-                actions[name] = NOOP
+        actions = dict.fromkeys(self.agent_names, NOOP)
+        actions[self.agent_names[self.learner_seat]] = learner_action
+        table = None
+        for seat, name, agent, act_observation in self._opponents:
+            ob = observations[name]
+            mask = ob["action_mask"]
+            if mask[NOOP]:  # the no-op is legal only without a decision
+                continue
+            if act_observation is not None:
+                actions[name] = int(act_observation(ob["observation"], mask, rng))
             else:
-                actions[name] = int(self._seat_agents[seat].act(self._infos[name], rng))  # type: ignore[union-attr]
+                if table is None:
+                    table = _TableViews(self.parallel.game_state)
+                actions[name] = int(agent.act(_OpponentView(table, seat), rng))
         observations, rewards, terminations, truncations, infos = self.parallel.step(actions)
         me = self.agent_names[self.learner_seat]
         self._absorb(observations, infos)

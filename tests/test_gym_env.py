@@ -189,3 +189,63 @@ def test_sampler_draws_opponents_per_episode_from_the_env_rng() -> None:
     env.reset(seed=1)
     env.reset()
     assert drawn == first and len(first) == 2 and all(len(d) == 3 for d in first)
+
+
+class _ViewRecorder:
+    """Greedy; records, at every decision, its view as a dict next to the engine's own view of the same state."""
+
+    def __init__(self, env: SingleSeatEnv) -> None:
+        self.env = env
+        self.pairs: list[tuple[dict, dict]] = []
+
+    def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
+        from sixnimmt_env.engine import view as engine_view
+
+        expected = dict(engine_view(self.env.parallel.game_state, view["seat"]))
+        self.pairs.append(({k: view[k] for k in view}, expected))
+        return GreedyAgent().act(view, rng)
+
+
+def test_opponent_views_equal_the_engines_views_key_for_key() -> None:
+    env = make_env(num_players=4, episode="round", learner_seat=0)
+    recorders = [_ViewRecorder(env) for _ in range(3)]
+    env.set_opponents(recorders)
+    for seed in range(3):
+        _play(env, seed, "random")
+    pairs = [p for r in recorders for p in r.pairs]
+    assert len(pairs) >= 90  # 3 opponents x 10 cards x 3 rounds, plus their low-card row choices
+    for got, expected in pairs:
+        assert set(got) == set(expected) and len(got) == 18
+        assert got == expected
+    assert {got["seat"] for r in recorders for got, _ in r.pairs} == {1, 2, 3}
+
+
+class _ObservationSpy:
+    """Plays its lowest legal action from the mask; records the observation and mask it was handed."""
+
+    def __init__(self, env: SingleSeatEnv) -> None:
+        self.env = env
+        self.checked = 0
+
+    def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
+        raise AssertionError("an ObservationAgent opponent is asked through act_observation")
+
+    def act_observation(self, observation: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
+        from sixnimmt_env.observation import action_mask, encode
+
+        state = self.env.parallel.game_state
+        seats = [s for s in range(4) if np.array_equal(encode(state, s), observation)]
+        assert len(seats) == 1 and np.array_equal(action_mask(state, seats[0]).astype(bool), mask.astype(bool))
+        self.checked += 1
+        return int(np.flatnonzero(mask)[0])
+
+
+def test_observation_agents_get_their_seats_encoded_observation_and_mask() -> None:
+    from sixnimmt_env.gym_env import ObservationAgent
+
+    env = make_env(num_players=4, episode="round", learner_seat=1)
+    spy = _ObservationSpy(env)
+    assert isinstance(spy, ObservationAgent)
+    env.set_opponents([spy, "lowest", "lowest"])
+    _play(env, 5)
+    assert spy.checked >= 10  # its 10 cards, plus any low-card row choice

@@ -13,9 +13,11 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import pytest
+import torch
 import yaml
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks
+from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sixnimmt_env.gym_env import make_env
@@ -23,7 +25,7 @@ from sixnimmt_env.observation import OBS_SIZE
 from training.agent import load_policy_agent, observation_from_view
 from training.config import ConfigError, load_config
 from training.evaluate import evaluate_agents
-from training.vec import build_vec_env
+from training.vec import EnvFactory, WorkerVecEnv, build_vec_env, sampler_from_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.yaml"
@@ -105,10 +107,19 @@ def test_overrides_are_yaml_values_not_code() -> None:
 # --------------------------------------------------------------------------- vector envs and masks
 
 
-@pytest.mark.parametrize(("kind", "normalize"), [("dummy", False), ("subproc", False), ("dummy", True)])
-def test_masks_reach_maskable_ppo_through_each_stack(kind: str, normalize: bool) -> None:
+@pytest.mark.parametrize(
+    ("kind", "workers", "normalize"),
+    [("dummy", "null", False), ("subproc", "null", False), ("subproc", "1", False), ("dummy", "null", True)],
+)
+def test_masks_reach_maskable_ppo_through_each_stack(kind: str, workers: str, normalize: bool) -> None:
     cfg = load_config(
-        SMOKE, [f"train.vec_env={kind}", f"train.normalize_obs={str(normalize).lower()}", "train.n_envs=2"]
+        SMOKE,
+        [
+            f"train.vec_env={kind}",
+            f"train.n_workers={workers}",
+            f"train.normalize_obs={str(normalize).lower()}",
+            "train.n_envs=2",
+        ],
     )
     venv = build_vec_env(cfg, None)
     try:
@@ -129,6 +140,46 @@ def test_masks_reach_maskable_ppo_through_each_stack(kind: str, normalize: bool)
         assert model.num_timesteps == 64
     finally:
         venv.close()
+
+
+def test_worker_vec_env_plays_the_same_games_as_dummy() -> None:
+    """k envs per worker process (``subproc`` with ``n_workers``): same seeds, same actions -> the same observations,
+    rewards, dones, masks and episode ends as SB3's DummyVecEnv, including auto-reset's terminal observations."""
+    stacks = [
+        build_vec_env(load_config(SMOKE, ["train.n_envs=5", *extra]), None)
+        for extra in ([], ["train.vec_env=subproc", "train.n_workers=2"])
+    ]
+    dummy, workers = stacks
+    try:
+        assert isinstance(workers, WorkerVecEnv) and workers.num_envs == 5
+        for venv in stacks:
+            venv.seed(3)
+        assert np.array_equal(dummy.reset(), workers.reset())
+        rng = np.random.default_rng(1)
+        ends = 0
+        for _ in range(60):
+            masks = get_action_masks(dummy)
+            assert np.array_equal(masks, get_action_masks(workers))
+            actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+            (obs_d, rew_d, done_d, info_d), (obs_w, rew_w, done_w, info_w) = dummy.step(actions), workers.step(actions)
+            assert np.array_equal(obs_d, obs_w) and np.array_equal(rew_d, rew_w) and np.array_equal(done_d, done_w)
+            for i in np.flatnonzero(done_d):
+                assert np.array_equal(info_d[i]["terminal_observation"], info_w[i]["terminal_observation"])
+                assert (
+                    info_d[i]["episode"]["r"]
+                    == info_w[i]["episode"]["r"]
+                    == -info_d[i]["round_penalties"][info_d[i]["learner_seat"]]
+                )
+                ends += 1
+        assert ends >= 20  # 60 steps of 5 envs, 10-11 decisions per round
+        assert workers.get_attr("learner_seat", [4]) == dummy.get_attr("learner_seat", [4])
+        assert workers.env_method("action_masks", indices=[1, 3])[1].shape == (109,)
+        assert workers.has_attr("set_opponents") and workers.env_is_wrapped(Monitor) == [True] * 5
+    finally:
+        for venv in stacks:
+            venv.close()
+    with pytest.raises(ValueError, match=r"n_workers must be 1\.\.2 \(the number of envs\), got 3"):
+        WorkerVecEnv([EnvFactory({"num_players": 4}, "random", sampler_from_config(load_config(SMOKE)), None)] * 2, 3)
 
 
 # --------------------------------------------------------------------------- checkpoints
@@ -153,6 +204,42 @@ def test_checkpoint_save_load_gives_the_same_actions(tmp_path: Path) -> None:
     got = agent.choose(obs_b, mask_b)
     assert len(got) >= 40 and np.array_equal(got, expected)  # 10 cards a round, plus low-card row choices
     assert mask_b[np.arange(len(got)), got].all()
+    # the numpy actor (used for decisions) computes the torch actor's logits
+    assert agent.layers is not None
+    with torch.no_grad():  # torch's Categorical keeps log-softmax-normalised logits
+        torch_logits = model.policy.get_distribution(torch.as_tensor(obs_b)).distribution.logits.numpy()
+    ours = agent.logits(obs_b).astype(np.float64)
+    ours -= np.log(np.exp(ours).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(ours, torch_logits, rtol=0, atol=1e-5)
+
+
+def test_policy_agent_decides_the_same_on_observations_and_on_views(tmp_path: Path) -> None:
+    """As a Gymnasium opponent a checkpoint reads its seat's observation; in the arena, its view: same actions,
+    also when sampling with the same generator."""
+    from sixnimmt_env import parallel_env
+
+    path = _tiny_model(tmp_path)
+    for spec in (f"ppo:{path}", f"ppo-sample:{path}"):
+        agent = load_policy_agent(spec)
+        env = parallel_env(num_players=4, episode="round")
+        observations, infos = env.reset(seed=2)
+        rng = np.random.default_rng(0)
+        decisions = 0
+        while env.agents:
+            actions = {}
+            for name in env.agents:
+                ob = observations[name]
+                state = rng.bit_generator.state
+                by_view = agent.act(infos[name], rng)
+                rng.bit_generator.state = state
+                by_obs = (
+                    agent.act_observation(ob["observation"], ob["action_mask"], rng) if infos[name]["must_act"] else 108
+                )
+                assert by_view == by_obs and ob["action_mask"][by_obs] == 1
+                decisions += infos[name]["must_act"]
+                actions[name] = by_obs
+            observations, _, _, _, infos = env.step(actions)
+        assert decisions >= 40
 
 
 def test_observation_from_view_equals_the_envs_observation() -> None:

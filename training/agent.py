@@ -24,7 +24,7 @@ out, so an evaluation through these agents sees no illegal action.
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from sixnimmt_env.observation import OBS_SIZE, encode
 __all__ = [
     "ObsNorm",
     "PolicyAgent",
+    "actor_layers",
     "load_policy_agent",
     "obs_norm_path",
     "observation_from_view",
@@ -117,13 +118,51 @@ def observation_from_view(view: Mapping[str, Any]) -> np.ndarray:
     return encode(state, seat)
 
 
-class PolicyAgent:
-    """An :class:`~sixnimmt_env.agents.Agent` backed by a MaskablePPO policy (a live one during training,
-    or a loaded checkpoint).
+_ACTIVATIONS: dict[type, Callable[[np.ndarray], np.ndarray]] = {
+    torch.nn.Tanh: np.tanh,
+    torch.nn.ReLU: lambda x: np.maximum(x, 0.0, out=x),
+    torch.nn.Identity: lambda x: x,
+}
+"""numpy versions of the activation modules SB3's MLP policies use."""
 
-    It encodes the seat's observation from the view (:func:`observation_from_view`),
-    masks the illegal actions and takes the best (or, with ``sample=True``, a
-    sampled) action.
+
+def actor_layers(policy: Any) -> list[tuple[np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray]]] | None:
+    """The actor of a MaskablePPO MLP policy as numpy layers ``(W.T float32 (in, out), b float32 (out,), activation)``,
+    the last one the action head (identity); ``None`` if the policy is not a flat MLP over the observation (then
+    :class:`PolicyAgent` runs it through torch)."""
+    from stable_baselines3.common.torch_layers import FlattenExtractor
+
+    if not isinstance(policy.pi_features_extractor, FlattenExtractor):
+        return None
+    modules = [*policy.mlp_extractor.policy_net, policy.action_net]
+    layers: list[tuple[np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray]]] = []
+    for module in modules:
+        if isinstance(module, torch.nn.Linear):
+            weight = module.weight.detach().cpu().numpy().astype(np.float32)
+            bias = module.bias.detach().cpu().numpy().astype(np.float32)
+            layers.append((np.ascontiguousarray(weight.T), bias, _ACTIVATIONS[torch.nn.Identity]))
+        elif type(module) in _ACTIVATIONS and layers:
+            w, b, _ = layers[-1]
+            layers[-1] = (w, b, _ACTIVATIONS[type(module)])
+        else:
+            return None
+    return layers
+
+
+class PolicyAgent:
+    """An :class:`~sixnimmt_env.agents.Agent` backed by a MaskablePPO policy: a frozen snapshot of its actor.
+
+    It masks the illegal actions and takes the best (or, with ``sample=True``,
+    a sampled) action. As an opponent inside :class:`sixnimmt_env.gym_env.SingleSeatEnv`
+    it decides on the environment's own observation of its seat
+    (:meth:`act_observation`); in the arena, on the observation rebuilt from
+    its view (:func:`observation_from_view`, the same vector).
+
+    The actor's weights are copied to numpy when the agent is built (for the
+    MLP policies of ``"MlpPolicy"``: Tanh/ReLU layers over the flat
+    observation), and the forward pass runs in numpy: one decision costs tens of
+    microseconds instead of a torch call's overhead. Other policy shapes run
+    through torch. Later changes to ``policy`` are not seen.
 
     Args:
         policy: a ``MaskableActorCriticPolicy`` with a flat 402-float observation.
@@ -137,14 +176,21 @@ class PolicyAgent:
         self.obs_norm = obs_norm
         self.sample = sample
         self.spec = name
+        self.layers = actor_layers(policy)
 
     def __repr__(self) -> str:
         return f"PolicyAgent({self.spec!r})"
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
-        """Unmasked action logits, ``float32`` of shape ``(batch, 109)``, for observations ``(batch, 402)``."""
+        """Unmasked action logits, ``float32`` of shape ``(batch, 109)`` (or ``(109,)`` for one observation),
+        for observations ``(batch, 402)`` (or ``(402,)``)."""
         if self.obs_norm is not None:
             obs = self.obs_norm(obs)
+        if self.layers is not None:
+            x = np.asarray(obs, np.float32)
+            for weight, bias, activation in self.layers:
+                x = activation(x @ weight + bias)
+            return x
         policy = self.policy
         with torch.no_grad():
             t = torch.as_tensor(obs, dtype=torch.float32, device=policy.device)
@@ -153,14 +199,27 @@ class PolicyAgent:
             return policy.action_net(latent).cpu().numpy()
 
     def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
-        """Masked best (or sampled) actions, ``int64 (batch,)``, for ``obs (batch, 402)`` and ``mask (batch, 109)``."""
+        """Masked best (or sampled) actions, ``int64 (batch,)``, for ``obs (batch, 402)`` and ``mask (batch, 109)``
+        (nonzero at the legal actions).
+
+        Sampling adds Gumbel noise drawn from ``rng`` (one ``(batch, 109)`` draw) to the logits: the argmax
+        is then a draw from the masked softmax.
+
+        Raises:
+            ValueError: a sampling agent without ``rng``.
+        """
         logits = self.logits(obs).astype(np.float64)
         if self.sample:
             if rng is None:
-                raise ValueError("a sampling PolicyAgent needs an rng")
+                raise ValueError(f"{self.spec}: a sampling PolicyAgent needs an rng")
             logits = logits + rng.gumbel(size=logits.shape)
-        logits[~mask.astype(bool)] = -np.inf
+        logits[np.asarray(mask) == 0] = -np.inf
         return logits.argmax(axis=-1)
+
+    def act_observation(self, observation: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
+        """The action for one seat's encoded observation (``float32 (402,)``) and mask (``(109,)``, nonzero at the
+        legal actions): what :meth:`act` gives on that seat's view (108 when only the no-op is legal)."""
+        return int(self.choose(observation[None], mask[None], rng)[0])
 
     def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
         """One legal action for the seat of ``view`` (108 without a decision)."""

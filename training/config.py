@@ -22,7 +22,10 @@ algo         MaskablePPO keyword arguments as a plain mapping
 train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              ``learn``: training stops at whichever comes first), ``n_envs``, ``vec_env`` (``dummy`` |
              ``subproc`` | any name registered in
-             :data:`training.vec.VEC_ENV_BUILDERS`), ``normalize_obs``,
+             :data:`training.vec.VEC_ENV_BUILDERS`), ``n_workers`` (with
+             ``subproc``: ``null`` = SB3's ``SubprocVecEnv``, one process per
+             env; ``k`` = :class:`training.vec.WorkerVecEnv`, the envs split
+             over ``k`` processes), ``normalize_obs``,
              ``seed``, ``device``, ``output_dir`` (default ``runs``),
              ``torch_threads``
 eval         ``every`` (steps), ``opponents`` (list of comma-separated line-ups,
@@ -106,6 +109,7 @@ class TrainSection:
     max_minutes: float | None = None
     n_envs: int = 8
     vec_env: str = "dummy"
+    n_workers: int | None = None
     normalize_obs: bool = False
     seed: int = 0
     device: str = "cpu"
@@ -369,6 +373,7 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
         ("train.total_timesteps", cfg.train.total_timesteps),
         ("train.n_envs", cfg.train.n_envs),
         ("train.torch_threads", cfg.train.torch_threads),
+        ("train.n_workers", 1 if cfg.train.n_workers is None else cfg.train.n_workers),
         ("eval.every", cfg.eval.every),
         ("eval.games", cfg.eval.games),
         ("eval.final_games", cfg.eval.final_games),

@@ -18,6 +18,7 @@ engine) is added with :func:`register_vec_env`; it receives the same
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +28,10 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from sixnimmt_env.agents import Agent, make_agent
+from sixnimmt_env.engine import NUM_ACTIONS
 from training import agent as _ppo_agents  # noqa: F401  (registers ppo: specs in every process)
 
 if TYPE_CHECKING:  # avoids an import cycle with training.config
@@ -109,7 +112,9 @@ class EnvFactory:
         learner_seat: ``"random"`` or a seat.
         sampler: the opponent sampler.
         monitor_file: the Monitor CSV path (``None``: no file).
-        torch_threads: torch threads in this process (opponent policies).
+        torch_threads: torch threads of the process the env is built in, or ``None`` to leave them (an env in
+            the learner's own process). Opponent policies decide in numpy (:class:`training.agent.PolicyAgent`);
+            1 keeps a worker process from competing with the learner for cores.
     """
 
     def __init__(
@@ -118,19 +123,192 @@ class EnvFactory:
         learner_seat: int | str,
         sampler: MixtureSampler,
         monitor_file: str | None,
-        torch_threads: int = 1,
+        torch_threads: int | None = 1,
     ) -> None:
         self.game, self.learner_seat, self.sampler = game, learner_seat, sampler
         self.monitor_file, self.torch_threads = monitor_file, torch_threads
 
     def __call__(self) -> gym.Env:
-        import torch
-
         from sixnimmt_env.gym_env import make_env
 
-        torch.set_num_threads(self.torch_threads)
+        if self.torch_threads is not None:
+            import torch
+
+            torch.set_num_threads(self.torch_threads)
         env = make_env(opponents=self.sampler, learner_seat=self.learner_seat, **self.game)  # type: ignore[arg-type]
         return Monitor(env, self.monitor_file)
+
+
+def _worker(remote: Any, parent_remote: Any, env_fns: list[Callable[[], gym.Env]]) -> None:
+    """A worker process of :class:`WorkerVecEnv`: a ``DummyVecEnv`` of its share of the envs, driven by commands."""
+    import torch
+
+    torch.set_num_threads(1)
+    parent_remote.close()
+    venv = DummyVecEnv(env_fns)
+    try:
+        while True:
+            cmd, data = remote.recv()
+            if cmd == "step":
+                obs, rewards, dones, infos = venv.step(data)
+                remote.send((obs, rewards, dones, infos, _masks(venv)))
+            elif cmd == "reset":
+                seeds, options = data
+                for i, seed in enumerate(seeds):
+                    if seed is not None:
+                        venv._seeds[i] = seed
+                venv._options = list(options)
+                obs = venv.reset()
+                remote.send((obs, venv.reset_infos, _masks(venv)))
+            elif cmd == "env_method":
+                name, args, kwargs, indices = data
+                remote.send(venv.env_method(name, *args, indices=indices, **kwargs))
+            elif cmd == "get_attr":
+                remote.send(venv.get_attr(data[0], indices=data[1]))
+            elif cmd == "has_attr":
+                remote.send(venv.has_attr(data))
+            elif cmd == "set_attr":
+                remote.send(venv.set_attr(data[0], data[1], indices=data[2]))
+            elif cmd == "is_wrapped":
+                remote.send(venv.env_is_wrapped(data[0], indices=data[1]))
+            elif cmd == "close":
+                venv.close()
+                remote.close()
+                return
+            else:
+                raise ValueError(f"WorkerVecEnv worker: unknown command {cmd!r}")
+    except (KeyboardInterrupt, EOFError, BrokenPipeError):
+        venv.close()
+
+
+def _masks(venv: VecEnv) -> np.ndarray:
+    return np.stack(venv.env_method("action_masks")).astype(bool)
+
+
+class WorkerVecEnv(VecEnv):
+    """A vector env of ``len(env_fns)`` envs stepped by ``n_workers`` processes, each running a ``DummyVecEnv`` of
+    a contiguous share (SB3's ``SubprocVecEnv`` runs one process per env, two pipe round trips per env and step
+    with MaskablePPO; here it is one round trip per worker).
+
+    Auto-reset, ``terminal_observation``, seeds (``seed(s)`` gives env ``i`` the seed ``s + i``) and reset
+    options behave as in SB3's ``DummyVecEnv``. The action masks come back with every step and reset, so
+    ``env_method("action_masks")`` (MaskablePPO's call before each step) is answered from them without a round
+    trip: ``list`` of ``bool (109,)`` arrays. Every other ``env_method`` goes to the workers.
+
+    Args:
+        env_fns: picklable ``() -> gym.Env`` factories (envs with ``action_masks()``).
+        n_workers: worker processes (1..len(env_fns)); the envs are split as evenly as possible.
+        start_method: multiprocessing start method (default ``"forkserver"``: no torch state is forked).
+
+    Raises:
+        ValueError: ``n_workers`` outside 1..len(env_fns).
+    """
+
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], n_workers: int, start_method: str = "forkserver"):
+        import multiprocessing as mp
+
+        n = len(env_fns)
+        if not 1 <= n_workers <= n:
+            raise ValueError(f"n_workers must be 1..{n} (the number of envs), got {n_workers}")
+        bounds = np.linspace(0, n, n_workers + 1).round().astype(int)
+        self._slices = [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
+        ctx = mp.get_context(start_method)
+        self._remotes, self._processes = [], []
+        for sl in self._slices:
+            remote, work_remote = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(work_remote, remote, list(env_fns[sl])), daemon=True)
+            proc.start()
+            work_remote.close()
+            self._remotes.append(remote)
+            self._processes.append(proc)
+        self._remotes[0].send(("get_attr", ("observation_space", [0])))
+        observation_space = self._remotes[0].recv()[0]
+        self._remotes[0].send(("get_attr", ("action_space", [0])))
+        action_space = self._remotes[0].recv()[0]
+        super().__init__(n, observation_space, action_space)
+        self._action_masks = np.zeros((n, NUM_ACTIONS), bool)
+        self._closed = False
+
+    def _split(self, indices: VecEnvIndices) -> list[tuple[int, list[int], list[int]]]:
+        """``(worker, positions in the request, local indices)`` for each worker holding one of ``indices``."""
+        wanted = self._get_indices(indices)
+        out = []
+        for w, sl in enumerate(self._slices):
+            pos = [k for k, i in enumerate(wanted) if sl.start <= i < sl.stop]
+            if pos:
+                out.append((w, pos, [wanted[k] - sl.start for k in pos]))
+        return out
+
+    def _gather(self, cmd: str, make: Callable[[list[int]], tuple], indices: VecEnvIndices) -> list[Any]:
+        parts = self._split(indices)
+        for w, _, local in parts:
+            self._remotes[w].send((cmd, make(local)))
+        out: list[Any] = [None] * len(self._get_indices(indices))
+        for w, pos, _ in parts:
+            for k, value in zip(pos, self._remotes[w].recv(), strict=True):
+                out[k] = value
+        return out
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Send each worker its share of ``actions`` (``int (n_envs,)``)."""
+        for remote, sl in zip(self._remotes, self._slices, strict=True):
+            remote.send(("step", actions[sl]))
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """``(obs float32 (n_envs, 402), rewards float32 (n_envs,), dones bool (n_envs,), infos)``."""
+        results = [remote.recv() for remote in self._remotes]
+        obs, rewards, dones, infos, masks = zip(*results, strict=True)
+        self._action_masks = np.concatenate(masks)
+        return np.concatenate(obs), np.concatenate(rewards), np.concatenate(dones), [i for part in infos for i in part]
+
+    def reset(self) -> VecEnvObs:
+        """Reset every env (with the seeds of ``seed()`` and the options of ``set_options()``, once)."""
+        for remote, sl in zip(self._remotes, self._slices, strict=True):
+            remote.send(("reset", (self._seeds[sl], self._options[sl])))
+        results = [remote.recv() for remote in self._remotes]
+        obs, reset_infos, masks = zip(*results, strict=True)
+        self.reset_infos = [i for part in reset_infos for i in part]
+        self._action_masks = np.concatenate(masks)
+        self._reset_seeds()
+        self._reset_options()
+        return np.concatenate(obs)
+
+    def action_masks(self) -> np.ndarray:
+        """``bool (n_envs, 109)``: the masks after the last step or reset."""
+        return self._action_masks.copy()
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any):
+        """Call ``method_name`` on the envs of ``indices``; ``"action_masks"`` is answered from the last step."""
+        if method_name == "action_masks" and not method_args and not method_kwargs:
+            return list(self._action_masks[self._get_indices(indices)])
+        return self._gather("env_method", lambda local: (method_name, method_args, method_kwargs, local), indices)
+
+    def has_attr(self, attr_name: str) -> bool:
+        """Whether the envs have ``attr_name`` (asked of the first worker: all envs are alike)."""
+        self._remotes[0].send(("has_attr", attr_name))
+        return bool(self._remotes[0].recv())
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """``attr_name`` of each env of ``indices``."""
+        return self._gather("get_attr", lambda local: (attr_name, local), indices)
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Set ``attr_name`` to ``value`` in each env of ``indices``."""
+        self._gather("set_attr", lambda local: (attr_name, value, local), indices)
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        """Whether each env of ``indices`` is wrapped in ``wrapper_class``."""
+        return self._gather("is_wrapped", lambda local: (wrapper_class, local), indices)
+
+    def close(self) -> None:
+        """Stop the workers."""
+        if self._closed:
+            return
+        for remote in self._remotes:
+            remote.send(("close", None))
+        for proc in self._processes:
+            proc.join()
+        self._closed = True
 
 
 @dataclass
@@ -148,7 +326,10 @@ def _dummy(req: VecEnvRequest) -> VecEnv:
 
 
 def _subproc(req: VecEnvRequest) -> VecEnv:
-    return SubprocVecEnv(req.env_fns, start_method="forkserver")
+    workers = req.cfg.train.n_workers
+    if workers is None:
+        return SubprocVecEnv(req.env_fns, start_method="forkserver")
+    return WorkerVecEnv(req.env_fns, min(workers, len(req.env_fns)))
 
 
 def _batched(req: VecEnvRequest) -> VecEnv:
@@ -197,7 +378,7 @@ def build_vec_env(
             cfg.env.learner_seat,
             sampler,
             str(monitor_dir / f"{i}.monitor.csv") if monitor_dir is not None else None,
-            cfg.train.torch_threads,
+            None if cfg.train.vec_env == "dummy" else 1,
         )
         for i, n in enumerate(table_sizes(cfg))
     ]
