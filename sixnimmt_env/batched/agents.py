@@ -9,8 +9,11 @@ kind         card selection (R5)         low-card row (R9)       logic-variant d
 ``random``   a uniformly random card     a uniformly random row  a uniformly random display card
 ``lowest``   its lowest card             the cheapest row        the lowest display card
 ``highest``  its highest card            the cheapest row        the highest display card
-``greedy``   the lowest immediate cost   the cheapest row        the dearest display card (ties higher)
+``greedy``   the lowest immediate cost   the cheapest row        balanced: lowest or highest card (*)
 ===========  ==========================  ======================  =======================================
+
+(*) :func:`sixnimmt_env.agents.balanced_draft`: the lowest display card while at most half of the hand is low
+(``2 c <= deck_size``), else the highest.
 
 ``random`` draws from a per-game splitmix64 stream (see :mod:`.core`), not from a ``numpy.random.Generator``:
 the same seed gives the same choices here, but not the reference agent's choices.
@@ -24,7 +27,6 @@ import numpy as np
 from numba import njit
 
 from sixnimmt_env.batched.core import (
-    BULL,
     C_DECK,
     C_N,
     CHOOSE_ROW,
@@ -87,8 +89,20 @@ def greedy_index(hand: np.ndarray, hand_len: np.ndarray, rows: np.ndarray, row_l
 
 
 @njit(cache=True, inline="always")
+def balanced_draft_low(hand: np.ndarray, hand_len: np.ndarray, deck_size: int, b: int, s: int) -> bool:
+    """Whether the greedy draft rule (:func:`sixnimmt_env.agents.balanced_draft`, V2) takes the lowest display card:
+    at most half of seat ``s``'s hand is low (a card ``c`` with ``2 c <= deck_size``); else it takes the highest."""
+    k = hand_len[b, s]
+    low = 0
+    for j in range(k):
+        if 2 * hand[b, s, j] <= deck_size:
+            low += 1
+    return 2 * low <= k
+
+
+@njit(cache=True, inline="always")
 def _display_card(display: np.ndarray, deck_size: int, kind: int, b: int, rng: np.ndarray) -> int:
-    """The draft pick of ``kind`` from game ``b``'s display (V2)."""
+    """The draft pick of ``kind`` (``random``, ``lowest`` or ``highest``) from game ``b``'s display (V2)."""
     if kind == RANDOM:
         count = 0
         for c in range(1, deck_size + 1):
@@ -103,15 +117,10 @@ def _display_card(display: np.ndarray, deck_size: int, kind: int, b: int, rng: n
         for c in range(1, deck_size + 1):
             if display[b, c]:
                 return c
-    if kind == HIGHEST:
-        for c in range(deck_size, 0, -1):
-            if display[b, c]:
-                return c
-    best = 0  # GREEDY: the dearest card, ties to the higher card
-    for c in range(1, deck_size + 1):
-        if display[b, c] and (best == 0 or BULL[c] >= BULL[best]):
-            best = c
-    return best
+    for c in range(deck_size, 0, -1):  # HIGHEST
+        if display[b, c]:
+            return c
+    return 0
 
 
 @njit(cache=True)
@@ -150,6 +159,8 @@ def heuristic_game_actions(
             else:
                 out[b, s] = ROW_ACTION + _cheapest_row(rows, row_len, b)
         elif p == DRAFT:
+            if kind == GREEDY:
+                kind = LOWEST if balanced_draft_low(hand, hand_len, cfg[C_DECK], b, s) else HIGHEST
             out[b, s] = _display_card(display, cfg[C_DECK], kind, b, rng) - 1
 
 
