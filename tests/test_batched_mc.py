@@ -9,16 +9,18 @@ from sixnimmt_env import agents as ref_agents
 from sixnimmt_env.batched import BatchedGames
 from sixnimmt_env.batched.agents import HeuristicPlayers, kind_codes
 from sixnimmt_env.batched.mc import MonteCarloPlayers, row_scores, select_scores
-from sixnimmt_env.engine import CHOOSE_ROW, DONE, SELECT, GameConfig, State, legal_actions, new_game, step, view
+from sixnimmt_env.engine import CHOOSE_ROW, DONE, DRAFT, SELECT, GameConfig, State, legal_actions, new_game, step, view
 
 
-def _positions(config: GameConfig, count: int, seed: int) -> list[State]:
-    """Positions of random legal play: card selections and low-card row choices of every turn."""
+def _positions(
+    config: GameConfig, count: int, seed: int, phases: tuple[str, ...] = (SELECT, CHOOSE_ROW)
+) -> list[State]:
+    """Positions of random legal play in ``phases`` (default: card selections and low-card row choices)."""
     rng = np.random.default_rng(seed)
     out: list[State] = []
     state = new_game(config, rng)
     while len(out) < count:
-        if state.phase in (SELECT, CHOOSE_ROW):
+        if state.phase in phases:
             out.append(state)
         acts = [int(rng.choice(legal_actions(state, s))) for s in range(config.num_players)]
         state, _ = step(state, acts, rng)
@@ -113,5 +115,17 @@ def test_bad_arguments() -> None:
         MonteCarloPlayers(games, [True, False, False], 0)
     with pytest.raises(ValueError, match=r"seats must have shape \(num_players=3,\)"):
         MonteCarloPlayers(games, [True, False], 8)
-    with pytest.raises(ValueError, match="logic variant"):
-        MonteCarloPlayers(BatchedGames(GameConfig(num_players=3, variant="logic"), 2), [True, False, False], 8)
+
+
+def test_batched_mc_drafts_as_the_reference_agent() -> None:
+    config = GameConfig(num_players=5, variant="logic", episode="round")
+    positions = _positions(config, 120, seed=2, phases=(DRAFT,))
+    assert len(positions) >= 40
+    batch = BatchedGames(config, len(positions), seed=0)
+    for b, state in enumerate(positions):
+        batch.set_state(b, state)
+    chosen = MonteCarloPlayers(batch, np.ones(5, bool), 8, seed=0).act(np.zeros((len(positions), 5), np.int64))
+    agent = ref_agents.MonteCarloAgent(8)
+    rng = np.random.default_rng(0)
+    expected = [[agent.act(view(state, s), rng) for s in range(5)] for state in positions]
+    np.testing.assert_array_equal(chosen, expected)

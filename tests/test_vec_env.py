@@ -117,8 +117,6 @@ def _replay(
 def test_heuristic_opponents_match_the_reference_engine(config: GameConfig) -> None:
     n = config.num_players
     opponents = (["greedy", "lowest", "highest", "greedy"] * 3)[: n - 1]
-    if config.variant == "logic":  # the batched greedy draft rule is not the reference one any more
-        opponents = (["lowest", "highest"] * 3)[: n - 1]
     episodes = _replay(config, opponents, ref_agents.GreedyAgent(), num_envs=12, steps=25, seed=1)
     assert episodes >= 12
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.batched.core import BULL, C_DECK, C_N, CHOOSE_ROW, DONE, SELECT, BatchedGames, random_below
+from sixnimmt_env.batched.agents import balanced_draft_low
+from sixnimmt_env.batched.core import BULL, C_DECK, C_N, CHOOSE_ROW, DONE, DRAFT, SELECT, BatchedGames, random_below
 from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_CARDS, NUM_ROWS, ROW_ACTION, ROW_LIMIT
 
 # --------------------------------------------------------------------------- the light simulation (R6-R9)
@@ -253,7 +254,17 @@ def _sort(a: np.ndarray, k: int) -> None:
 
 @njit(cache=True)
 def _mc_actions(S: tuple, cfg: np.ndarray, mc: np.ndarray, samples: int, out: np.ndarray, rng: np.ndarray) -> None:
-    phase, hand, hand_len, rows, row_len, pile, revealed, chooser = S[0], S[1], S[2], S[3], S[4], S[5], S[7], S[10]
+    phase, hand, hand_len, rows, row_len, pile, display, revealed, chooser = (
+        S[0],
+        S[1],
+        S[2],
+        S[3],
+        S[4],
+        S[5],
+        S[6],
+        S[7],
+        S[10],
+    )
     n = cfg[C_N]
     size = cfg[C_DECK]
     known = np.zeros(NUM_CARDS + 1, np.bool_)
@@ -270,6 +281,14 @@ def _mc_actions(S: tuple, cfg: np.ndarray, mc: np.ndarray, samples: int, out: np
                 continue
             if p == DONE or (p != SELECT and chooser[b] != s):
                 out[b, s] = NOOP
+                continue
+            if p == DRAFT:  # the greedy draft rule (balanced_draft, V2)
+                low = balanced_draft_low(hand, hand_len, size, b, s)
+                for i in range(1, size + 1):
+                    c = i if low else size + 1 - i
+                    if display[b, c]:
+                        out[b, s] = c - 1
+                        break
                 continue
             k = hand_len[b, s]
             if p == SELECT and k == 1:
@@ -324,23 +343,22 @@ def _mc_actions(S: tuple, cfg: np.ndarray, mc: np.ndarray, samples: int, out: np
 
 
 class MonteCarloPlayers:
-    """``mc:N`` at chosen seats of a batch: card selection (R5) and low-card row choice (R9) by the reference rule.
+    """``mc:N`` at chosen seats of a batch: card selection (R5), low-card row choice (R9) and draft pick (V2, the
+    greedy rule :func:`sixnimmt_env.agents.balanced_draft`), by the reference agent's rules.
 
     Args:
-        games: the batch they play in (not the logic variant: the draft rule of ``mc:N`` has no batched version).
+        games: the batch they play in.
         seats: ``bool`` array of shape ``(n,)`` or ``(B, n)``: where ``mc:N`` sits.
         samples: N, worlds per decision (>= 1).
         seed: seeds the per-game streams that deal the worlds.
 
     Raises:
-        ValueError: a bad ``samples`` or ``seats`` shape, or the logic variant.
+        ValueError: a bad ``samples`` or a ``seats`` array of the wrong shape.
     """
 
     def __init__(self, games: BatchedGames, seats: np.ndarray, samples: int, seed: int | None = None) -> None:
         if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
             raise ValueError(f"mc samples must be a positive integer, got {samples!r}")
-        if games.config.variant == "logic":
-            raise ValueError("MonteCarloPlayers: the logic variant's draft (V2) has no batched mc:N; use the reference")
         B, n = games.batch_size, games.num_players
         seats = np.asarray(seats, np.bool_)
         if seats.shape == (n,):
