@@ -10,24 +10,35 @@ Figures:
   row choice or a draft pick);
 - the heuristic arena ``greedy,lowest,random,random``, 4 players, single rounds: games/s on the batched path
   (one process), and on the reference path for comparison;
-- ``mc:64`` against three greedy, 4 players, single rounds: games/s (reference Python agent: the batched
-  engine has no Monte Carlo rollouts yet);
+- ``mc:64`` against three greedy, 4 players, single rounds: games/s of the batched player
+  (:class:`sixnimmt_env.batched.mc.MonteCarloPlayers` with the vectorised greedy agents, the ``mc:64`` seat rotating),
+  of the reference agent with its rollouts in numba (the arena's reference path), and of the reference agent with
+  its pure-Python rollouts;
+- MaskablePPO ``learn``: environment steps/s of ``configs/ppo_4p.yaml`` (16 Gymnasium envs in a DummyVecEnv) and of
+  ``configs/ppo_4p_batched.yaml`` (the same with ``train.vec_env: batched``, 256 games), ``--train-steps`` each
+  (default 20,480), rollouts and updates together;
 - peak resident memory of a process playing random games with observations at B = 1024 and B = 16384
-  (``resource.getrusage``, measured in fresh subprocesses, the interpreter and imports included).
+  (``VmHWM`` of ``/proc/self/status``, measured in fresh subprocesses, the interpreter and imports included).
 
 Rates are per CPU second of this one process (``time.process_time``), so other load on the shared machine does
-not skew them; on an idle machine they equal wall-clock rates on one core.
+not skew them; on an idle machine they equal wall-clock rates on one core. Wall-clock rates are printed beside them.
+
+    python benchmarks/batched_throughput.py --only mc,train    # just the mc:64 and the training figures
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from sixnimmt_env.batched import BatchedGames
 from sixnimmt_env.batched.agents import HeuristicPlayers, kind_codes
@@ -45,7 +56,7 @@ WALL: dict[str, float] = {}
 """Wall-clock rates of the last runs, printed beside the CPU-time rates."""
 
 
-TARGETS = {"random": 2_000_000, "arena": 80_000, "mc": 40}
+TARGETS = {"random": 2_000_000, "arena": 80_000, "mc": 40, "train": 30_000}
 
 
 def random_play(batch_size: int, seconds: float) -> tuple[float, int]:
@@ -102,6 +113,121 @@ def arena_reference(agents: str, games: int) -> float:
     return games / (_clock() - t0)
 
 
+def mc_batched(games: int, samples: int = 64) -> float:
+    """Games/s of ``mc:N`` against three greedy on the batched engine (4 players, single rounds, seat rotating)."""
+    from sixnimmt_env.batched.mc import MonteCarloPlayers
+
+    config = GameConfig(num_players=4, episode="round")
+
+    def play(count: int, seed: int) -> None:
+        batch = BatchedGames(config, count, seed=seed)
+        seats = np.zeros((count, 4), bool)
+        seats[np.arange(count), np.arange(count) % 4] = True
+        greedy = HeuristicPlayers(batch, np.where(seats, -1, kind_codes(["greedy"])[0]))
+        mc = MonteCarloPlayers(batch, seats, samples, seed=seed)
+        actions = np.zeros((count, 4), np.int64)
+        while not batch.done.all():
+            batch.step(mc.act(greedy.act(actions)), check=False)
+
+    play(4, 0)  # compile / load
+    t0, w0 = _clock(), time.perf_counter()
+    play(games, 1)
+    WALL["mc_batched"] = games / (time.perf_counter() - w0)
+    return games / (_clock() - t0)
+
+
+def mc_reference_python(games: int) -> float:
+    """Games/s of the reference ``mc:64`` agent with its pure-Python rollouts (numba switched off)."""
+    from sixnimmt_env import agents
+
+    compiled = agents._compiled_mc
+    agents._compiled_mc = lambda: None
+    try:
+        rate = arena_reference("mc:64,greedy,greedy,greedy", games)
+    finally:
+        agents._compiled_mc = compiled
+    WALL["mc_python"] = WALL["mc:64,greedy,greedy,greedy"]
+    return rate
+
+
+def _tree_cpu() -> float:
+    """CPU seconds of this process plus its live descendants (e.g. the worker processes of a subprocess vector env),
+    read from ``/proc/<pid>/stat`` (utime + stime)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        parent[int(entry)] = int(fields[1])
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    mine, total, frontier = {os.getpid()}, 0.0, [os.getpid()]
+    while frontier:
+        p = frontier.pop()
+        for child, ppid in parent.items():
+            if ppid == p and child not in mine:
+                mine.add(child)
+                frontier.append(child)
+                total += cpu[child]
+    return _clock() + total
+
+
+def vec_env_rate(batch_size: int, seconds: float) -> float:
+    """Learner steps/s of :class:`training.vec_env.SixNimmtVecEnv` alone (the ``ppo_4p`` opponent mixture, the learner
+    playing its lowest legal action), masks fetched as MaskablePPO fetches them."""
+    from sb3_contrib.common.maskable.utils import get_action_masks
+
+    from training.vec import MixtureSampler
+    from training.vec_env import SixNimmtVecEnv
+
+    mixture = MixtureSampler(["greedy", "lowest", "highest", "random"], [0.7, 0.1, 0.1, 0.1])
+    env = SixNimmtVecEnv(batch_size, opponents=mixture, seed=0, num_players=4, episode="round")
+    env.reset()
+
+    def play(steps: int) -> None:
+        for _ in range(steps):
+            env.step(get_action_masks(env).argmax(axis=1))
+
+    play(5)
+    steps, t0, w0 = 0, _clock(), time.perf_counter()
+    while _clock() - t0 < seconds:
+        play(20)
+        steps += 20
+    WALL["vec_env"] = steps * batch_size / (time.perf_counter() - w0)
+    return steps * batch_size / (_clock() - t0)
+
+
+def train_rate(config: str, steps: int) -> float:
+    """Environment steps per CPU second (this process and its workers) of MaskablePPO ``learn(steps)`` with
+    ``config`` (no callbacks)."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    import training.agent  # noqa: F401  (ppo: specs)
+    from training.config import algo_kwargs, load_config
+    from training.vec import build_vec_env
+
+    cfg = load_config(config)
+    torch.set_num_threads(cfg.train.torch_threads)
+    venv = build_vec_env(cfg, None)
+    try:
+        model = MaskablePPO("MlpPolicy", venv, seed=cfg.train.seed, device=cfg.train.device, **algo_kwargs(cfg))
+        model.learn(2048)  # warm up (numba loads, first rollout)
+        t0, w0 = _tree_cpu(), time.perf_counter()
+        model.learn(steps, reset_num_timesteps=False)
+        cpu, wall = _tree_cpu() - t0, time.perf_counter() - w0
+    finally:
+        venv.close()
+    done = model.num_timesteps - 2048
+    WALL[config] = done / wall
+    return done / cpu
+
+
 def peak_memory_mb(batch_size: int) -> float:
     """Peak RSS in MB of a fresh process playing random games (a few steps) with observations at ``batch_size``."""
     cmd = [sys.executable, __file__, "--child", str(batch_size)]
@@ -111,37 +237,64 @@ def peak_memory_mb(batch_size: int) -> float:
 
 def _child(batch_size: int) -> None:
     random_play(batch_size, 0.0)
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # Linux: KB
+    # VmHWM: this process image's peak RSS (ru_maxrss would carry over the parent's peak across fork + exec)
+    with open("/proc/self/status") as f:
+        peak = [line for line in f if line.startswith("VmHWM:")]
+    print(int(peak[0].split()[1]) / 1024 if peak else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="shorter runs (noisier figures)")
+    parser.add_argument("--only", default="random,arena,mc,train,memory", help="comma-separated parts to run")
+    parser.add_argument("--train-steps", type=int, default=20_480, help="MaskablePPO steps per training figure")
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         _child(args.child)
         return
     quick = args.quick
+    parts = set(args.only.split(","))
     rows = []
-    rate, steps = random_play(1024, 1.0 if quick else 4.0)
-    rows.append(("random legal play + obs + masks, B=1024", f"{rate:,.0f} decisions/s", TARGETS["random"]))
-    rows.append(("  same, wall clock", f"{WALL['random']:,.0f} decisions/s", None))
-    games = 8192 if quick else 40_960
-    rate = arena_batched(games)
-    rows.append(("arena greedy,lowest,random,random (batched)", f"{rate:,.0f} games/s", TARGETS["arena"]))
-    rows.append(("  same, wall clock", f"{WALL['arena']:,.0f} games/s", None))
-    ref = arena_reference("greedy,lowest,random,random", 300 if quick else 2000)
-    rows.append(("arena greedy,lowest,random,random (reference)", f"{ref:,.0f} games/s", None))
-    mc = arena_reference("mc:64,greedy,greedy,greedy", 2 if quick else 8)
-    rows.append(("arena mc:64,greedy,greedy,greedy (reference agent)", f"{mc:,.1f} games/s", TARGETS["mc"]))
-    for b in (1024, 16384):
-        rows.append((f"peak resident memory, B={b}", f"{peak_memory_mb(b):,.0f} MB", None))
+    steps = 0
+    if "random" in parts:
+        rate, steps = random_play(1024, 1.0 if quick else 4.0)
+        rows.append(("random legal play + obs + masks, B=1024", f"{rate:,.0f} decisions/s", TARGETS["random"]))
+        rows.append(("  same, wall clock", f"{WALL['random']:,.0f} decisions/s", None))
+    if "arena" in parts:
+        games = 8192 if quick else 40_960
+        rate = arena_batched(games)
+        rows.append(("arena greedy,lowest,random,random (batched)", f"{rate:,.0f} games/s", TARGETS["arena"]))
+        rows.append(("  same, wall clock", f"{WALL['arena']:,.0f} games/s", None))
+        ref = arena_reference("greedy,lowest,random,random", 300 if quick else 2000)
+        rows.append(("arena greedy,lowest,random,random (reference)", f"{ref:,.0f} games/s", None))
+    if "mc" in parts:
+        rate = mc_batched(64 if quick else 256)
+        rows.append(("mc:64,greedy,greedy,greedy (batched MonteCarloPlayers)", f"{rate:,.1f} games/s", TARGETS["mc"]))
+        rows.append(("  same, wall clock", f"{WALL['mc_batched']:,.1f} games/s", None))
+        mc = arena_reference("mc:64,greedy,greedy,greedy", 8 if quick else 40)
+        rows.append(("mc:64,greedy,greedy,greedy (reference agent, numba rollouts)", f"{mc:,.1f} games/s", None))
+        rows.append(("  same, wall clock", f"{WALL['mc:64,greedy,greedy,greedy']:,.1f} games/s", None))
+        mc = mc_reference_python(2 if quick else 4)
+        rows.append(("mc:64,greedy,greedy,greedy (reference agent, Python rollouts)", f"{mc:,.2f} games/s", None))
+        rows.append(("  same, wall clock", f"{WALL['mc_python']:,.2f} games/s", None))
+    if "train" in parts:
+        rate = vec_env_rate(256, 1.0 if quick else 3.0)
+        rows.append(("SixNimmtVecEnv alone, B=256 (no policy)", f"{rate:,.0f} steps/s", None))
+        rows.append(("  same, wall clock", f"{WALL['vec_env']:,.0f} steps/s", None))
+        for config in ("configs/ppo_4p.yaml", "configs/ppo_4p_batched.yaml"):
+            rate = train_rate(config, args.train_steps)
+            rows.append((f"MaskablePPO learn, {config} (CPU s of all processes)", f"{rate:,.0f} steps/s", None))
+            rows.append(("  same, wall clock (2 cores)", f"{WALL[config]:,.0f} steps/s", TARGETS["train"]))
+    if "memory" in parts:
+        for b in (1024, 16384):
+            rows.append((f"peak resident memory, B={b}", f"{peak_memory_mb(b):,.0f} MB", None))
     width = max(len(r[0]) for r in rows)
     print(f"{'measure (rates per CPU second of one process)'.ljust(width)}  {'figure':>22}  target")
     for name, figure, target in rows:
         print(f"{name.ljust(width)}  {figure:>22}  {'' if target is None else f'{target:,}'}")
-    print(f"(random play: {steps} batched steps of 1024 games; finished games restart at once)")
+    if steps:
+        print(f"(random play: {steps} batched steps of 1024 games; finished games restart at once)")
 
 
 if __name__ == "__main__":
