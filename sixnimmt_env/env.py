@@ -108,10 +108,12 @@ The unused stock is implied: cards of the deck in no hand, row, pile or display.
 STATE_SIZE = sum(size for _, size in STATE_PIECES)
 """Length of the state vector (1442)."""
 
-ENV_OPTIONS = ("reward", "illegal_action", "render_mode")
+BACKENDS = ("reference", "compiled")
+ENV_OPTIONS = ("reward", "illegal_action", "render_mode", "backend")
 """Keyword arguments of the environment besides the :class:`GameConfig` fields."""
 
 _POSITION_KEYS = ("hands", "rows", "totals", "display")
+_STEP_OK, _STEP_OVER = -1, -3  # codes of the compiled step: sixnimmt_env.batched.single.OK, OVER (tested equal)
 
 
 def _observation_high() -> np.ndarray:
@@ -132,20 +134,22 @@ class AgentInfo(dict):
     Built empty; a key is computed the first time it is read (``info["hand"]``),
     and every key as soon as the dict is used as a whole (iteration, ``len``,
     ``==``, ``repr``, copying, changing it). It then behaves as an ordinary
-    ``dict`` holding a snapshot of that step's state.
+    ``dict`` holding a snapshot of that step's state. ``state`` is the
+    engine's :class:`State` or, in the compiled backend, a
+    :class:`_LazyState` that builds it from that step's arrays when first needed.
     """
 
     __slots__ = ("_seat", "_state")
 
-    def __init__(self, state: State, seat: int) -> None:
-        self._state: State | None = state
+    def __init__(self, state: State | _LazyState, seat: int) -> None:
+        self._state: State | _LazyState | None = state
         self._seat = seat
 
     def _fill(self) -> None:
         state = self._state
         if state is not None:
             self._state = None
-            view = PlayerView(state, self._seat)
+            view = PlayerView(state if type(state) is State else state.get(), self._seat)
             for key in view:
                 if not dict.__contains__(self, key):
                     dict.__setitem__(self, key, view[key])
@@ -153,7 +157,7 @@ class AgentInfo(dict):
     def __missing__(self, key: str) -> Any:
         state = self._state
         if state is not None and key in _VIEW_KEYS:
-            value = PlayerView(state, self._seat)[key]
+            value = PlayerView(state if type(state) is State else state.get(), self._seat)[key]
             dict.__setitem__(self, key, value)
             return value
         raise KeyError(key)
@@ -185,12 +189,87 @@ class AgentInfo(dict):
 _VIEW_KEYS = frozenset(PlayerView._KEYS)
 
 
+class AgentInfos(dict):
+    """The ``infos`` of one step: a plain ``dict`` ``{agent: AgentInfo}`` whose entries are made on first use.
+
+    ``infos["player_1"]`` builds only that agent's :class:`AgentInfo`; iterating,
+    ``len``, ``==``, ``repr``, copying or changing the dict builds every entry
+    first, after which it is an ordinary ``dict``.
+    """
+
+    __slots__ = ("_seat_of", "_state")
+
+    def __init__(self, state: State | _LazyState, seat_of: Mapping[str, int]) -> None:
+        self._state: State | _LazyState | None = state
+        self._seat_of = seat_of
+
+    def _fill(self) -> None:
+        state = self._state
+        if state is not None:
+            self._state = None
+            for name, seat in self._seat_of.items():
+                if not dict.__contains__(self, name):
+                    dict.__setitem__(self, name, AgentInfo(state, seat))
+
+    def __missing__(self, key: str) -> AgentInfo:
+        state = self._state
+        if state is not None and key in self._seat_of:
+            value = AgentInfo(state, self._seat_of[key])
+            dict.__setitem__(self, key, value)
+            return value
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or (self._state is not None and key in self._seat_of)
+
+    def __reduce__(self) -> tuple[type, tuple[dict[str, Any]]]:
+        self._fill()
+        return dict, (dict(dict.items(self)),)
+
+    def __copy__(self) -> dict[str, Any]:
+        self._fill()
+        return dict(dict.items(self))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        import copy
+
+        self._fill()
+        return copy.deepcopy(dict(dict.items(self)), memo)
+
+
+class _LazyState:
+    """The engine :class:`State` of one step of the compiled backend, rebuilt on first use from the snapshot
+    stored below that step's observations (:func:`sixnimmt_env.batched.single.state_from_snapshot`)."""
+
+    __slots__ = ("_config", "_obs", "_state")
+
+    def __init__(self, config: GameConfig, obs: np.ndarray) -> None:
+        self._config, self._obs = config, obs
+        self._state: State | None = None
+
+    def get(self) -> State:
+        if self._state is None:
+            from sixnimmt_env.batched.single import state_from_snapshot
+
+            self._state = state_from_snapshot(self._config, self._obs)
+        return self._state
+
+
 def _filled(name: str) -> Callable[..., Any]:
     method = getattr(dict, name)
 
     @functools.wraps(method)
-    def wrapper(self: AgentInfo, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: AgentInfo | AgentInfos, *args: Any, **kwargs: Any) -> Any:
         self._fill()
+        for arg in args:  # e.g. info == other_info: dict's C code reads the other's entries directly
+            if isinstance(arg, AgentInfo | AgentInfos):
+                arg._fill()
         return method(self, *args, **kwargs)
 
     return wrapper
@@ -219,7 +298,9 @@ for _name in (
     "clear",
 ):
     setattr(AgentInfo, _name, _filled(_name))
+    setattr(AgentInfos, _name, _filled(_name))
 AgentInfo.__hash__ = None  # type: ignore[assignment]
+AgentInfos.__hash__ = None  # type: ignore[assignment]
 
 
 # --------------------------------------------------------------------------- environment
@@ -239,6 +320,10 @@ class SixNimmtParallelEnv(ParallelEnv):
             ``-ILLEGAL_ACTION_PENALTY``, the others 0).
         render_mode: ``None``, ``"ansi"`` (:meth:`render` returns the table as
             text) or ``"human"`` (:meth:`render` prints it).
+        backend: ``"reference"`` (default: the pure-Python engine) or
+            ``"compiled"`` (numba kernels, one compiled call per step; the
+            same rules, observations, masks, rewards and infos, but its own
+            deals: see the module docstring).
 
     Raises:
         ValueError: an unknown keyword (the message lists the allowed ones) or
@@ -259,6 +344,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         reward = config.pop("reward", "penalty")
         illegal_action = config.pop("illegal_action", "raise")
         render_mode = config.pop("render_mode", None)
+        backend = config.pop("backend", "reference")
         if reward not in REWARD_MODES:
             raise ValueError(f"reward must be one of {', '.join(map(repr, REWARD_MODES))}, got {reward!r}")
         if illegal_action not in ILLEGAL_ACTION_MODES:
@@ -269,7 +355,10 @@ class SixNimmtParallelEnv(ParallelEnv):
             raise ValueError(
                 f"render_mode must be None or one of {', '.join(map(repr, RENDER_MODES))}, got {render_mode!r}"
             )
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
         self.config = GameConfig(**config)
+        self.backend: str = backend
         self.reward_mode: str = reward
         self.illegal_action: str = illegal_action
         self.render_mode: str | None = render_mode
@@ -295,6 +384,15 @@ class SixNimmtParallelEnv(ParallelEnv):
         self._encoder = BatchEncoder(n)
         self._rng: np.random.Generator | None = None
         self._state: State | None = None
+        self._game: Any = None  # the compiled backend's SingleGame
+        self._lazy: _LazyState | None = None  # its current state
+        self._obs: np.ndarray | None = None  # its current observations (n, 402) and masks (n, 109)
+        self._masks: np.ndarray | None = None
+        if backend == "compiled":
+            from sixnimmt_env.batched.single import SingleGame
+
+            self._game = SingleGame(self.config)
+            self._action_row = self._game.actions[0]
         self._zero_rewards = dict.fromkeys(self._names, 0.0)
         self._all_true = dict.fromkeys(self._names, True)
         self._all_false = dict.fromkeys(self._names, False)
@@ -320,18 +418,21 @@ class SixNimmtParallelEnv(ParallelEnv):
     @property
     def game_state(self) -> State:
         """The engine's current :class:`State` (immutable). Raises ``ValueError`` before :meth:`reset`."""
+        if self._lazy is not None:
+            return self._lazy.get()
         if self._state is None:
             raise ValueError("the environment has no game yet: call reset() first")
         return self._state
 
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
-    ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, AgentInfo]]:
+    ) -> tuple[dict[str, dict[str, np.ndarray]], AgentInfos]:
         """Start a new episode.
 
         Args:
-            seed: seeds the environment's ``numpy.random.Generator``; later
-                resets without a seed continue its stream (same seed, same games).
+            seed: seeds the environment's ``numpy.random.Generator`` (the
+                compiled backend: its game's splitmix64 stream); later resets
+                without a seed continue its stream (same seed, same games).
             options: ``{"hands": [[...] per seat], "rows": [[...] × 4],
                 "totals": [...], "display": [...]}`` starts from that position
                 (:func:`engine.from_position`; the lists are copied, never kept);
@@ -345,11 +446,8 @@ class SixNimmtParallelEnv(ParallelEnv):
             ValueError: an invalid position (saying what is wrong), or position
                 keys without ``"hands"``.
         """
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        elif self._rng is None:
-            self._rng = np.random.default_rng()
         position = {k: options[k] for k in _POSITION_KEYS if options and k in options}
+        state = None
         if position:
             if "hands" not in position:
                 raise ValueError(f"a start position needs options['hands'] (got only {sorted(position)})")
@@ -360,7 +458,22 @@ class SixNimmtParallelEnv(ParallelEnv):
                 totals=position.get("totals"),
                 display=position.get("display"),
             )
-        else:
+        game = self._game
+        if game is not None:
+            if state is None:
+                self._obs, self._masks = game.new_game(seed)
+            else:
+                if seed is not None:
+                    game.seed(seed)
+                self._obs, self._masks = game.load(state)
+            self._lazy = _LazyState(self.config, self._obs)
+            self.agents = list(self._names)
+            return self._observations(), self._infos(self._lazy)
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        elif self._rng is None:
+            self._rng = np.random.default_rng()
+        if state is None:
             state = engine.new_game(self.config, self._rng)
         self._state = state
         self._encoder.reset(state)
@@ -368,17 +481,20 @@ class SixNimmtParallelEnv(ParallelEnv):
         return self._observations(), self._infos(state)
 
     def _observations(self) -> dict[str, dict[str, np.ndarray]]:
-        obs = self._encoder.observations()
-        masks = self._encoder.masks()
+        if self._game is not None:
+            obs, masks = self._obs, self._masks
+        else:
+            obs = self._encoder.observations()
+            masks = self._encoder.masks()
         return {name: {"observation": obs[i], "action_mask": masks[i]} for i, name in enumerate(self._names)}
 
-    def _infos(self, state: State) -> dict[str, AgentInfo]:
-        return {name: AgentInfo(state, i) for i, name in enumerate(self._names)}
+    def _infos(self, state: State | _LazyState) -> AgentInfos:
+        return AgentInfos(state, self._seat_of)
 
     def _bad_actions(self, actions: Any, err: IllegalActionError | None) -> ValueError | None:
         """The ``ValueError`` for malformed ``actions``, or ``None`` if ``err`` is a well-formed illegal action."""
         names = self._names
-        state = self._state
+        state = self.game_state
         if not isinstance(actions, Mapping):
             return ValueError(f"actions must be a dict {{agent: action}}, got {type(actions).__name__}")
         missing = [name for name in names if name not in actions]
@@ -389,7 +505,7 @@ class SixNimmtParallelEnv(ParallelEnv):
             return ValueError(f"actions for unknown agents {extra}; live agents: {list(names)}")
         for seat, name in enumerate(names):
             a = actions[name]
-            legal = list(engine.legal_actions(state, seat))  # type: ignore[arg-type]
+            legal = list(engine.legal_actions(state, seat))
             if isinstance(a, bool) or not isinstance(a, int | np.integer):
                 return ValueError(
                     f"{name}: action {a!r} of type {type(a).__name__} is not an integer; legal actions: {legal}"
@@ -400,7 +516,7 @@ class SixNimmtParallelEnv(ParallelEnv):
             return None
         if self.illegal_action == "raise":
             return ValueError(
-                f"{names[err.seat]}: action {err.action!r} is not legal in phase {state.phase!r}; "  # type: ignore[union-attr]
+                f"{names[err.seat]}: action {err.action!r} is not legal in phase {state.phase!r}; "
                 f"legal actions: {list(err.legal)}"
             )
         return None
@@ -412,7 +528,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         dict[str, float],
         dict[str, bool],
         dict[str, bool],
-        dict[str, AgentInfo],
+        AgentInfos,
     ]:
         """Apply one joint action: one action per live agent (Python or numpy integers).
 
@@ -429,9 +545,11 @@ class SixNimmtParallelEnv(ParallelEnv):
         """
         state = self._state
         if not self.agents:
-            if state is None:
+            if state is None and self._lazy is None:
                 raise ValueError("the environment has no game yet: call reset() first")
             raise ValueError("the episode is over (agents is empty): call reset() to start a new one")
+        if self._game is not None:
+            return self._step_compiled(actions)
         names = self._names
         try:
             acts = [actions[name] for name in names]
@@ -451,11 +569,10 @@ class SixNimmtParallelEnv(ParallelEnv):
         encoder.update(new)
         obs = encoder.observations()
         masks = encoder.masks()
-        observations = {}
-        infos = {}
-        for i, name in enumerate(names):
-            observations[name] = {"observation": obs[i], "action_mask": masks[i]}
-            infos[name] = AgentInfo(new, i)
+        observations = {
+            name: {"observation": o, "action_mask": m} for name, o, m in zip(names, obs, masks, strict=True)
+        }
+        infos = AgentInfos(new, self._seat_of)
         if not any(penalties):
             rewards = self._zero_rewards.copy()
         elif self.reward_mode == "penalty":
@@ -468,12 +585,58 @@ class SixNimmtParallelEnv(ParallelEnv):
             return observations, rewards, self._all_true.copy(), self._all_false.copy(), infos
         return observations, rewards, self._all_false.copy(), self._all_false.copy(), infos
 
+    def _step_compiled(self, actions: Mapping[str, Any]) -> tuple[Any, ...]:
+        """:meth:`step` on the compiled backend: one compiled call checks, applies and observes the joint action."""
+        names = self._names
+        row = self._action_row
+        try:
+            for i, name in enumerate(names):
+                a = actions[name]
+                if type(a) is not int and not isinstance(a, np.integer):
+                    raise TypeError
+                row[i] = a
+            if len(actions) != len(names):
+                raise KeyError
+        except (KeyError, TypeError, IndexError, OverflowError):
+            raise self._bad_actions(actions, None) or ValueError(f"bad actions {actions!r}") from None
+        code, obs, masks = self._game.step()
+        if code >= 0:  # an illegal action of seat `code`; nothing changed
+            state = self.game_state
+            action = actions[names[code]]
+            err = IllegalActionError(code, int(action), engine.legal_actions(state, code), state.phase)
+            bad = self._bad_actions(actions, err)
+            if bad is not None:
+                raise bad from None
+            return self._terminate(names[code])
+        self._obs, self._masks = obs, masks
+        lazy = self._lazy = _LazyState(self.config, obs)
+        observations = {
+            name: {"observation": o, "action_mask": m}
+            for name, o, m in zip(names, obs, masks)  # noqa: B905
+        }  # (obs has extra rows below the n observations: the snapshot)
+        infos = AgentInfos(lazy, self._seat_of)
+        if code == _STEP_OK:
+            return observations, self._zero_rewards.copy(), self._all_false.copy(), self._all_false.copy(), infos
+        penalties = self._game.penalties.tolist()
+        if not any(penalties):
+            rewards = self._zero_rewards.copy()
+        elif self.reward_mode == "penalty":
+            rewards = {name: 0.0 - p for name, p in zip(names, penalties, strict=True)}
+        else:
+            total, others = sum(penalties), len(names) - 1
+            rewards = {name: (total - p) / others - p for name, p in zip(names, penalties, strict=True)}
+        if code == _STEP_OVER:
+            self.agents = []
+            return observations, rewards, self._all_true.copy(), self._all_false.copy(), infos
+        return observations, rewards, self._all_false.copy(), self._all_false.copy(), infos
+
     def _terminate(self, offender: str) -> tuple[Any, ...]:
         """End the episode after an illegal action of ``offender`` (``illegal_action="terminate"``)."""
         rewards = self._zero_rewards.copy()
         rewards[offender] = -ILLEGAL_ACTION_PENALTY
         self.agents = []
-        return self._observations(), rewards, self._all_true.copy(), self._all_false.copy(), self._infos(self._state)  # type: ignore[arg-type]
+        state = self._lazy if self._game is not None else self._state
+        return self._observations(), rewards, self._all_true.copy(), self._all_false.copy(), self._infos(state)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ state and rendering
 
