@@ -75,6 +75,13 @@ AGENT_TAG = 0x6A6E7
 """First entropy word of every per-game agent generator."""
 TABLE_TAG = 0x67AB1
 """First entropy word of every league table draw."""
+ENGINES = ("auto", "reference", "batched")
+"""Which engine plays the games: ``"auto"`` (the batched engine when every agent
+is ``random``, ``lowest``, ``highest`` or ``greedy``, else the reference
+engine), ``"reference"`` or ``"batched"`` (an error if some agent has no batched
+version). The batched engine deals from its own per-game streams
+(:mod:`sixnimmt_env.batched.arena`): same rules and agents, other deals than the
+reference engine for the same seed; each path is reproducible from ``(seed, g)``."""
 
 
 class GameResult(NamedTuple):
@@ -161,6 +168,7 @@ class _Job:
     num_agents: int
     duplicate: bool
     league: bool
+    engine: str = "auto"
 
 
 def _games(job: _Job, agents: Sequence[Agent], start: int, stop: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
@@ -169,6 +177,12 @@ def _games(job: _Job, agents: Sequence[Agent], start: int, stop: int) -> tuple[i
     ``penalties[k, i]`` and ``tables[k, i]`` are the bullheads and the listed
     agent position of seat ``i`` in game ``start + k``.
     """
+    if job.engine != "reference":
+        from sixnimmt_env.batched.arena import arena_chunk
+
+        fast = arena_chunk(job, agents, start, stop)
+        if fast is not None:
+            return fast
     n = job.config.num_players
     count = stop - start
     penalties = np.zeros((count, n), dtype=np.int64)
@@ -243,7 +257,17 @@ def _run(
     penalties = np.zeros((games, n), dtype=np.int64)
     rounds = np.zeros(games, dtype=np.int64)
     tables = np.zeros((games, n), dtype=np.int64)
-    size = max(1, min(250, games // (8 * workers)))
+    if job.engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {job.engine!r}")
+    from sixnimmt_env.batched.arena import CHUNK, supports
+
+    batched = job.engine != "reference" and supports(built)
+    if job.engine == "batched" and not batched:
+        raise ValueError(
+            "engine='batched' needs every agent to be random, lowest, highest or greedy; "
+            f"got {', '.join(_label(e) for e in entries)}"
+        )
+    size = min(CHUNK, -(-games // workers)) if batched else max(1, min(250, games // (8 * workers)))
     chunks = [(a, min(a + size, games)) for a in range(0, games, size)]
     bar = tqdm(total=games, unit="game", disable=not progress, file=sys.stderr, leave=False)
     t0 = time.perf_counter()
@@ -309,6 +333,7 @@ def run_arena(
     duplicate: bool = False,
     progress: bool = False,
     keep_games: bool = False,
+    engine: str = "auto",
 ) -> dict[str, Any]:
     """Play ``games`` games with seats rotating through the listed agents and summarise them.
 
@@ -324,6 +349,7 @@ def run_arena(
         workers: processes to play on (results do not depend on it).
         duplicate: replay each deal with the seats rotated through every position.
         progress: show a tqdm progress bar on stderr.
+        engine: ``"auto"``, ``"reference"`` or ``"batched"`` (:data:`ENGINES`).
         keep_games: also return ``per_game``: ``penalties`` (games x agents,
             bullheads by listed position) and ``rounds`` (per game).
 
@@ -354,7 +380,7 @@ def run_arena(
         raise ValueError(
             f"with duplicate, games must be a multiple of num_players={n} covering >= 2 deals, got {games}"
         )
-    job = _Job(config, seed, n, bool(duplicate), False)
+    job = _Job(config, seed, n, bool(duplicate), False, engine)
     seat_pen, rounds, tables, seconds = _run(entries, built, job, games, workers, progress)
     # by listed position: seat i holds position tables[g, i]
     order = np.argsort(tables, axis=1)
@@ -387,7 +413,7 @@ def run_arena(
         rows.append(row)
     results = {
         "mode": "arena",
-        "settings": _settings(labels, config, games, seed, workers, duplicate=bool(duplicate)),
+        "settings": _settings(labels, config, games, seed, workers, duplicate=bool(duplicate), engine=engine),
         "agents": rows,
         "games": games,
         "rounds": int(rounds.sum()),
@@ -407,6 +433,7 @@ def run_league(
     *,
     workers: int = 1,
     progress: bool = False,
+    engine: str = "auto",
 ) -> dict[str, Any]:
     """A league: each game seats ``config.num_players`` agents of the pool at random; OpenSkill ratings.
 
@@ -422,6 +449,7 @@ def run_league(
         config: the rules; default ``GameConfig(num_players=min(4, len(agents)), episode="round")``.
         workers: processes to play on (results do not depend on it).
         progress: show a tqdm progress bar on stderr.
+        engine: ``"auto"``, ``"reference"`` or ``"batched"`` (:data:`ENGINES`).
 
     Returns:
         Like :func:`run_arena` (``agents`` in the listed order, statistics over
@@ -445,7 +473,7 @@ def run_league(
         raise ValueError(f"the league pool ({len(built)} agents: {', '.join(labels)}) is smaller than num_players={n}")
     games = _check_games(games)
     seed = _check_seed(seed)
-    job = _Job(config, seed, len(built), False, True)
+    job = _Job(config, seed, len(built), False, True, engine)
     seat_pen, rounds, tables, seconds = _run(entries, built, job, games, workers, progress)
     model = PlackettLuce()
     ratings = [model.rating(name=f"{p}:{labels[p]}") for p in range(len(built))]
@@ -597,6 +625,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs/arena", help="directory for results.json/.md/.png (default runs/arena)")
     p.add_argument("--duplicate", action="store_true", help="replay each deal with seats rotated through all positions")
     p.add_argument("--league", action="store_true", help="random tables from the pool, OpenSkill ratings")
+    p.add_argument(
+        "--engine",
+        default="auto",
+        choices=ENGINES,
+        help="auto (batched engine when every agent is a heuristic one; default) | reference | batched",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -619,10 +653,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if args.league:
             if args.duplicate:
                 raise ValueError("--duplicate and --league cannot be combined (league tables are random)")
-            results = run_league(specs, args.games, args.seed, config, workers=args.workers, progress=progress)
+            results = run_league(
+                specs, args.games, args.seed, config, workers=args.workers, progress=progress, engine=args.engine
+            )
         else:
             results = run_arena(
-                specs, args.games, args.seed, config, workers=args.workers, duplicate=args.duplicate, progress=progress
+                specs,
+                args.games,
+                args.seed,
+                config,
+                workers=args.workers,
+                duplicate=args.duplicate,
+                progress=progress,
+                engine=args.engine,
             )
     except ValueError as e:
         parser.error(str(e))

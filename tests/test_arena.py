@@ -89,7 +89,7 @@ def test_play_game_is_reproducible_and_depends_on_the_game_index():
 
 
 def test_arena_statistics_match_the_per_game_penalties():
-    res = run_arena(HEURISTIC_TABLE, 40, seed=5, keep_games=True)
+    res = run_arena(HEURISTIC_TABLE, 40, seed=5, keep_games=True, engine="reference")
     pen = np.array(res["per_game"]["penalties"])
     assert pen.shape == (40, 4) and res["per_game"]["rounds"] == [1] * 40
     cfg = E.GameConfig(num_players=4, episode="round")
@@ -191,11 +191,11 @@ def test_arena_input_errors(kwargs, message):
 
 def test_league_ratings_and_ranking():
     pool = "greedy,random,lowest,random,highest"
-    res = run_league(pool, 300, seed=0)
-    again = run_league(pool, 300, seed=0, workers=2)
+    res = run_league(pool, 3000, seed=0)
+    again = run_league(pool, 3000, seed=0, workers=2)
     assert res["agents"] == again["agents"] and res["ranking"] == again["ranking"]
     rows = res["agents"]
-    assert sum(r["games"] for r in rows) == 300 * 4  # tables of 4 (the default) from a pool of 5
+    assert sum(r["games"] for r in rows) == 3000 * 4  # tables of 4 (the default) from a pool of 5
     assert sorted(res["ranking"]) == list(range(5))
     ordinals = [rows[p]["ordinal"] for p in res["ranking"]]
     assert ordinals == sorted(ordinals, reverse=True)
@@ -244,3 +244,28 @@ def test_cli_errors_are_clear(argv, message, tmp_path, capsys):
         main([*argv, "--games", "4", "--out", str(tmp_path), "--quiet"])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_engine_option_chooses_the_path_and_both_agree_statistically():
+    from sixnimmt_env.arena import run_arena
+
+    specs = "greedy,lowest,random,random"
+    fast = run_arena(specs, 4000, seed=3, engine="batched")
+    ref = run_arena(specs, 4000, seed=3, engine="reference")
+    auto = run_arena(specs, 4000, seed=3)
+    assert fast["settings"]["engine"] == "batched" and ref["settings"]["engine"] == "reference"
+    # auto takes the batched path for heuristic agents: identical numbers
+    assert [a["mean_penalty"] for a in auto["agents"]] == [a["mean_penalty"] for a in fast["agents"]]
+    # other deals, same rules and agents: the means agree within their intervals
+    for f, r in zip(fast["agents"], ref["agents"], strict=True):
+        assert abs(f["mean_penalty"] - r["mean_penalty"]) < 1.5 * (f["ci95"] + r["ci95"])
+    assert fast["agents"][0]["mean_penalty"] < fast["agents"][1]["mean_penalty"] < fast["agents"][2]["mean_penalty"]
+
+
+def test_engine_batched_refuses_agents_without_a_batched_version():
+    from sixnimmt_env.arena import run_arena
+
+    with pytest.raises(ValueError, match="engine='batched' needs every agent"):
+        run_arena("mc:2,greedy", 4, seed=0, engine="batched")
+    with pytest.raises(ValueError, match="engine must be one of"):
+        run_arena("greedy,greedy", 4, seed=0, engine="fast")
