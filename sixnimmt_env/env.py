@@ -113,6 +113,7 @@ ENV_OPTIONS = ("reward", "illegal_action", "render_mode", "backend")
 """Keyword arguments of the environment besides the :class:`GameConfig` fields."""
 
 _POSITION_KEYS = ("hands", "rows", "totals", "display")
+_new_dict = dict.__new__
 _STEP_OK, _STEP_OVER = -1, -3  # codes of the compiled step: sixnimmt_env.batched.single.OK, OVER (tested equal)
 
 
@@ -243,22 +244,22 @@ class AgentInfos(dict):
         return copy.deepcopy(dict(dict.items(self)), memo)
 
 
-class _LazyState:
+class _LazyState(list):
     """The engine :class:`State` of one step of the compiled backend, rebuilt on first use from the snapshot
-    stored below that step's observations (:func:`sixnimmt_env.batched.single.state_from_snapshot`)."""
+    stored below that step's observations (:func:`sixnimmt_env.batched.single.state_from_snapshot`).
 
-    __slots__ = ("_config", "_obs", "_state")
+    Built as ``_LazyState((config, observations))``: a ``list`` subclass, so that making one per step costs
+    no Python-level ``__init__``; :meth:`get` appends the state once computed.
+    """
 
-    def __init__(self, config: GameConfig, obs: np.ndarray) -> None:
-        self._config, self._obs = config, obs
-        self._state: State | None = None
+    __slots__ = ()
 
     def get(self) -> State:
-        if self._state is None:
+        if len(self) == 2:
             from sixnimmt_env.batched.single import state_from_snapshot
 
-            self._state = state_from_snapshot(self._config, self._obs)
-        return self._state
+            self.append(state_from_snapshot(self[0], self[1]))
+        return self[2]
 
 
 def _filled(name: str) -> Callable[..., Any]:
@@ -392,7 +393,8 @@ class SixNimmtParallelEnv(ParallelEnv):
             from sixnimmt_env.batched.single import SingleGame
 
             self._game = SingleGame(self.config)
-            self._action_row = self._game.actions[0]
+            self._action_row = self._game.actions[0]  # the game's action buffer, filled in place
+            self._penalty_row = self._game.penalties[0]
         self._zero_rewards = dict.fromkeys(self._names, 0.0)
         self._all_true = dict.fromkeys(self._names, True)
         self._all_false = dict.fromkeys(self._names, False)
@@ -466,7 +468,7 @@ class SixNimmtParallelEnv(ParallelEnv):
                 if seed is not None:
                     game.seed(seed)
                 self._obs, self._masks = game.load(state)
-            self._lazy = _LazyState(self.config, self._obs)
+            self._lazy = _LazyState((self.config, self._obs))
             self.agents = list(self._names)
             return self._observations(), self._infos(self._lazy)
         if seed is not None:
@@ -543,13 +545,13 @@ class SixNimmtParallelEnv(ParallelEnv):
                 phase and the legal actions), or stepping a finished episode.
                 The environment is unchanged and stays usable.
         """
+        if self._game is not None and self.agents:
+            return self._step_compiled(actions)
         state = self._state
         if not self.agents:
             if state is None and self._lazy is None:
                 raise ValueError("the environment has no game yet: call reset() first")
             raise ValueError("the episode is over (agents is empty): call reset() to start a new one")
-        if self._game is not None:
-            return self._step_compiled(actions)
         names = self._names
         try:
             acts = [actions[name] for name in names]
@@ -609,15 +611,16 @@ class SixNimmtParallelEnv(ParallelEnv):
                 raise bad from None
             return self._terminate(names[code])
         self._obs, self._masks = obs, masks
-        lazy = self._lazy = _LazyState(self.config, obs)
+        lazy = self._lazy = _LazyState((self.config, obs))
         observations = {
             name: {"observation": o, "action_mask": m}
             for name, o, m in zip(names, obs, masks)  # noqa: B905
         }  # (obs has extra rows below the n observations: the snapshot)
-        infos = AgentInfos(lazy, self._seat_of)
+        infos = _new_dict(AgentInfos)  # AgentInfos(lazy, self._seat_of) without the __init__ call
+        infos._state, infos._seat_of = lazy, self._seat_of
         if code == _STEP_OK:
             return observations, self._zero_rewards.copy(), self._all_false.copy(), self._all_false.copy(), infos
-        penalties = self._game.penalties.tolist()
+        penalties = self._penalty_row.tolist()
         if not any(penalties):
             rewards = self._zero_rewards.copy()
         elif self.reward_mode == "penalty":

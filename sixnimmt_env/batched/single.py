@@ -27,16 +27,18 @@ from sixnimmt_env.batched.core import (
     C_N,
     CHOOSE_ROW,
     DONE,
-    BatchedGames,
+    _config_vector,
     _encode_public,
     _encode_seat,
     _is_legal,
     _mask,
     _new_games,
+    random_below,
     step_game,
 )
 from sixnimmt_env.engine import (
     HAND_SIZE,
+    NOOP,
     NUM_ACTIONS,
     NUM_CARDS,
     NUM_ROWS,
@@ -87,6 +89,106 @@ def snapshot_size(num_players: int) -> int:
     return _HANDS + HAND_SIZE * num_players + 4 * num_players + 3 * _PILE_SIZE
 
 
+# --------------------------------------------------------------------------- the packed game
+
+_ALIGN = 8
+LAYOUT: tuple[tuple[str, type, tuple[int | str, ...]], ...] = (
+    ("cfg", np.int64, (8,)),
+    ("phase", np.int8, (1,)),
+    ("hand", np.int16, (1, "n", HAND_SIZE)),
+    ("hand_len", np.int8, (1, "n")),
+    ("rows", np.int16, (1, NUM_ROWS, ROW_LIMIT)),
+    ("row_len", np.int8, (1, NUM_ROWS)),
+    ("pile", np.int8, (1, _PILE_SIZE)),
+    ("display", np.bool_, (1, _PILE_SIZE)),
+    ("revealed", np.int16, (1, "n")),
+    ("round_pen", np.int32, (1, "n")),
+    ("totals", np.int32, (1, "n")),
+    ("chooser", np.int8, (1,)),
+    ("turn", np.int8, (1,)),
+    ("round", np.int32, (1,)),
+    ("actions", np.int64, (1, "n")),
+    ("penalties", np.int32, (1, "n")),
+    ("deal_next", np.int32, (1,)),
+    ("rng", np.uint64, (1,)),
+    ("taken_at", np.int32, (_PILE_SIZE,)),
+)
+"""The arrays of one game, in this order, each a view into one byte buffer (each piece padded to 8 bytes):
+the config vector (``core._config_vector``), the 13 state arrays of :class:`BatchedGames` with batch size 1
+(``core``'s module docstring), the action buffer, this step's penalties, the deal cursor and generator state,
+and ``taken_at`` (index 0: the step clock; ``taken_at[c]``: the step at which card c entered a penalty pile,
+-1 if it is in none). One buffer crosses into numba instead of twenty arrays: a compiled call costs about
+0.1 µs per array argument."""
+
+
+def _pad(nbytes: int) -> int:
+    return (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def _views(buf: np.ndarray, n: int) -> dict[str, np.ndarray]:
+    """Numpy views of :data:`LAYOUT` into ``buf`` (Python side; :func:`_unpack` is the compiled twin)."""
+    views, offset = {}, 0
+    for name, dtype, shape in LAYOUT:
+        shape = tuple(n if d == "n" else d for d in shape)
+        size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        views[name] = buf[offset : offset + size].view(dtype).reshape(shape)
+        offset += _pad(size)
+    return views
+
+
+def buffer_size(num_players: int) -> int:
+    """Bytes of the buffer of a game of ``num_players`` seats (:data:`LAYOUT`)."""
+    n, total = num_players, 0
+    for _, dtype, shape in LAYOUT:
+        total += _pad(int(np.prod([n if d == "n" else d for d in shape])) * np.dtype(dtype).itemsize)
+    return total
+
+
+@njit(cache=True, inline="always")
+def _unpack(buf: np.ndarray) -> tuple:
+    """The :data:`LAYOUT` views of ``buf`` inside numba: ``(S, cfg, actions, pen, deal_next, rng, taken_at)``."""
+    cfg = buf[0:64].view(np.int64)
+    n = cfg[C_N]
+    o = 64
+    phase = buf[o : o + 1].view(np.int8)
+    o += 8
+    hand = buf[o : o + 2 * HAND_SIZE * n].view(np.int16).reshape((1, n, HAND_SIZE))
+    o += (2 * HAND_SIZE * n + 7) // 8 * 8
+    hand_len = buf[o : o + n].view(np.int8).reshape((1, n))
+    o += (n + 7) // 8 * 8
+    rows = buf[o : o + 2 * NUM_ROWS * ROW_LIMIT].view(np.int16).reshape((1, NUM_ROWS, ROW_LIMIT))
+    o += (2 * NUM_ROWS * ROW_LIMIT + 7) // 8 * 8
+    row_len = buf[o : o + NUM_ROWS].view(np.int8).reshape((1, NUM_ROWS))
+    o += (NUM_ROWS + 7) // 8 * 8
+    pile = buf[o : o + _PILE_SIZE].view(np.int8).reshape((1, _PILE_SIZE))
+    o += (_PILE_SIZE + 7) // 8 * 8
+    display = buf[o : o + _PILE_SIZE].view(np.bool_).reshape((1, _PILE_SIZE))
+    o += (_PILE_SIZE + 7) // 8 * 8
+    revealed = buf[o : o + 2 * n].view(np.int16).reshape((1, n))
+    o += (2 * n + 7) // 8 * 8
+    round_pen = buf[o : o + 4 * n].view(np.int32).reshape((1, n))
+    o += (4 * n + 7) // 8 * 8
+    totals = buf[o : o + 4 * n].view(np.int32).reshape((1, n))
+    o += (4 * n + 7) // 8 * 8
+    chooser = buf[o : o + 1].view(np.int8)
+    o += 8
+    turn = buf[o : o + 1].view(np.int8)
+    o += 8
+    rnd = buf[o : o + 4].view(np.int32)
+    o += 8
+    actions = buf[o : o + 8 * n].view(np.int64).reshape((1, n))
+    o += 8 * n
+    pen = buf[o : o + 4 * n].view(np.int32).reshape((1, n))
+    o += (4 * n + 7) // 8 * 8
+    deal_next = buf[o : o + 4].view(np.int32)
+    o += 8
+    rng = buf[o : o + 8].view(np.uint64)
+    o += 8
+    taken_at = buf[o : o + 4 * _PILE_SIZE].view(np.int32)
+    S = (phase, hand, hand_len, rows, row_len, pile, display, revealed, round_pen, totals, chooser, turn, rnd)
+    return S, cfg, actions, pen, deal_next, rng, taken_at
+
+
 # --------------------------------------------------------------------------- kernels
 
 
@@ -103,12 +205,11 @@ def _track_piles(pile: np.ndarray, taken_at: np.ndarray) -> None:
 
 
 @njit(cache=True, inline="always")
-def _outputs(S: tuple, cfg: np.ndarray, taken_at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Fresh observations with the snapshot below them (see :func:`step_and_observe`) and masks of game 0."""
+def _outputs(S: tuple, cfg: np.ndarray, taken_at: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> None:
+    """Write the observations with the snapshot below them (see :func:`step_and_observe`) and the masks."""
     phase, hand, hand_len, rows, row_len, pile, display, revealed, round_pen, totals, chooser, turn, rnd = S
     n = cfg[C_N]
-    size = _HANDS + HAND_SIZE * n + 4 * n + 3 * _PILE_SIZE
-    obs = np.zeros((n + (size + OBS_SIZE - 1) // OBS_SIZE, OBS_SIZE), np.float32)
+    obs[:] = 0.0
     snap = obs[n:].reshape(-1)
     base = obs[0]
     _encode_public(S, cfg, 0, base)
@@ -118,7 +219,7 @@ def _outputs(S: tuple, cfg: np.ndarray, taken_at: np.ndarray) -> tuple[np.ndarra
             o[i] = base[i]
     for s in range(n):
         _encode_seat(S, cfg, 0, s, obs[s])
-    masks = np.zeros((n, NUM_ACTIONS), np.int8)
+    masks[:] = 0
     for s in range(n):
         _mask(S, cfg, 0, s, masks[s])
     snap[_PHASE] = phase[0]
@@ -144,40 +245,32 @@ def _outputs(S: tuple, cfg: np.ndarray, taken_at: np.ndarray) -> tuple[np.ndarra
         snap[k + c] = pile[0, c]
         snap[k + _PILE_SIZE + c] = taken_at[c]
         snap[k + 2 * _PILE_SIZE + c] = display[0, c]
-    return obs, masks
 
 
 @njit(cache=True)
-def step_and_observe(
-    S: tuple,
-    cfg: np.ndarray,
-    actions: np.ndarray,
-    pen: np.ndarray,
-    deals: np.ndarray,
-    deal_next: np.ndarray,
-    rng: np.ndarray,
-    taken_at: np.ndarray,
-) -> tuple[int, np.ndarray, np.ndarray]:
-    """Check, apply and observe one joint action of game 0 (one compiled call per env step).
+def step_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> int:
+    """Check, apply and observe one joint action of a packed game (one compiled call per env step).
 
     Args:
-        S, cfg, pen, deals, deal_next, rng: the state arrays, config vector, penalty buffer ``(1, n)`` and deal
-            generator of a :class:`BatchedGames` of batch size 1 (game 0 must not be over).
-        actions: ``int64 (1, n)``, one action per seat.
-        taken_at: ``int32 (105,)``: the step clock at index 0, then when each card entered a penalty pile.
+        buf: the game's :data:`LAYOUT` buffer (``uint8``), its ``actions`` holding one action per seat; the
+            game must not be over.
+        deals: ``int16 (1, R, 10 n + 4)`` deals to use before the game's own generator (``R`` may be 0).
+        obs: ``float32 (n + k, 402)`` (:func:`output_shapes`), filled after the step: rows ``0..n-1`` with the
+            seats' observations, the others with the :data:`SNAPSHOT` (read it with :func:`snapshot_of`).
+        masks: ``int8 (n, 109)``, filled with the seats' masks after the step.
 
     Returns:
-        ``(code, observations, masks)``: ``code`` is the first seat (``>= 0``, in seat order) whose action is
-        illegal, and then nothing changed and the arrays are empty; else :data:`OVER` if the game is over,
-        :data:`PENALTIES` if a seat took bullheads, else :data:`OK` (``pen[0]`` holds the bullheads each seat took,
-        R8, R9), with fresh arrays: ``float32 (n + k, 402)``,
-        whose rows ``0..n-1`` are the seats' observations and whose other rows hold the :data:`SNAPSHOT` after
-        the step (read it with :func:`snapshot_of`; one allocation instead of two), and masks ``int8 (n, 109)``.
+        The first seat (``>= 0``, in seat order) whose action is illegal: then nothing changed and ``obs`` and
+        ``masks`` are not written. Else :data:`OVER` if the game is over, :data:`PENALTIES` if a seat took
+        bullheads, else :data:`OK` (``penalties`` holds the bullheads each seat took, R8, R9).
+
+    Output arrays are passed in rather than returned: numba boxes a returned array in about 0.5 µs.
     """
+    S, cfg, actions, pen, deal_next, rng, taken_at = _unpack(buf)
     n = cfg[C_N]
     for s in range(n):
         if not _is_legal(S, cfg, 0, s, actions[0, s]):
-            return s, np.empty((0, 0), np.float32), np.empty((0, 0), np.int8)
+            return s
     deck = np.empty(NUM_CARDS, np.int16)
     step_game(S, cfg, 0, actions, pen, deck, deals, deal_next, rng)
     _track_piles(S[5], taken_at)
@@ -187,29 +280,74 @@ def step_and_observe(
             code = PENALTIES
     if S[0][0] == DONE:
         code = OVER
-    obs, masks = _outputs(S, cfg, taken_at)
-    return code, obs, masks
+    _outputs(S, cfg, taken_at, obs, masks)
+    return code
 
 
 @njit(cache=True)
-def new_game_and_observe(
-    S: tuple, cfg: np.ndarray, deals: np.ndarray, deal_next: np.ndarray, rng: np.ndarray, taken_at: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Deal a new game in slot 0 from its generator (R3; V1, V2); return observations and masks as
+def new_game_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> None:
+    """Deal a new game from the game's generator (or ``deals``) (R3; V1, V2); write ``obs`` and ``masks`` as
     :func:`step_and_observe` does."""
+    S, cfg, _, _, deal_next, rng, taken_at = _unpack(buf)
     _new_games(S, cfg, np.ones(1, np.bool_), deals, deal_next, rng)
     taken_at[:] = -1
     taken_at[0] = 0
-    return _outputs(S, cfg, taken_at)
+    _outputs(S, cfg, taken_at, obs, masks)
 
 
 @njit(cache=True)
-def observe(S: tuple, cfg: np.ndarray, taken_at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Observations (snapshot below them) and masks of game 0 as it stands, as :func:`step_and_observe`."""
-    return _outputs(S, cfg, taken_at)
+def observe(buf: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> None:
+    """Write the observations (snapshot below them) and masks of the packed game as :func:`step_and_observe`."""
+    S, cfg, _, _, _, _, taken_at = _unpack(buf)
+    _outputs(S, cfg, taken_at, obs, masks)
+
+
+@njit(cache=True)
+def play_random(buf: np.ndarray, deals: np.ndarray, policy_rng: np.ndarray, steps: int) -> tuple[int, int]:
+    """Play ``steps`` steps of random legal play in the packed game (the bare compiled engine, for benchmarks).
+
+    Every seat picks uniformly among the 1s of its mask (from ``policy_rng``, ``uint64 (1,)``); a finished game
+    is replaced by a new deal (R3). Returns ``(decisions, games finished)``, a decision being one seat choosing
+    a real action (every seat in ``select``, the chooser in ``choose_row`` and ``draft``; no-ops do not count).
+    """
+    S, cfg, actions, pen, deal_next, rng, _ = _unpack(buf)
+    n = cfg[C_N]
+    phase = S[0]
+    m = np.empty(NUM_ACTIONS, np.int8)
+    deck = np.empty(NUM_CARDS, np.int16)
+    which = np.ones(1, np.bool_)
+    decisions = 0
+    finished = 0
+    for _ in range(steps):
+        if phase[0] == DONE:
+            _new_games(S, cfg, which, deals, deal_next, rng)
+            finished += 1
+        for s in range(n):
+            m[:] = 0
+            _mask(S, cfg, 0, s, m)
+            count = 0
+            for a in range(NUM_ACTIONS):
+                count += m[a]
+            k = random_below(policy_rng, 0, count)
+            for a in range(NUM_ACTIONS):
+                if m[a]:
+                    if k == 0:
+                        actions[0, s] = a
+                        break
+                    k -= 1
+            if actions[0, s] != NOOP:
+                decisions += 1
+        step_game(S, cfg, 0, actions, pen, deck, deals, deal_next, rng)
+    return decisions, finished
 
 
 # --------------------------------------------------------------------------- the Python face
+
+
+def output_shapes(num_players: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Shapes of the observation array (observations, then the snapshot's rows) and of the mask array."""
+    n = num_players
+    return (n + (snapshot_size(n) + OBS_SIZE - 1) // OBS_SIZE, OBS_SIZE), (n, NUM_ACTIONS)
 
 
 def snapshot_of(obs: np.ndarray, num_players: int) -> np.ndarray:
@@ -264,11 +402,18 @@ def state_from_snapshot(config: GameConfig, obs: np.ndarray) -> State:
 
 
 class SingleGame:
-    """One game advanced by compiled kernels, one call per step (the ParallelEnv's ``backend="compiled"``).
+    """One game in a packed buffer (:data:`LAYOUT`), advanced by one compiled call per step (the ParallelEnv's
+    ``backend="compiled"``).
 
     Args:
         config: the rules in force (`RULES.md`, V1, V2).
-        seed: seeds the game's deal generator (same seed, same games; not the reference engine's deals).
+        seed: seeds the game's deal generator as ``BatchedGames(config, 1, seed)`` seeds its game (same seed,
+            same games; not the reference engine's deals); ``None``: fresh entropy.
+
+    Attributes:
+        config, num_players, buffer (``uint8``), and one numpy view per :data:`LAYOUT` piece (``actions``:
+        fill ``actions[0, seat]`` before :meth:`step`; ``penalties``; the state arrays; treat the others as
+        read-only).
 
     Each of :meth:`new_game`, :meth:`load` and :meth:`step` returns fresh arrays that are never written again:
     observations ``float32 (n + k, 402)`` (rows ``n..`` hold the :data:`SNAPSHOT`) and masks ``int8 (n, 109)``.
@@ -276,63 +421,101 @@ class SingleGame:
 
     def __init__(self, config: GameConfig, seed: int | None = None) -> None:
         self.config = config
-        self.games = BatchedGames(config, 1, seed)
-        self.num_players = config.num_players
-        self.actions = np.zeros((1, self.num_players), np.int64)
-        """The action buffer :meth:`step` reads: fill ``actions[0, seat]``."""
-        self._taken_at = np.full(_PILE_SIZE, -1, np.int32)
-        self._taken_at[0] = 0
+        self.num_players = n = config.num_players
+        self.buffer = np.zeros(buffer_size(n), np.uint8)
+        self._views = _views(self.buffer, n)
+        for name, view in self._views.items():
+            setattr(self, name, view)
+        self._views["cfg"][:] = _config_vector(config)
+        self._views["phase"][:] = DONE
+        self._views["pile"][:] = -1
+        self._views["chooser"][:] = -1
+        self._views["taken_at"][:] = -1
+        self._deals = np.zeros((1, 0, n * HAND_SIZE + NUM_ROWS), np.int16)
+        self._obs_shape, self._mask_shape = output_shapes(n)
+        self.seed(seed)
+
+    def _outputs(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.empty(self._obs_shape, np.float32), np.empty(self._mask_shape, np.int8)
 
     @property
     def done(self) -> bool:
         """Whether the game (or round, with ``episode="round"``) is over."""
-        return bool(self.games.phase[0] == DONE)
-
-    @property
-    def penalties(self) -> np.ndarray:
-        """``int32 (n,)``: bullheads each seat took in the last step (a view, rewritten by the next step)."""
-        return self.games._penalties[0]
+        return bool(self._views["phase"][0] == DONE)
 
     def seed(self, seed: int | None) -> None:
-        """Restart the deal generator from ``seed`` (as ``BatchedGames.reset(seed)`` seeds game 0), without dealing."""
-        self.games._rng[:] = np.random.SeedSequence(seed).generate_state(1, np.uint64)
+        """Restart the deal generator from ``seed`` (fresh entropy for ``None``), without dealing."""
+        self._views["rng"][:] = np.random.SeedSequence(seed).generate_state(1, np.uint64)
 
     def new_game(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Deal a new game: from a fresh stream of ``seed``, else continuing the current stream."""
-        g = self.games
         if seed is not None:
             self.seed(seed)
-        return new_game_and_observe(g._S, g._cfg, g._deals, g._deal_next, g._rng, self._taken_at)
+        obs, masks = self._outputs()
+        new_game_and_observe(self.buffer, self._deals, obs, masks)
+        return obs, masks
 
     def load(self, state: State) -> tuple[np.ndarray, np.ndarray]:
         """Start from the reference ``state`` (any phase, e.g. :func:`engine.from_position`); later deals come
-        from the game's generator."""
-        self.games.set_state(0, state)
-        self._taken_at[:] = -1
-        for pile in state.piles:
-            for i, c in enumerate(pile):
-                self._taken_at[c] = i
-        self._taken_at[0] = HAND_SIZE * NUM_ROWS
-        return observe(self.games._S, self.games._cfg, self._taken_at)
+        from the game's generator.
+
+        Raises:
+            ValueError: if ``state.config`` differs from this game's.
+        """
+        if state.config != self.config:
+            raise ValueError(f"state.config {state.config!r} differs from the game's config {self.config!r}")
+        v = self._views
+        for name in ("hand", "rows", "row_len", "hand_len"):
+            v[name][:] = 0
+        v["pile"][:] = -1
+        v["display"][:] = False
+        v["taken_at"][:] = -1
+        v["phase"][0] = PHASES.index(state.phase)
+        for s, hand in enumerate(state.hands):
+            v["hand"][0, s, : len(hand)] = hand
+            v["hand_len"][0, s] = len(hand)
+            for i, c in enumerate(state.piles[s]):  # the pile's order: its cards' ranks
+                v["pile"][0, c] = s
+                v["taken_at"][c] = i
+        v["taken_at"][0] = HAND_SIZE * NUM_ROWS  # later takes come after every card in a pile
+        for r, row in enumerate(state.rows):
+            v["rows"][0, r, : len(row)] = row
+            v["row_len"][0, r] = len(row)
+        v["display"][0, list(state.display)] = True
+        v["revealed"][0] = state.revealed
+        v["round_pen"][0] = state.round_penalties
+        v["totals"][0] = state.totals
+        v["chooser"][0] = state.chooser
+        v["turn"][0] = state.turn
+        v["round"][0] = state.round
+        obs, masks = self._outputs()
+        observe(self.buffer, obs, masks)
+        return obs, masks
 
     def queue_deals(self, deals: np.ndarray) -> None:
         """Use ``deals`` (``(R, 10 n + 4)``, see :func:`~sixnimmt_env.batched.core.reference_deals`) for the next R
         rounds dealt, e.g. to replay the reference engine's games (testing).
 
         Raises:
-            ValueError: a deal that is not a set of distinct cards of the deck, or the wrong shape.
+            ValueError: the wrong shape, or a deal that is not a set of distinct cards of the deck.
         """
-        g = self.games
-        g._deals = g._check_deals(np.asarray(deals)[None])
-        g._deal_next[:] = 0
+        width = self.num_players * HAND_SIZE + NUM_ROWS
+        deals = np.asarray(deals)
+        if deals.ndim != 2 or deals.shape[1] != width:
+            raise ValueError(f"deals must have shape (rounds, 10 * n + 4 = {width}), got {deals.shape}")
+        for r, d in enumerate(deals.tolist()):
+            if len(set(d)) != width or min(d) < 1 or max(d) > self.config.deck_size:
+                raise ValueError(f"deals[{r}] must hold {width} distinct cards of 1..{self.config.deck_size}, got {d}")
+        self._deals = deals[None].astype(np.int16)
+        self._views["deal_next"][:] = 0
 
     def step(self) -> tuple[int, np.ndarray, np.ndarray]:
-        """Apply :attr:`actions` (see :func:`step_and_observe`; nothing changes if the code is a seat)."""
-        g = self.games
-        return step_and_observe(
-            g._S, g._cfg, self.actions, g._penalties, g._deals, g._deal_next, g._rng, self._taken_at
-        )
+        """Apply :attr:`actions`: ``(code, observations, masks)`` as :func:`step_and_observe` (fresh arrays; if
+        the code is a seat, nothing changed and the arrays hold garbage)."""
+        obs = np.empty(self._obs_shape, np.float32)
+        masks = np.empty(self._mask_shape, np.int8)
+        return step_and_observe(self.buffer, self._deals, obs, masks), obs, masks
 
-    def legal_actions(self, seat: int) -> list[int]:
-        """The legal actions of ``seat`` now."""
-        return np.flatnonzero(self.games.legal_mask_of(0, seat)).tolist()
+    def play_random(self, steps: int, policy_rng: np.ndarray) -> tuple[int, int]:
+        """:func:`play_random` on this game (``policy_rng``: ``uint64 (1,)``, advanced); ``(decisions, games)``."""
+        return play_random(self.buffer, self._deals, policy_rng, steps)
