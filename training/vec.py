@@ -18,6 +18,7 @@ engine) is added with :func:`register_vec_env`; it receives the same
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -305,9 +306,12 @@ class WorkerVecEnv(VecEnv):
         if self._closed:
             return
         for remote in self._remotes:
-            remote.send(("close", None))
+            with contextlib.suppress(BrokenPipeError, EOFError, ConnectionResetError):  # a worker gone (Ctrl-C)
+                remote.send(("close", None))
         for proc in self._processes:
-            proc.join()
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.terminate()
         self._closed = True
 
 
