@@ -20,17 +20,20 @@ Each is run for single-round episodes (``episode="round"``) and whole games.
 Targets (issue 2): the ParallelEnv >= 300,000 decisions/s, the bare engine
 >= 1,000,000. Figures are printed per wall-clock second and per CPU second of
 this process (the CPU figure is steadier on a shared machine), with the
-decisions per step. The first run compiles the numba kernels (cached on disk).
+decisions per step; with ``--repeat k`` each measurement runs k times and the
+median is printed with the range of the per-CPU figures. The first run
+compiles the numba kernels (cached on disk).
 
 Usage::
 
-    python benchmarks/env_throughput.py [--seconds 3] [--players 4] [--variant standard]
+    python benchmarks/env_throughput.py [--seconds 3] [--repeat 1] [--players 4] [--variant standard]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import time
 from collections.abc import Callable
 
@@ -122,6 +125,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="time per measurement (default 3)")
     parser.add_argument("--players", type=int, default=4, help="number of players (default 4)")
     parser.add_argument("--variant", default="standard", choices=["standard", "tactics", "logic"])
+    parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the median is shown (default 1)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     s, seed = args.seconds, args.seed
@@ -134,15 +138,24 @@ def main() -> None:
     ]
     # compile (or load) the compiled backend's kernels before timing anything
     bench_env(GameConfig(num_players=args.players, variant=args.variant), 0.01, seed, "compiled")
-    print(f"{args.players} players, variant {args.variant}, {s:g} s per measurement, random legal actions")
-    print(f"{'what':<22} {'episode':<7} {'decisions':>11} {'dec/step':>8} {'per wall s':>12} {'per CPU s':>12}")
+    print(
+        f"{args.players} players, variant {args.variant}, {s:g} s per measurement, {args.repeat} run(s) each "
+        "(median), random legal actions"
+    )
+    print(
+        f"{'what':<22} {'episode':<7} {'decisions':>11} {'dec/step':>8} {'per wall s':>12} {'per CPU s':>12}"
+        f"  {'CPU s range':>19}"
+    )
     for episode in ("round", "game"):
         config = GameConfig(num_players=args.players, variant=args.variant, episode=episode)
         for name, run in runs:
-            decisions, steps, wall, cpu = run(config)
+            results = [run(config) for _ in range(args.repeat)]
+            per_cpu = [d / cpu for d, _, _, cpu in results]
+            decisions, steps = sum(r[0] for r in results), sum(r[1] for r in results)
+            wall = statistics.median(d / w for d, _, w, _ in results)
             print(
                 f"{name:<22} {episode:<7} {decisions:>11,} {decisions / steps:>8.2f} "
-                f"{decisions / wall:>12,.0f} {decisions / cpu:>12,.0f}"
+                f"{wall:>12,.0f} {statistics.median(per_cpu):>12,.0f}  {min(per_cpu):>9,.0f}-{max(per_cpu):<9,.0f}"
             )
 
 

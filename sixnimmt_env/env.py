@@ -38,7 +38,8 @@ keys of :class:`sixnimmt_env.engine.PlayerView`: ``hand`` (sorted cards),
 seat order), ``phase``, ``revealed`` (cards revealed this turn, by seat),
 ``legal_actions`` (action indices), ``must_act``, ``chooser``, ``seen``,
 ``piles``, ``display``, ``turn``, ``round``, ... Its values are computed on
-first access (:class:`AgentInfo`), so unused infos cost nothing.
+first access (:class:`AgentInfo`), and so is each agent's entry of the
+``infos`` dict (:class:`AgentInfos`), so unused infos cost nothing.
 
 **Rewards** (per step, in bullheads): ``reward="penalty"`` gives each agent
 minus the bullheads it took in that step (R8, R9), so an episode's return is
@@ -53,6 +54,28 @@ convention).
 **Episodes** end after the last round of the game (R12), or after one round
 with ``episode="round"``: then every termination is ``True`` and ``agents`` is
 empty. Truncations are always ``False`` (no time limit of our own).
+
+**Backends** (``backend=`` keyword):
+
+- ``"reference"`` (default): the pure-Python engine :mod:`sixnimmt_env.engine`,
+  the readable specification, with an incremental observation encoder.
+- ``"compiled"``: the numba kernels of :mod:`sixnimmt_env.batched` on one game
+  (:class:`sixnimmt_env.batched.single.SingleGame`): each :meth:`step` is one
+  compiled call that checks the actions against the masks (an illegal action
+  raises before anything changes), plays the step and writes fresh
+  observation and mask arrays; infos and :attr:`game_state` are rebuilt from
+  a snapshot of that step only when read. About twice the throughput of the
+  reference backend (``benchmarks/env_throughput.py``); the first use compiles
+  the kernels (cached on disk afterwards). From the same position
+  (``reset(options=...)``) with the same actions, both backends give
+  identical observations, masks, rewards, terminations, infos, states and
+  errors (``tests/test_env_compiled.py``). **Only the deals differ**: the
+  compiled backend draws each new round from the batched engine's splitmix64
+  generator (seeded from ``reset(seed=...)``; same seed, same games within
+  the backend), not from a ``numpy.random.Generator``, so a seed does not
+  give the reference backend's games.
+
+>>> env = parallel_env(num_players=4, backend="compiled")
 """
 
 from __future__ import annotations
@@ -114,6 +137,8 @@ ENV_OPTIONS = ("reward", "illegal_action", "render_mode", "backend")
 
 _POSITION_KEYS = ("hands", "rows", "totals", "display")
 _new_dict = dict.__new__
+_INT_TYPES = frozenset({int, np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32, np.uint16, np.uint8})
+_empty = np.empty
 _STEP_OK, _STEP_OVER = -1, -3  # codes of the compiled step: sixnimmt_env.batched.single.OK, OVER (tested equal)
 
 
@@ -390,7 +415,9 @@ class SixNimmtParallelEnv(ParallelEnv):
         self._obs: np.ndarray | None = None  # its current observations (n, 402) and masks (n, 109)
         self._masks: np.ndarray | None = None
         if backend == "compiled":
-            from sixnimmt_env.batched.single import SingleGame
+            from sixnimmt_env.batched.single import SingleGame, step_and_observe
+
+            self._kernel = step_and_observe
 
             self._game = SingleGame(self.config)
             self._action_row = self._game.actions[0]  # the game's action buffer, filled in place
@@ -448,7 +475,7 @@ class SixNimmtParallelEnv(ParallelEnv):
             ValueError: an invalid position (saying what is wrong), or position
                 keys without ``"hands"``.
         """
-        position = {k: options[k] for k in _POSITION_KEYS if options and k in options}
+        position = {k: options[k] for k in _POSITION_KEYS if k in options} if options else None
         state = None
         if position:
             if "hands" not in position:
@@ -547,6 +574,10 @@ class SixNimmtParallelEnv(ParallelEnv):
         """
         if self._game is not None and self.agents:
             return self._step_compiled(actions)
+        return self._step_reference(actions)
+
+    def _step_reference(self, actions: Mapping[str, Any]) -> tuple[Any, ...]:
+        """:meth:`step` on the reference backend (and the errors of a finished or unstarted episode)."""
         state = self._state
         if not self.agents:
             if state is None and self._lazy is None:
@@ -590,18 +621,21 @@ class SixNimmtParallelEnv(ParallelEnv):
     def _step_compiled(self, actions: Mapping[str, Any]) -> tuple[Any, ...]:
         """:meth:`step` on the compiled backend: one compiled call checks, applies and observes the joint action."""
         names = self._names
-        row = self._action_row
         try:
-            for i, name in enumerate(names):
-                a = actions[name]
-                if type(a) is not int and not isinstance(a, np.integer):
-                    raise TypeError
-                row[i] = a
+            values = list(map(actions.__getitem__, names))
             if len(actions) != len(names):
                 raise KeyError
-        except (KeyError, TypeError, IndexError, OverflowError):
+            if not _INT_TYPES.issuperset(map(type, values)):
+                for a in values:  # other numpy integer types are valid too; bool and the rest are not
+                    if isinstance(a, bool) or not isinstance(a, int | np.integer):
+                        raise TypeError
+            self._action_row[:] = values
+        except (KeyError, TypeError, IndexError, OverflowError, AttributeError, ValueError):
             raise self._bad_actions(actions, None) or ValueError(f"bad actions {actions!r}") from None
-        code, obs, masks = self._game.step()
+        game = self._game
+        obs = _empty(game.obs_shape, np.float32)  # fresh arrays every step: what was returned never changes
+        masks = _empty(game.mask_shape, np.int8)
+        code = self._kernel(game.buffer, game.deals, obs, masks)
         if code >= 0:  # an illegal action of seat `code`; nothing changed
             state = self.game_state
             action = actions[names[code]]

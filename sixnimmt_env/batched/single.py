@@ -209,9 +209,10 @@ def _outputs(S: tuple, cfg: np.ndarray, taken_at: np.ndarray, obs: np.ndarray, m
     """Write the observations with the snapshot below them (see :func:`step_and_observe`) and the masks."""
     phase, hand, hand_len, rows, row_len, pile, display, revealed, round_pen, totals, chooser, turn, rnd = S
     n = cfg[C_N]
-    obs[:] = 0.0
-    snap = obs[n:].reshape(-1)
-    base = obs[0]
+    snap = obs[n:].reshape(-1)  # every entry below is written: zero only the tail past the snapshot
+    snap[_HANDS + HAND_SIZE * n + 4 * n + 3 * _PILE_SIZE :] = 0.0
+    base = obs[0]  # the shared pieces, copied whole into every other seat's row
+    base[:] = 0.0
     _encode_public(S, cfg, 0, base)
     for s in range(1, n):
         o = obs[s]
@@ -413,7 +414,8 @@ class SingleGame:
     Attributes:
         config, num_players, buffer (``uint8``), and one numpy view per :data:`LAYOUT` piece (``actions``:
         fill ``actions[0, seat]`` before :meth:`step`; ``penalties``; the state arrays; treat the others as
-        read-only).
+        read-only); ``deals`` (the queued deals, ``int16 (1, R, 10 n + 4)``), ``obs_shape`` and ``mask_shape``
+        (:func:`output_shapes`) for callers of the kernels.
 
     Each of :meth:`new_game`, :meth:`load` and :meth:`step` returns fresh arrays that are never written again:
     observations ``float32 (n + k, 402)`` (rows ``n..`` hold the :data:`SNAPSHOT`) and masks ``int8 (n, 109)``.
@@ -431,12 +433,12 @@ class SingleGame:
         self._views["pile"][:] = -1
         self._views["chooser"][:] = -1
         self._views["taken_at"][:] = -1
-        self._deals = np.zeros((1, 0, n * HAND_SIZE + NUM_ROWS), np.int16)
-        self._obs_shape, self._mask_shape = output_shapes(n)
+        self.deals = np.zeros((1, 0, n * HAND_SIZE + NUM_ROWS), np.int16)
+        self.obs_shape, self.mask_shape = output_shapes(n)
         self.seed(seed)
 
     def _outputs(self) -> tuple[np.ndarray, np.ndarray]:
-        return np.empty(self._obs_shape, np.float32), np.empty(self._mask_shape, np.int8)
+        return np.empty(self.obs_shape, np.float32), np.empty(self.mask_shape, np.int8)
 
     @property
     def done(self) -> bool:
@@ -452,7 +454,7 @@ class SingleGame:
         if seed is not None:
             self.seed(seed)
         obs, masks = self._outputs()
-        new_game_and_observe(self.buffer, self._deals, obs, masks)
+        new_game_and_observe(self.buffer, self.deals, obs, masks)
         return obs, masks
 
     def load(self, state: State) -> tuple[np.ndarray, np.ndarray]:
@@ -506,16 +508,16 @@ class SingleGame:
         for r, d in enumerate(deals.tolist()):
             if len(set(d)) != width or min(d) < 1 or max(d) > self.config.deck_size:
                 raise ValueError(f"deals[{r}] must hold {width} distinct cards of 1..{self.config.deck_size}, got {d}")
-        self._deals = deals[None].astype(np.int16)
+        self.deals = deals[None].astype(np.int16)
         self._views["deal_next"][:] = 0
 
     def step(self) -> tuple[int, np.ndarray, np.ndarray]:
         """Apply :attr:`actions`: ``(code, observations, masks)`` as :func:`step_and_observe` (fresh arrays; if
         the code is a seat, nothing changed and the arrays hold garbage)."""
-        obs = np.empty(self._obs_shape, np.float32)
-        masks = np.empty(self._mask_shape, np.int8)
-        return step_and_observe(self.buffer, self._deals, obs, masks), obs, masks
+        obs = np.empty(self.obs_shape, np.float32)
+        masks = np.empty(self.mask_shape, np.int8)
+        return step_and_observe(self.buffer, self.deals, obs, masks), obs, masks
 
     def play_random(self, steps: int, policy_rng: np.ndarray) -> tuple[int, int]:
         """:func:`play_random` on this game (``policy_rng``: ``uint64 (1,)``, advanced); ``(decisions, games)``."""
-        return play_random(self.buffer, self._deals, policy_rng, steps)
+        return play_random(self.buffer, self.deals, policy_rng, steps)
