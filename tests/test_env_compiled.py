@@ -317,3 +317,28 @@ def test_render_shows_the_table() -> None:
     text = par_env.render()
     assert "row 0:  10  11  12  13  14" in text and "(11 bullheads)" in text
     assert "decision: every player chooses a card" in text
+
+
+# --------------------------------------------------------------------------- the bare compiled game
+
+
+def test_play_random_counts_decisions_and_games() -> None:
+    # cheapest-row rule (R9b): every step is a select step with 4 decisions; a round is 10 steps (R11)
+    game = single.SingleGame(GameConfig(num_players=4, row_choice="cheapest", episode="round"), seed=0)
+    game.new_game()
+    decisions, finished = game.play_random(100, np.array([7], np.uint64))
+    assert (decisions, finished) == (400, 9)
+    assert game.done and int(game.turn[0]) == 10  # the 10th game has just played its last turn
+    # with row choices (R9), a choose_row step is one decision
+    game = single.SingleGame(GameConfig(num_players=4, episode="round"), seed=0)
+    game.new_game()
+    decisions, _ = game.play_random(1000, np.array([7], np.uint64))
+    assert 2 * 1000 < decisions < 4 * 1000
+
+
+def test_queue_deals_is_validated() -> None:
+    game = single.SingleGame(GameConfig(num_players=2), seed=0)
+    with pytest.raises(ValueError, match=r"deals must have shape \(rounds, 10 \* n \+ 4 = 24\)"):
+        game.queue_deals(np.zeros((1, 23), np.int16))
+    with pytest.raises(ValueError, match=r"deals\[1\] must hold 24 distinct cards of 1..104"):
+        game.queue_deals(np.stack([np.arange(1, 25), np.full(24, 3)]))
