@@ -415,9 +415,10 @@ class SixNimmtParallelEnv(ParallelEnv):
         self._obs: np.ndarray | None = None  # its current observations (n, 402) and masks (n, 109)
         self._masks: np.ndarray | None = None
         if backend == "compiled":
-            from sixnimmt_env.batched.single import SingleGame, step_and_observe
+            from sixnimmt_env.batched.single import SingleGame, new_game_and_observe, step_and_observe
 
             self._kernel = step_and_observe
+            self._new_game_kernel = new_game_and_observe
 
             self._game = SingleGame(self.config)
             self._action_row = self._game.actions[0]  # the game's action buffer, filled in place
@@ -475,6 +476,21 @@ class SixNimmtParallelEnv(ParallelEnv):
             ValueError: an invalid position (saying what is wrong), or position
                 keys without ``"hands"``.
         """
+        game = self._game
+        if game is not None and not options:  # the compiled backend's new deal: one compiled call
+            if seed is not None:
+                game.seed(seed)
+            obs = self._obs = _empty(game.obs_shape, np.float32)
+            masks = self._masks = _empty(game.mask_shape, np.int8)
+            self._new_game_kernel(game.buffer, game.deals, obs, masks)
+            lazy = self._lazy = _LazyState((self.config, obs))
+            self.agents = list(self._names)
+            infos = _new_dict(AgentInfos)
+            infos._state, infos._seat_of = lazy, self._seat_of
+            return {
+                name: {"observation": o, "action_mask": m}
+                for name, o, m in zip(self._names, obs, masks)  # noqa: B905
+            }, infos
         position = {k: options[k] for k in _POSITION_KEYS if k in options} if options else None
         state = None
         if position:
@@ -487,7 +503,6 @@ class SixNimmtParallelEnv(ParallelEnv):
                 totals=position.get("totals"),
                 display=position.get("display"),
             )
-        game = self._game
         if game is not None:
             if state is None:
                 self._obs, self._masks = game.new_game(seed)
@@ -572,54 +587,9 @@ class SixNimmtParallelEnv(ParallelEnv):
                 phase and the legal actions), or stepping a finished episode.
                 The environment is unchanged and stays usable.
         """
-        if self._game is not None and self.agents:
-            return self._step_compiled(actions)
-        return self._step_reference(actions)
-
-    def _step_reference(self, actions: Mapping[str, Any]) -> tuple[Any, ...]:
-        """:meth:`step` on the reference backend (and the errors of a finished or unstarted episode)."""
-        state = self._state
-        if not self.agents:
-            if state is None and self._lazy is None:
-                raise ValueError("the environment has no game yet: call reset() first")
-            raise ValueError("the episode is over (agents is empty): call reset() to start a new one")
-        names = self._names
-        try:
-            acts = [actions[name] for name in names]
-            if len(actions) != len(names):
-                raise KeyError
-            # The engine checks every action (type, range, legality) and changes nothing if one is bad.
-            new, penalties = engine.step(state, acts, self._rng)  # type: ignore[arg-type]
-        except (KeyError, TypeError, IndexError):
-            raise self._bad_actions(actions, None) or ValueError(f"bad actions {actions!r}") from None
-        except IllegalActionError as err:
-            bad = self._bad_actions(actions, err)
-            if bad is not None:
-                raise bad from None
-            return self._terminate(names[err.seat])
-        self._state = new
-        encoder = self._encoder
-        encoder.update(new)
-        obs = encoder.observations()
-        masks = encoder.masks()
-        observations = {
-            name: {"observation": o, "action_mask": m} for name, o, m in zip(names, obs, masks, strict=True)
-        }
-        infos = AgentInfos(new, self._seat_of)
-        if not any(penalties):
-            rewards = self._zero_rewards.copy()
-        elif self.reward_mode == "penalty":
-            rewards = {name: 0.0 - p for name, p in zip(names, penalties, strict=True)}
-        else:
-            total, others = sum(penalties), len(names) - 1
-            rewards = {name: (total - p) / others - p for name, p in zip(names, penalties, strict=True)}
-        if new.phase == DONE:
-            self.agents = []
-            return observations, rewards, self._all_true.copy(), self._all_false.copy(), infos
-        return observations, rewards, self._all_false.copy(), self._all_false.copy(), infos
-
-    def _step_compiled(self, actions: Mapping[str, Any]) -> tuple[Any, ...]:
-        """:meth:`step` on the compiled backend: one compiled call checks, applies and observes the joint action."""
+        if self._game is None or not self.agents:
+            return self._step_reference(actions)
+        # the compiled backend: one compiled call checks, applies and observes the joint action
         names = self._names
         try:
             values = list(map(actions.__getitem__, names))
@@ -663,6 +633,48 @@ class SixNimmtParallelEnv(ParallelEnv):
             total, others = sum(penalties), len(names) - 1
             rewards = {name: (total - p) / others - p for name, p in zip(names, penalties, strict=True)}
         if code == _STEP_OVER:
+            self.agents = []
+            return observations, rewards, self._all_true.copy(), self._all_false.copy(), infos
+        return observations, rewards, self._all_false.copy(), self._all_false.copy(), infos
+
+    def _step_reference(self, actions: Mapping[str, Any]) -> tuple[Any, ...]:
+        """:meth:`step` on the reference backend (and the errors of a finished or unstarted episode)."""
+        state = self._state
+        if not self.agents:
+            if state is None and self._lazy is None:
+                raise ValueError("the environment has no game yet: call reset() first")
+            raise ValueError("the episode is over (agents is empty): call reset() to start a new one")
+        names = self._names
+        try:
+            acts = [actions[name] for name in names]
+            if len(actions) != len(names):
+                raise KeyError
+            # The engine checks every action (type, range, legality) and changes nothing if one is bad.
+            new, penalties = engine.step(state, acts, self._rng)  # type: ignore[arg-type]
+        except (KeyError, TypeError, IndexError):
+            raise self._bad_actions(actions, None) or ValueError(f"bad actions {actions!r}") from None
+        except IllegalActionError as err:
+            bad = self._bad_actions(actions, err)
+            if bad is not None:
+                raise bad from None
+            return self._terminate(names[err.seat])
+        self._state = new
+        encoder = self._encoder
+        encoder.update(new)
+        obs = encoder.observations()
+        masks = encoder.masks()
+        observations = {
+            name: {"observation": o, "action_mask": m} for name, o, m in zip(names, obs, masks, strict=True)
+        }
+        infos = AgentInfos(new, self._seat_of)
+        if not any(penalties):
+            rewards = self._zero_rewards.copy()
+        elif self.reward_mode == "penalty":
+            rewards = {name: 0.0 - p for name, p in zip(names, penalties, strict=True)}
+        else:
+            total, others = sum(penalties), len(names) - 1
+            rewards = {name: (total - p) / others - p for name, p in zip(names, penalties, strict=True)}
+        if new.phase == DONE:
             self.agents = []
             return observations, rewards, self._all_true.copy(), self._all_false.copy(), infos
         return observations, rewards, self._all_false.copy(), self._all_false.copy(), infos
