@@ -380,7 +380,8 @@ def state_from_snapshot(config: GameConfig, obs: np.ndarray) -> State:
     The stock holds the cards of the deck that are nowhere else, sorted, as the reference engine keeps it.
     """
     n = config.num_players
-    v = snapshot_of(obs, n).tolist()
+    a = snapshot_of(obs, n)
+    v = a.tolist()
     phase = v[_PHASE]
     rows = tuple(tuple(v[_ROWS + r * ROW_LIMIT : _ROWS + r * ROW_LIMIT + v[_ROW_LEN + r]]) for r in range(NUM_ROWS))
     rows = rows if all(rows) else ()
@@ -389,16 +390,23 @@ def state_from_snapshot(config: GameConfig, obs: np.ndarray) -> State:
     round_pen, totals = tuple(v[k + 2 * n : k + 3 * n]), tuple(v[k + 3 * n : k + 4 * n])
     hands = tuple(tuple(v[_HANDS + HAND_SIZE * s : _HANDS + HAND_SIZE * s + hand_len[s]]) for s in range(n))
     k += 4 * n
-    pile, taken_at = v[k : k + _PILE_SIZE], v[k + _PILE_SIZE : k + 2 * _PILE_SIZE]
-    display = tuple(c for c, on in enumerate(v[k + 2 * _PILE_SIZE : k + 3 * _PILE_SIZE]) if on)
-    held = sorted((taken_at[c], c, pile[c]) for c in range(1, _PILE_SIZE) if pile[c] >= 0)
+    pile, taken_at = a[k : k + _PILE_SIZE], a[k + _PILE_SIZE : k + 2 * _PILE_SIZE]
+    on_display = a[k + 2 * _PILE_SIZE : k + 3 * _PILE_SIZE] != 0
+    display = tuple(np.flatnonzero(on_display).tolist())
+    held = np.flatnonzero(pile >= 0)
+    held = held[np.lexsort((held, taken_at[held]))]  # by the step taken, then ascending within a row
     piles: list[list[int]] = [[] for _ in range(n)]
-    for _, c, seat in held:
+    for c, seat in zip(held.tolist(), pile[held].tolist(), strict=True):
         piles[seat].append(c)
-    used = {c for h in hands for c in h} | {c for r in rows for c in r} | {c for _, c, _ in held} | set(display)
+    free = ~on_display  # cards in no hand, row, pile, display (or pending turn)
+    free[0] = False
+    free[config.deck_size + 1 :] = False
+    free[held] = False
+    used = [c for cards in (*hands, *rows) for c in cards]
     if phase == CHOOSE_ROW:
-        used |= set(revealed)
-    stock = tuple(c for c in range(1, config.deck_size + 1) if c not in used)
+        used += revealed
+    free[used] = False
+    stock = tuple(np.flatnonzero(free).tolist())
     return State(
         config,
         PHASES[phase],
