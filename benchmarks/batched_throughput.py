@@ -216,7 +216,7 @@ def train_rate(config: str, steps: int) -> float:
     torch.set_num_threads(cfg.train.torch_threads)
     venv = build_vec_env(cfg, None)
     try:
-        model = MaskablePPO("MlpPolicy", venv, seed=cfg.train.seed, device=cfg.train.device, **algo_kwargs(cfg))
+        model = MaskablePPO(env=venv, seed=cfg.train.seed, device=cfg.train.device, **algo_kwargs(cfg))
         model.learn(2048)  # warm up (numba loads, first rollout)
         t0, w0 = _tree_cpu(), time.perf_counter()
         model.learn(steps, reset_num_timesteps=False)

@@ -54,7 +54,8 @@ def measure(cfg: TrainConfig, algo: dict, steps: int) -> dict[str, float]:
     torch.set_num_threads(cfg.train.torch_threads)
     venv = build_vec_env(cfg, None)
     try:
-        model = MaskablePPO("MlpPolicy", venv, seed=cfg.train.seed, device=cfg.train.device, verbose=0, **algo)
+        algo = {"policy": "MlpPolicy", **algo}
+        model = MaskablePPO(env=venv, seed=cfg.train.seed, device=cfg.train.device, verbose=0, **algo)
         train = model.train
         train_cpu = [0.0]
 

@@ -128,11 +128,13 @@ _ACTIVATIONS: dict[type, Callable[[np.ndarray], np.ndarray]] = {
 
 def actor_layers(policy: Any) -> list[tuple[np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray]]] | None:
     """The actor of a MaskablePPO MLP policy as numpy layers ``(W.T float32 (in, out), b float32 (out,), activation)``,
-    the last one the action head (identity); ``None`` if the policy is not a flat MLP over the observation (then
-    :class:`PolicyAgent` runs it through torch)."""
+    the last one the action head (identity); ``None`` if the policy is not an MLP over the flat observation or its
+    card features (:mod:`training.features`) (then :class:`PolicyAgent` runs it through torch)."""
     from stable_baselines3.common.torch_layers import FlattenExtractor
 
-    if not isinstance(policy.pi_features_extractor, FlattenExtractor):
+    from training.features import CardFeatures
+
+    if not isinstance(policy.pi_features_extractor, FlattenExtractor | CardFeatures):
         return None
     modules = [*policy.mlp_extractor.policy_net, policy.action_net]
     layers: list[tuple[np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray]]] = []
@@ -177,6 +179,7 @@ class PolicyAgent:
         self.sample = sample
         self.spec = name
         self.layers = actor_layers(policy)
+        self.card_features = type(policy.pi_features_extractor).__name__ == "CardFeatures"
 
     def __repr__(self) -> str:
         return f"PolicyAgent({self.spec!r})"
@@ -188,6 +191,10 @@ class PolicyAgent:
             obs = self.obs_norm(obs)
         if self.layers is not None:
             x = np.asarray(obs, np.float32)
+            if self.card_features:
+                from training.features import card_features_numpy
+
+                x = card_features_numpy(x.reshape(-1, x.shape[-1])).reshape(*x.shape[:-1], -1)
             for weight, bias, activation in self.layers:
                 x = activation(x @ weight + bias)
             return x

@@ -282,16 +282,25 @@ def _check_algo(algo: Mapping[str, Any], source: str) -> None:
     from sb3_contrib import MaskablePPO
 
     params = inspect.signature(MaskablePPO.__init__).parameters
-    allowed = sorted(set(params) - {"self", "policy", "env", "_init_setup_model", "tensorboard_log", "seed", "device"})
+    allowed = sorted(set(params) - {"self", "env", "_init_setup_model", "tensorboard_log", "seed", "device"})
     for k in algo:
         if k not in allowed:
             raise ConfigError(
                 f"{source}: unknown key 'algo.{k}' (not a MaskablePPO keyword argument, or set in another section: "
                 f"seed and device belong in train); allowed: {', '.join(allowed)}"
             )
+    policy = algo.get("policy", "MlpPolicy")
+    if policy not in POLICIES:
+        raise ConfigError(f"{source}: key 'algo.policy' must be one of {', '.join(POLICIES)}, got {policy!r}")
     pk = algo.get("policy_kwargs")
     if pk is not None and not isinstance(pk, dict):
         raise ConfigError(f"{source}: key 'algo.policy_kwargs' must be a mapping, got {pk!r}")
+    extractor = (pk or {}).get("features_extractor_class")
+    if extractor is not None and extractor not in EXTRACTORS:
+        raise ConfigError(
+            f"{source}: key 'algo.policy_kwargs.features_extractor_class' must be one of {', '.join(EXTRACTORS)}, "
+            f"got {extractor!r}"
+        )
     act = (pk or {}).get("activation_fn")
     if act is not None and act not in ACTIVATIONS:
         raise ConfigError(
@@ -300,19 +309,30 @@ def _check_algo(algo: Mapping[str, Any], source: str) -> None:
 
 
 ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu")
+EXTRACTORS = ("card_features",)
+POLICIES = ("MlpPolicy", "card")
+"""Names allowed for ``algo.policy``: SB3's ``MlpPolicy`` or :class:`training.features.CardPolicy` (``card``)."""
+"""Names allowed for ``algo.policy_kwargs.features_extractor_class`` (:mod:`training.features`)."""
 """Names allowed for ``algo.policy_kwargs.activation_fn`` (the torch.nn classes Tanh, ReLU, ELU, LeakyReLU)."""
 
 
 def algo_kwargs(cfg: TrainConfig) -> dict[str, Any]:
-    """The MaskablePPO keyword arguments of ``cfg.algo``, with ``policy_kwargs.activation_fn`` named by a string
-    turned into its ``torch.nn`` class."""
+    """The MaskablePPO keyword arguments of ``cfg.algo``, with ``policy_kwargs.activation_fn`` and
+    ``policy_kwargs.features_extractor_class`` named by strings turned into their classes."""
     import torch.nn as nn
 
+    from training.features import POLICIES as POLICY_CLASSES
+
     kwargs = dict(cfg.algo)
+    kwargs["policy"] = POLICY_CLASSES[kwargs.get("policy", "MlpPolicy")]
     pk = dict(kwargs.get("policy_kwargs") or {})
     if isinstance(pk.get("activation_fn"), str):
         classes = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "leaky_relu": nn.LeakyReLU}
         pk["activation_fn"] = classes[pk["activation_fn"]]
+    if isinstance(pk.get("features_extractor_class"), str):
+        from training.features import FEATURE_EXTRACTORS
+
+        pk["features_extractor_class"] = FEATURE_EXTRACTORS[pk["features_extractor_class"]]
     if pk:
         kwargs["policy_kwargs"] = pk
     return kwargs

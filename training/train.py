@@ -123,8 +123,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
                 venv.obs_rms.mean, venv.obs_rms.var = f["mean"], f["var"]
     else:
         model = MaskablePPO(
-            "MlpPolicy",
-            venv,
+            env=venv,
             seed=seed,
             device=cfg.train.device,
             tensorboard_log=str(run_dir / "tb"),

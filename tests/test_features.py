@@ -1,0 +1,140 @@
+"""Card features and the card policy (training/features.py)."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+import torch
+
+from sixnimmt_env import engine as E
+from sixnimmt_env.observation import OBS_SIZE, encode
+from training.features import CARD_FEATURES, FEATURES_SIZE, CardFeatures, CardPolicy, card_features_numpy
+
+SPACE = gymnasium.spaces.Box(-np.inf, np.inf, (OBS_SIZE,), np.float32)
+
+
+def _position_obs() -> np.ndarray:
+    # RULES.md E2-like rows: row 0 is full (11 bullheads), rows 1..3 hold one card each (3 bullheads each)
+    cfg = E.GameConfig(num_players=3, episode="round")
+    state = E.from_position(cfg, [[51, 15, 3], [61, 79, 2], [16, 100, 104]], [[10, 11, 12, 13, 14], [50], [60], [70]])
+    return encode(state, 0)[None]
+
+
+def _card(feats: np.ndarray, card: int) -> dict[str, float]:
+    row = feats[0, OBS_SIZE:].reshape(104, len(CARD_FEATURES))[card - 1]
+    return dict(zip(CARD_FEATURES, row.tolist(), strict=True))
+
+
+def test_card_features_on_a_known_position():
+    feats = card_features_numpy(_position_obs())
+    assert feats.shape == (1, FEATURES_SIZE) and feats.dtype == np.float32
+    low = _card(feats, 3)  # below every row end: a low card (R9); cheapest row costs 3; unseen below 3: cards 1, 2
+    assert low == pytest.approx(
+        {
+            "in_hand": 1,
+            "low": 1,
+            "full": 0,
+            "length": 0,
+            "bullheads": 0,
+            "unseen": 0.2,
+            "cost": 0.3,
+            "distance": 3 / 104,
+        }
+    )
+    full = _card(feats, 15)  # goes on 14, whose row holds 5 cards: takes 11 bullheads (R8)
+    assert full == pytest.approx(
+        {
+            "in_hand": 1,
+            "low": 0,
+            "full": 1,
+            "length": 1,
+            "bullheads": 1.1,
+            "unseen": 0,
+            "cost": 1.1,
+            "distance": 1 / 104,
+        }
+    )
+    free = _card(feats, 100)  # goes on 70 (R7); 71..99 are all unseen by seat 0
+    assert free == pytest.approx(
+        {
+            "in_hand": 0,
+            "low": 0,
+            "full": 0,
+            "length": 0.2,
+            "bullheads": 0.3,
+            "unseen": 2.9,
+            "cost": 0,
+            "distance": 30 / 104,
+        }
+    )
+    np.testing.assert_array_equal(feats[:, :OBS_SIZE], _position_obs())
+
+
+def test_torch_extractor_equals_numpy_on_real_observations():
+    rng = np.random.default_rng(0)
+    obs = []
+    for variant in ("standard", "tactics", "logic"):
+        state = E.new_game(E.GameConfig(num_players=5, variant=variant, episode="round"), rng)
+        while not state.done:
+            obs.extend(encode(state, seat) for seat in range(5))
+            actions = [int(rng.choice(E.legal_actions(state, s))) for s in range(5)]
+            state, _ = E.step(state, actions, rng)
+    batch = np.stack(obs)
+    torch_out = CardFeatures(SPACE)(torch.as_tensor(batch)).numpy()
+    np.testing.assert_allclose(torch_out, card_features_numpy(batch), atol=1e-6)
+
+
+def test_card_policy_scores_only_through_legal_actions_and_survives_save_load(tmp_path):
+    from sb3_contrib import MaskablePPO
+
+    from training.vec_env import SixNimmtVecEnv
+
+    env = SixNimmtVecEnv(8, opponents=["greedy", "greedy", "greedy"], seed=0, num_players=4, episode="round")
+    model = MaskablePPO(CardPolicy, env, n_steps=16, batch_size=64, n_epochs=1, seed=0)
+    model.learn(128)
+    obs = env.reset()
+    masks = env.action_masks()
+    actions, _ = model.predict(obs, action_masks=masks, deterministic=True)
+    assert all(masks[i, a] for i, a in enumerate(actions))
+    model.save(tmp_path / "card.zip")
+    loaded = MaskablePPO.load(tmp_path / "card.zip")
+    assert type(loaded.policy) is CardPolicy
+    again, _ = loaded.predict(obs, action_masks=masks, deterministic=True)
+    np.testing.assert_array_equal(actions, again)
+    env.close()
+
+
+def test_numpy_actor_matches_torch_for_card_features_mlp(tmp_path):
+    from sb3_contrib import MaskablePPO
+
+    from training.agent import PolicyAgent
+    from training.vec_env import SixNimmtVecEnv
+
+    env = SixNimmtVecEnv(4, opponents=["random", "random", "random"], seed=1, num_players=4, episode="round")
+    model = MaskablePPO(
+        "MlpPolicy",
+        env,
+        n_steps=8,
+        batch_size=32,
+        policy_kwargs={"features_extractor_class": CardFeatures, "net_arch": [32, 32]},
+    )
+    agent = PolicyAgent(model.policy)
+    assert agent.layers is not None  # the numpy path
+    obs = env.reset()
+    with torch.no_grad():
+        t = torch.as_tensor(obs)
+        expected = model.policy.action_net(model.policy.mlp_extractor.forward_actor(model.policy.extract_features(t)))
+    np.testing.assert_allclose(agent.logits(obs), expected.numpy(), atol=1e-4)
+    env.close()
+
+
+def test_config_names_the_policy_and_rejects_unknown_ones(tmp_path):
+    from training.config import ConfigError, algo_kwargs, load_config
+
+    cfg = load_config("configs/smoke.yaml", ["algo.policy=card"])
+    assert algo_kwargs(cfg)["policy"] is CardPolicy
+    with pytest.raises(ConfigError, match=r"algo\.policy' must be one of MlpPolicy, card"):
+        load_config("configs/smoke.yaml", ["algo.policy=transformer"])
+    with pytest.raises(ConfigError, match="features_extractor_class' must be one of card_features"):
+        load_config("configs/smoke.yaml", ["algo.policy_kwargs.features_extractor_class=os.system"])
