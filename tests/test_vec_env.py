@@ -19,7 +19,7 @@ from sixnimmt_env.engine import DONE, NOOP, SELECT, GameConfig, State, step, vie
 from sixnimmt_env.gym_env import ILLEGAL_PENALTY
 from sixnimmt_env.observation import OBS_SIZE, SLICES, action_mask, encode
 from training.agent import PolicyAgent
-from training.config import load_config
+from training.config import algo_kwargs, load_config
 from training.vec import MixtureSampler, build_vec_env
 from training.vec_env import SixNimmtVecEnv
 
@@ -254,7 +254,7 @@ def test_maskable_ppo_learns_on_the_batched_config(tmp_path: Path) -> None:
     )
     venv = build_vec_env(cfg, tmp_path / "monitor")
     assert isinstance(venv, VecMonitor) and isinstance(venv.venv, SixNimmtVecEnv) and venv.num_envs == 64
-    model = MaskablePPO("MlpPolicy", venv, seed=0, **cfg.algo)
+    model = MaskablePPO(env=venv, seed=0, **algo_kwargs(cfg))
     model.learn(2048)
     assert model.num_timesteps == 2048
     lines = (tmp_path / "monitor" / "batched.monitor.csv").read_text().splitlines()
