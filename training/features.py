@@ -38,7 +38,7 @@ import torch
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
-from sixnimmt_env.engine import HAND_SIZE, NUM_CARDS, ROW_LIMIT
+from sixnimmt_env.engine import HAND_SIZE, NUM_CARDS, NUM_ROWS, ROW_LIMIT
 from sixnimmt_env.observation import BULLHEAD_ROW_SCALE, CARD_SCALE, OBS_SIZE, SLICES
 
 CARD_FEATURES = ("in_hand", "low", "full", "length", "bullheads", "unseen", "cost", "distance")
@@ -96,30 +96,29 @@ class CardFeatures(BaseFeaturesExtractor):
                 f"CardFeatures needs the flat ({OBS_SIZE},) observation, got shape {observation_space.shape}"
             )
         super().__init__(observation_space, FEATURES_SIZE)
-        self.register_buffer("cards", torch.arange(1, NUM_CARDS + 1, dtype=torch.long), persistent=False)
+        self.register_buffer("cards", torch.arange(1, NUM_CARDS + 1, dtype=torch.float32)[None], persistent=False)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         batch = obs.shape[0]
         cards: torch.Tensor = self.cards  # type: ignore[assignment]
         hand = obs[:, SLICES["hand"]]
-        ends = torch.round(obs[:, SLICES["row_ends"]] * CARD_SCALE).long()
+        ends = torch.round(obs[:, SLICES["row_ends"]] * CARD_SCALE)  # card values, 0 = no row (draft)
         lengths = obs[:, SLICES["row_lengths"]] * ROW_LIMIT
         bulls = obs[:, SLICES["row_bullheads"]] * BULLHEAD_ROW_SCALE
-        below = (ends[:, None, :] < cards[None, :, None]) & (ends[:, None, :] > 0)
-        target = torch.where(below, ends[:, None, :], torch.full_like(ends[:, None, :], -1)).argmax(dim=2)
-        low = ~below.any(dim=2)
-        zero = torch.zeros((), dtype=obs.dtype, device=obs.device)
-        t_len = torch.where(low, zero, torch.gather(lengths, 1, target))
-        t_bull = torch.where(low, zero, torch.gather(bulls, 1, target))
-        t_end = torch.where(low, torch.zeros_like(target), torch.gather(ends, 1, target))
-        full = (t_len >= ROW_LIMIT - 0.5) & ~low
-        has_rows = (ends > 0).any(dim=1, keepdim=True)
-        cost = torch.where(full, t_bull, zero) + torch.where(
-            low & has_rows, bulls.min(dim=1, keepdim=True).values, zero
-        )
+        sorted_ends, order = torch.sort(ends, dim=1)
+        below = torch.searchsorted(sorted_ends, cards.expand(batch, -1).contiguous())  # row ends < c (and no-rows)
+        missing = (ends == 0).sum(dim=1, keepdim=True)
+        low = below <= missing  # no real row end below c (R9)
+        target = (below - 1).clamp(min=0)  # in sorted order: the largest end below c (R7)
+        t_end = torch.gather(sorted_ends, 1, target) * ~low
+        t_len = torch.gather(torch.gather(lengths, 1, order), 1, target) * ~low
+        t_bull = torch.gather(torch.gather(bulls, 1, order), 1, target) * ~low
+        full = t_len >= ROW_LIMIT - 0.5
+        has_rows = missing < NUM_ROWS
+        cost = t_bull * full + (low & has_rows) * bulls.min(dim=1, keepdim=True).values
         unseen = torch.clamp(1.0 - obs[:, SLICES["seen"]] - hand, 0.0, 1.0)
-        counts = torch.cat([torch.zeros((batch, 1), dtype=obs.dtype, device=obs.device), unseen.cumsum(dim=1)], dim=1)
-        between = counts[:, :NUM_CARDS] - torch.gather(counts, 1, t_end)  # unseen cards in (row end, c)
+        counts = torch.nn.functional.pad(unseen.cumsum(dim=1), (1, 0))  # counts[:, k]: unseen among 1..k
+        between = counts[:, :NUM_CARDS] - torch.gather(counts, 1, t_end.long())  # unseen cards in (row end, c)
         feats = torch.stack(
             [
                 hand,
@@ -129,7 +128,7 @@ class CardFeatures(BaseFeaturesExtractor):
                 t_bull / BULLHEAD_ROW_SCALE,
                 between / 10.0,
                 cost / 10.0,
-                (cards[None, :] - t_end).to(obs.dtype) / CARD_SCALE,
+                (cards - t_end) / CARD_SCALE,
             ],
             dim=2,
         )
