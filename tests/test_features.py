@@ -138,3 +138,27 @@ def test_config_names_the_policy_and_rejects_unknown_ones(tmp_path):
         load_config("configs/smoke.yaml", ["algo.policy=transformer"])
     with pytest.raises(ConfigError, match="features_extractor_class' must be one of card_features"):
         load_config("configs/smoke.yaml", ["algo.policy_kwargs.features_extractor_class=os.system"])
+
+
+def test_numpy_card_actor_matches_the_torch_card_policy():
+    from sb3_contrib import MaskablePPO
+
+    from training.agent import PolicyAgent
+    from training.vec_env import SixNimmtVecEnv
+
+    env = SixNimmtVecEnv(16, opponents=["greedy", "random", "lowest"], seed=2, num_players=4, episode="round")
+    model = MaskablePPO(CardPolicy, env, n_steps=16, batch_size=64, n_epochs=1, seed=3)
+    model.learn(256)  # move the weights away from their initial values
+    agent = PolicyAgent(model.policy)
+    assert agent.card_actor is not None
+    obs = env.reset()
+    for _ in range(12):
+        masks = env.action_masks()
+        with torch.no_grad():
+            t = torch.as_tensor(obs)
+            latent = model.policy.mlp_extractor.forward_actor(model.policy.extract_features(t))
+            expected = model.policy.action_net(latent).numpy()
+        np.testing.assert_allclose(agent.logits(obs), expected, rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(agent.choose(obs, masks), np.where(masks, expected, -np.inf).argmax(axis=1))
+        obs, _, _, _ = env.step(agent.choose(obs, masks))
+    env.close()

@@ -151,6 +151,18 @@ def actor_layers(policy: Any) -> list[tuple[np.ndarray, np.ndarray, Callable[[np
     return layers
 
 
+def _card_actor(policy: Any) -> Any:
+    """A numpy copy of a :class:`training.features.CardPolicy`'s actor, or ``None`` for other policies."""
+    from training.features import CardPolicy, NumpyCardActor
+
+    if not isinstance(policy, CardPolicy):
+        return None
+    try:
+        return NumpyCardActor(policy)
+    except ValueError:  # an activation numpy does not mirror: torch it is
+        return None
+
+
 class PolicyAgent:
     """An :class:`~sixnimmt_env.agents.Agent` backed by a MaskablePPO policy: a frozen snapshot of its actor.
 
@@ -180,6 +192,7 @@ class PolicyAgent:
         self.spec = name
         self.layers = actor_layers(policy)
         self.card_features = type(policy.pi_features_extractor).__name__ == "CardFeatures"
+        self.card_actor = _card_actor(policy)
 
     def __repr__(self) -> str:
         return f"PolicyAgent({self.spec!r})"
@@ -189,6 +202,9 @@ class PolicyAgent:
         for observations ``(batch, 402)`` (or ``(402,)``)."""
         if self.obs_norm is not None:
             obs = self.obs_norm(obs)
+        if self.card_actor is not None:
+            x = np.asarray(obs, np.float32)
+            return self.card_actor.logits(x).reshape(*x.shape[:-1], -1)
         if self.layers is not None:
             x = np.asarray(obs, np.float32)
             if self.card_features:
