@@ -170,6 +170,30 @@ def _as_agent(item: str | Agent, where: str) -> Agent:
     raise ValueError(f"{where}: expected an agent spec string or an object with act(view, rng), got {item!r}")
 
 
+def check_learner_options(learner_seat: object, illegal_action: str, illegal_penalty: float, num_players: int) -> None:
+    """Validate the learner options shared by :class:`SingleSeatEnv` and ``training.vec_env.SixNimmtVecEnv``.
+
+    Args:
+        learner_seat: ``"random"`` or a seat index ``0..num_players-1`` (an ``int``/``np.integer``, not a ``bool``).
+        illegal_action: ``"terminate"`` or ``"raise"``.
+        illegal_penalty: bullheads charged for an illegal action; must be ``> 0``.
+        num_players: the number of seats in the game.
+
+    Raises:
+        ValueError: naming the option, the value given and what is allowed.
+    """
+    n = num_players
+    seat_ok = learner_seat == "random" or (
+        isinstance(learner_seat, int | np.integer) and not isinstance(learner_seat, bool) and 0 <= learner_seat < n
+    )
+    if not seat_ok:
+        raise ValueError(f"learner_seat must be 'random' or a seat 0..{n - 1} (num_players={n}), got {learner_seat!r}")
+    if illegal_action not in ("terminate", "raise"):
+        raise ValueError(f"illegal_action must be 'terminate' or 'raise', got {illegal_action!r}")
+    if not illegal_penalty > 0:
+        raise ValueError(f"illegal_penalty must be > 0 bullheads, got {illegal_penalty!r}")
+
+
 class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
     """One learner seat of a PettingZoo ``ParallelEnv``; the others are played by ``opponents``.
 
@@ -205,17 +229,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         self.agent_names: tuple[str, ...] = tuple(parallel.possible_agents)
         self.num_players = len(self.agent_names)
         n = self.num_players
-        seat_ok = learner_seat == "random" or (
-            isinstance(learner_seat, int | np.integer) and not isinstance(learner_seat, bool) and 0 <= learner_seat < n
-        )
-        if not seat_ok:
-            raise ValueError(
-                f"learner_seat must be 'random' or a seat 0..{n - 1} (num_players={n}), got {learner_seat!r}"
-            )
-        if illegal_action not in ("terminate", "raise"):
-            raise ValueError(f"illegal_action must be 'terminate' or 'raise', got {illegal_action!r}")
-        if not illegal_penalty > 0:
-            raise ValueError(f"illegal_penalty must be > 0 bullheads, got {illegal_penalty!r}")
+        check_learner_options(learner_seat, illegal_action, illegal_penalty, n)
         self.learner_seat_option = learner_seat
         self.illegal_action = illegal_action
         self.illegal_penalty = float(illegal_penalty)

@@ -55,7 +55,7 @@ from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.batched.agents import KINDS
 from sixnimmt_env.batched.learner import LearnerTables
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, GameConfig, view
-from sixnimmt_env.gym_env import ILLEGAL_PENALTY
+from sixnimmt_env.gym_env import ILLEGAL_PENALTY, check_learner_options
 from training.agent import PolicyAgent
 from training.vec import MixtureSampler
 
@@ -109,17 +109,7 @@ class SixNimmtVecEnv(VecEnv):
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         self.config = GameConfig(**config)
         n = self.config.num_players
-        seat_ok = learner_seat == "random" or (
-            isinstance(learner_seat, int | np.integer) and not isinstance(learner_seat, bool) and 0 <= learner_seat < n
-        )
-        if not seat_ok:
-            raise ValueError(
-                f"learner_seat must be 'random' or a seat 0..{n - 1} (num_players={n}), got {learner_seat!r}"
-            )
-        if illegal_action not in ("terminate", "raise"):
-            raise ValueError(f"illegal_action must be 'terminate' or 'raise', got {illegal_action!r}")
-        if not illegal_penalty > 0:
-            raise ValueError(f"illegal_penalty must be > 0 bullheads, got {illegal_penalty!r}")
+        check_learner_options(learner_seat, illegal_action, illegal_penalty, n)
         from sixnimmt_env.env import parallel_env
 
         observation_space = parallel_env(**config).observation_space("player_0")["observation"]
