@@ -52,7 +52,7 @@ import numpy as np
 
 from sixnimmt_env import agents as agents_module
 from sixnimmt_env.agents import Agent, make_agent
-from sixnimmt_env.engine import DONE, NOOP, SELECT, GameConfig, PlayerView, new_game, step
+from sixnimmt_env.engine import DONE, NOOP, SELECT, GameConfig, IllegalActionError, PlayerView, new_game, step
 from sixnimmt_env.stats import fractional_ranks, mean_ci95, win_shares
 
 __all__ = [
@@ -108,9 +108,17 @@ def _check_seed(seed: object) -> int:
 
 
 def _play(
-    config: GameConfig, agents: Sequence[Agent], deal_rng: np.random.Generator, rng: np.random.Generator
+    config: GameConfig,
+    agents: Sequence[Agent],
+    deal_rng: np.random.Generator,
+    rng: np.random.Generator,
+    game_index: int | None = None,
 ) -> GameResult:
-    """Play one episode with ``agents[seat]`` in each seat; only seats with a decision are asked."""
+    """Play one episode with ``agents[seat]`` in each seat; only seats with a decision are asked.
+
+    Raises:
+        IllegalActionError: an agent's illegal action, naming the agent (its spec), the seat and the game.
+    """
     state = new_game(config, deal_rng)
     n = config.num_players
     seats = range(n)
@@ -124,7 +132,14 @@ def _play(
             actions = [NOOP] * n
             c = state.chooser
             actions[c] = agents[c].act(PlayerView(state, c), rng)
-        state, _ = step(state, actions, deal_rng)
+        try:
+            state, _ = step(state, actions, deal_rng)
+        except IllegalActionError as e:
+            agent = agents[e.seat]
+            name = f"agent {getattr(agent, 'spec', None) or type(agent).__name__}"
+            if game_index is not None:
+                name += f" in game {game_index}"
+            raise IllegalActionError(e.seat, e.action, e.legal, state.phase, agent=name) from None
 
 
 def play_game(
@@ -153,7 +168,7 @@ def play_game(
     deal = game_index if deal_index is None else deal_index
     deal_rng = np.random.default_rng([DEAL_TAG, seed, deal])
     rng = np.random.default_rng([AGENT_TAG, seed, game_index])
-    return _play(config, agents, deal_rng, rng)
+    return _play(config, agents, deal_rng, rng, game_index)
 
 
 # --------------------------------------------------------------------------- running many games
@@ -226,9 +241,12 @@ def _resolve(entries: Sequence[Any] | str) -> tuple[list[Any], list[Agent], list
     if isinstance(entries, str):
         entries = entries.split(",")
     entries = [e.strip() if isinstance(e, str) else e for e in entries]
-    entries = [e for e in entries if not isinstance(e, str) or e]
-    if len(entries) == 0:
+    if len(entries) == 0 or entries == [""]:
         raise ValueError("agents must list at least one agent spec, e.g. 'greedy,lowest,random,random'")
+    if any(isinstance(e, str) and not e for e in entries):
+        raise ValueError(
+            f"agents {list(entries)} has an empty entry: list one agent spec per seat, e.g. 'greedy,lowest'"
+        )
     built: list[Agent] = []
     for e in entries:
         if isinstance(e, str):
@@ -639,7 +657,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the arena from the command line; prints the table and returns the results dict."""
     parser = _parser()
     args = parser.parse_args(argv)
-    specs = [s.strip() for s in args.agents.split(",") if s.strip()]
+    specs = [s.strip() for s in args.agents.split(",")]
+    try:
+        Path(args.out).mkdir(parents=True, exist_ok=True)  # fail before playing, not after
+    except OSError as e:
+        parser.error(f"--out {args.out!r} cannot be used as a results folder: {e}")
     try:
         default_players = min(4, len(specs)) if args.league else len(specs)
         config = GameConfig(

@@ -227,13 +227,13 @@ class IllegalActionError(ValueError):
         seat: the offending seat.
         action: the action given.
         legal: the legal actions of that seat.
+        agent: who played the seat, if the caller knows (e.g. ``"greedy in game 17"``), else ``None``.
     """
 
-    def __init__(self, seat: int, action: object, legal: Sequence[int], phase: str) -> None:
-        self.seat, self.action, self.legal = seat, action, tuple(legal)
-        super().__init__(
-            f"seat {seat}: action {action!r} is not legal in phase {phase!r}; legal actions: {list(legal)}"
-        )
+    def __init__(self, seat: int, action: object, legal: Sequence[int], phase: str, agent: str | None = None) -> None:
+        self.seat, self.action, self.legal, self.agent = seat, action, tuple(legal), agent
+        who = f"seat {seat}" if agent is None else f"{agent} (seat {seat})"
+        super().__init__(f"{who}: action {action!r} is not legal in phase {phase!r}; legal actions: {list(legal)}")
 
 
 # --------------------------------------------------------------------------- set-up

@@ -203,6 +203,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit code (2 for bad input)."""
     args = _parser().parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)  # one-decision forward passes: more threads only fight each other
     try:
         if args.agents:
             if args.checkpoint:

@@ -137,7 +137,7 @@ class EnvFactory:
 
             torch.set_num_threads(self.torch_threads)
         env = make_env(opponents=self.sampler, learner_seat=self.learner_seat, **self.game)  # type: ignore[arg-type]
-        return Monitor(env, self.monitor_file)
+        return Monitor(env, self.monitor_file, override_existing=False)  # --resume appends to the run's logs
 
 
 def _worker(remote: Any, parent_remote: Any, env_fns: list[Callable[[], gym.Env]]) -> None:
