@@ -130,6 +130,11 @@ def _interval_costs(ends: Sequence[int], lens: Sequence[int], costs: Sequence[in
 def _greedy_index(hand: Sequence[int], ends: Sequence[int], lens: Sequence[int], costs: Sequence[int]) -> int:
     """Index into ascending ``hand`` of the greedy card (see :func:`greedy_card`)."""
     sorted_ends, icost = _interval_costs(ends, lens, costs)
+    return _cheapest_index(hand, sorted_ends, icost)
+
+
+def _cheapest_index(hand: Sequence[int], sorted_ends: Sequence[int], icost: Sequence[int]) -> int:
+    """Index into ascending ``hand`` of the first card of lowest cost, given :func:`_interval_costs`' output."""
     e0, e1, e2, e3 = sorted_ends
     best, best_cost = 0, 1 << 30
     for k, c in enumerate(hand):
@@ -294,27 +299,9 @@ def _rollout(ends: list[int], lens: list[int], costs: list[int], hands: list[lis
     for _ in range(len(hands[0])):
         plays = [0] * n
         sorted_ends, icost = _interval_costs(ends, lens, costs)
-        e0, e1, e2, e3 = sorted_ends
         for s in range(n):
             hand = hands[s]
-            best, best_cost = 0, 1 << 30
-            for k, c in enumerate(hand):
-                if c > e3:
-                    j = 4
-                elif c > e2:
-                    j = 3
-                elif c > e1:
-                    j = 2
-                elif c > e0:
-                    j = 1
-                else:
-                    j = 0
-                cost = icost[j]
-                if cost < best_cost:
-                    best, best_cost = k, cost
-                    if cost == 0:
-                        break
-            plays[s] = hand.pop(best)
+            plays[s] = hand.pop(_cheapest_index(hand, sorted_ends, icost))
         _play_turn(ends, lens, costs, plays, pen)
 
 
