@@ -376,3 +376,12 @@ def test_default_config_beats_three_greedy(tmp_path: Path) -> None:
     me, greedy = results["agents"][0], results["agents"][1:]
     assert results["illegal_actions"] == 0
     assert all(me["mean_penalty"] + me["ci95"] < g["mean_penalty"] - g["ci95"] for g in greedy)
+
+
+def test_integral_floats_are_accepted_for_integer_keys():
+    from training.config import ConfigError, load_config
+
+    cfg = load_config(ROOT / "configs" / "smoke.yaml", ["train.total_timesteps=1e4"])
+    assert cfg.train.total_timesteps == 10_000 and isinstance(cfg.train.total_timesteps, int)
+    with pytest.raises(ConfigError, match=r"train\.total_timesteps' must be int"):
+        load_config(ROOT / "configs" / "smoke.yaml", ["train.total_timesteps=2.5"])

@@ -196,6 +196,8 @@ def _convert(value: Any, tp: Any, key: str, source: str) -> Any:
             raise bad
         return value
     if tp is int:
+        if isinstance(value, float) and value.is_integer():  # 1e6 in YAML or --set
+            return int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise bad
         return value
@@ -309,11 +311,11 @@ def _check_algo(algo: Mapping[str, Any], source: str) -> None:
 
 
 ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu")
+"""Names allowed for ``algo.policy_kwargs.activation_fn`` (the torch.nn classes Tanh, ReLU, ELU, LeakyReLU)."""
 EXTRACTORS = ("card_features",)
+"""Names allowed for ``algo.policy_kwargs.features_extractor_class`` (:mod:`training.features`)."""
 POLICIES = ("MlpPolicy", "card")
 """Names allowed for ``algo.policy``: SB3's ``MlpPolicy`` or :class:`training.features.CardPolicy` (``card``)."""
-"""Names allowed for ``algo.policy_kwargs.features_extractor_class`` (:mod:`training.features`)."""
-"""Names allowed for ``algo.policy_kwargs.activation_fn`` (the torch.nn classes Tanh, ReLU, ELU, LeakyReLU)."""
 
 
 def algo_kwargs(cfg: TrainConfig) -> dict[str, Any]:
