@@ -506,6 +506,20 @@ def registered_factories() -> dict[str, tuple[Callable[[str], Agent], str]]:
     return dict(_REGISTRY)
 
 
+PLUGIN_GROUP = "sixnimmt.agents"
+"""Entry-point group of agent plugins: an entry named after a spec prefix (``ppo``) points to the module whose
+import registers it (``training.agent``), so ``make_agent("ppo:model.zip")`` works without ``sixnimmt_env``
+importing torch until such a spec is asked for."""
+
+
+def _load_plugin(prefix: str) -> None:
+    """Import the module that the installed entry point ``PLUGIN_GROUP``/``prefix`` names, if there is one."""
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=PLUGIN_GROUP, name=prefix):
+        entry.load()
+
+
 def make_agent(spec: str) -> Agent:
     """Build the agent named by ``spec`` (``"greedy"``, ``"mc:64"``, or a registered prefix).
 
@@ -517,6 +531,8 @@ def make_agent(spec: str) -> Agent:
         raise ValueError(f"agent spec must be a non-empty string, got {spec!r}; known: {', '.join(known_agents())}")
     spec = spec.strip()
     prefix = spec.partition(":")[0]
+    if prefix not in _REGISTRY:
+        _load_plugin(prefix)
     if prefix not in _REGISTRY:
         raise ValueError(f"unknown agent spec {spec!r}; known: {', '.join(known_agents())}")
     agent = _REGISTRY[prefix][0](spec)

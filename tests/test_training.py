@@ -385,3 +385,20 @@ def test_integral_floats_are_accepted_for_integer_keys():
     assert cfg.train.total_timesteps == 10_000 and isinstance(cfg.train.total_timesteps, int)
     with pytest.raises(ConfigError, match=r"train\.total_timesteps' must be int"):
         load_config(ROOT / "configs" / "smoke.yaml", ["train.total_timesteps=2.5"])
+
+
+def test_ppo_specs_load_through_the_entry_point_without_importing_training_first():
+    # a fresh interpreter: only sixnimmt_env is imported; the "ppo" prefix comes from the installed entry point
+    code = (
+        "import sys\n"
+        "from sixnimmt_env.agents import make_agent\n"
+        "assert 'training.agent' not in sys.modules\n"
+        "try:\n"
+        "    make_agent('ppo:/nonexistent/model.zip')\n"
+        "except ValueError as e:\n"
+        "    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "unknown agent spec" not in out.stdout
+    assert "/nonexistent/model.zip" in out.stdout
