@@ -157,39 +157,21 @@ def _observation_high() -> np.ndarray:
 # --------------------------------------------------------------------------- infos
 
 
-class AgentInfo(dict):
-    """One agent's readable view as a plain ``dict`` (keys of :class:`engine.PlayerView`).
+class _LazyDict(dict):
+    """A plain ``dict`` whose entries are made from ``_state`` on first use (:class:`AgentInfo`, :class:`AgentInfos`).
 
-    Built empty; a key is computed the first time it is read (``info["hand"]``),
-    and every key as soon as the dict is used as a whole (iteration, ``len``,
-    ``==``, ``repr``, copying, changing it). It then behaves as an ordinary
-    ``dict`` holding a snapshot of that step's state. ``state`` is the
-    engine's :class:`State` or, in the compiled backend, a
-    :class:`_LazyState` that builds it from that step's arrays when first needed.
+    A subclass gives ``_lazy_keys`` (the keys that can still be made while ``_state`` is set), ``__missing__``
+    (make one entry) and ``_fill`` (make every entry, then set ``_state`` to ``None``). Every ``dict`` method that
+    uses the dict as a whole (iteration, ``len``, ``==``, ``repr``, copying, changing it) fills it first, after
+    which it is an ordinary ``dict``; pickling and copying give a plain ``dict``.
     """
 
-    __slots__ = ("_seat", "_state")
-
-    def __init__(self, state: State | _LazyState, seat: int) -> None:
-        self._state: State | _LazyState | None = state
-        self._seat = seat
+    __slots__ = ("_state",)
+    _state: State | _LazyState | None
+    _lazy_keys: Any
 
     def _fill(self) -> None:
-        state = self._state
-        if state is not None:
-            self._state = None
-            view = PlayerView(state if type(state) is State else state.get(), self._seat)
-            for key in view:
-                if not dict.__contains__(self, key):
-                    dict.__setitem__(self, key, view[key])
-
-    def __missing__(self, key: str) -> Any:
-        state = self._state
-        if state is not None and key in _VIEW_KEYS:
-            value = PlayerView(state if type(state) is State else state.get(), self._seat)[key]
-            dict.__setitem__(self, key, value)
-            return value
-        raise KeyError(key)
+        raise NotImplementedError
 
     def get(self, key: str, default: Any = None) -> Any:
         try:
@@ -198,7 +180,7 @@ class AgentInfo(dict):
             return default
 
     def __contains__(self, key: object) -> bool:
-        return dict.__contains__(self, key) or (self._state is not None and key in _VIEW_KEYS)
+        return dict.__contains__(self, key) or (self._state is not None and key in self._lazy_keys)
 
     def __reduce__(self) -> tuple[type, tuple[dict[str, Any]]]:
         self._fill()
@@ -218,7 +200,43 @@ class AgentInfo(dict):
 _VIEW_KEYS = frozenset(PlayerView._KEYS)
 
 
-class AgentInfos(dict):
+class AgentInfo(_LazyDict):
+    """One agent's readable view as a plain ``dict`` (keys of :class:`engine.PlayerView`).
+
+    Built empty; a key is computed the first time it is read (``info["hand"]``),
+    and every key as soon as the dict is used as a whole (iteration, ``len``,
+    ``==``, ``repr``, copying, changing it). It then behaves as an ordinary
+    ``dict`` holding a snapshot of that step's state. ``state`` is the
+    engine's :class:`State` or, in the compiled backend, a
+    :class:`_LazyState` that builds it from that step's arrays when first needed.
+    """
+
+    __slots__ = ("_seat",)
+    _lazy_keys = _VIEW_KEYS
+
+    def __init__(self, state: State | _LazyState, seat: int) -> None:
+        self._state = state
+        self._seat = seat
+
+    def _fill(self) -> None:
+        state = self._state
+        if state is not None:
+            self._state = None
+            view = PlayerView(state if type(state) is State else state.get(), self._seat)
+            for key in view:
+                if not dict.__contains__(self, key):
+                    dict.__setitem__(self, key, view[key])
+
+    def __missing__(self, key: str) -> Any:
+        state = self._state
+        if state is not None and key in _VIEW_KEYS:
+            value = PlayerView(state if type(state) is State else state.get(), self._seat)[key]
+            dict.__setitem__(self, key, value)
+            return value
+        raise KeyError(key)
+
+
+class AgentInfos(_LazyDict):
     """The ``infos`` of one step: a plain ``dict`` ``{agent: AgentInfo}`` whose entries are made on first use.
 
     ``infos["player_1"]`` builds only that agent's :class:`AgentInfo`; iterating,
@@ -226,11 +244,15 @@ class AgentInfos(dict):
     first, after which it is an ordinary ``dict``.
     """
 
-    __slots__ = ("_seat_of", "_state")
+    __slots__ = ("_seat_of",)
 
     def __init__(self, state: State | _LazyState, seat_of: Mapping[str, int]) -> None:
-        self._state: State | _LazyState | None = state
+        self._state = state
         self._seat_of = seat_of
+
+    @property
+    def _lazy_keys(self) -> Mapping[str, int]:
+        return self._seat_of
 
     def _fill(self) -> None:
         state = self._state
@@ -247,29 +269,6 @@ class AgentInfos(dict):
             dict.__setitem__(self, key, value)
             return value
         raise KeyError(key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-    def __contains__(self, key: object) -> bool:
-        return dict.__contains__(self, key) or (self._state is not None and key in self._seat_of)
-
-    def __reduce__(self) -> tuple[type, tuple[dict[str, Any]]]:
-        self._fill()
-        return dict, (dict(dict.items(self)),)
-
-    def __copy__(self) -> dict[str, Any]:
-        self._fill()
-        return dict(dict.items(self))
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        import copy
-
-        self._fill()
-        return copy.deepcopy(dict(dict.items(self)), memo)
 
 
 class _LazyState(list):
@@ -294,10 +293,10 @@ def _filled(name: str) -> Callable[..., Any]:
     method = getattr(dict, name)
 
     @functools.wraps(method)
-    def wrapper(self: AgentInfo | AgentInfos, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: _LazyDict, *args: Any, **kwargs: Any) -> Any:
         self._fill()
         for arg in args:  # e.g. info == other_info: dict's C code reads the other's entries directly
-            if isinstance(arg, AgentInfo | AgentInfos):
+            if isinstance(arg, _LazyDict):
                 arg._fill()
         return method(self, *args, **kwargs)
 
@@ -326,10 +325,8 @@ for _name in (
     "update",
     "clear",
 ):
-    setattr(AgentInfo, _name, _filled(_name))
-    setattr(AgentInfos, _name, _filled(_name))
-AgentInfo.__hash__ = None  # type: ignore[assignment]
-AgentInfos.__hash__ = None  # type: ignore[assignment]
+    setattr(_LazyDict, _name, _filled(_name))
+_LazyDict.__hash__ = None  # type: ignore[assignment]
 
 
 # --------------------------------------------------------------------------- environment
