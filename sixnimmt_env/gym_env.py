@@ -314,15 +314,17 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         opponent-only step up to the learner's next decision or the end of the episode.
 
         Returns:
-            ``(observation, reward in bullheads (<= 0), terminated, truncated, info)``.
+            ``(observation, reward, terminated, truncated, info)``; the reward is the ParallelEnv's for the
+            learner's seat summed over the steps played (minus its bullheads by default, <= 0).
 
         Raises:
             RuntimeError: stepping a finished episode without ``reset``.
-            ValueError: an illegal action with ``illegal_action="raise"`` (the ParallelEnv's error).
+            ValueError: an action that is not an integer (nothing changes), or an illegal action with
+                ``illegal_action="raise"`` (the ParallelEnv's error).
         """
         if self._done:
             raise RuntimeError("the episode is over: call reset()")
-        a = int(action)
+        a = self._integer(action)
         if self.illegal_action == "terminate" and not (0 <= a < NUM_ACTIONS and self._mask[a]):
             self._done = True
             info = {"learner_seat": self.learner_seat, "illegal_action": True}
@@ -332,6 +334,19 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
             reward, terminated = self._advance(reward, terminated)
         self._done = terminated
         return self._obs.copy(), float(reward), terminated, False, self._info(self._infos, final=terminated)
+
+    def _integer(self, action: object) -> int:
+        """``action`` as an int: Python and numpy integers, and integer arrays of one element (what SB3's
+        ``predict`` returns); anything else is a ``ValueError`` naming the value and the legal actions."""
+        if isinstance(action, np.ndarray) and action.size == 1 and np.issubdtype(action.dtype, np.integer):
+            return int(action.reshape(()))
+        if isinstance(action, bool) or not isinstance(action, int | np.integer):
+            legal = np.flatnonzero(self._mask).tolist()
+            raise ValueError(
+                f"learner action must be an integer action index 0..{NUM_ACTIONS - 1}, got {action!r} "
+                f"({type(action).__name__}); legal actions now: {legal}"
+            )
+        return int(action)
 
     def action_masks(self) -> np.ndarray:
         """``bool`` array of shape ``(109,)``: True at the learner's legal actions now."""

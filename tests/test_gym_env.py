@@ -249,3 +249,17 @@ def test_observation_agents_get_their_seats_encoded_observation_and_mask() -> No
     env.set_opponents([spy, "lowest", "lowest"])
     _play(env, 5)
     assert spy.checked >= 10  # its 10 cards, plus any low-card row choice
+
+
+def test_non_integer_actions_are_refused_and_change_nothing():
+    from sixnimmt_env.gym_env import make_env
+
+    env = make_env(num_players=3, opponents="greedy", learner_seat=0, episode="round")
+    obs, _ = env.reset(seed=1)
+    legal = int(np.flatnonzero(env.action_masks())[0])
+    for bad in (legal + 0.9, str(legal), None, np.array([legal, legal])):
+        with pytest.raises(ValueError, match=r"learner action must be an integer action index 0\.\.108"):
+            env.step(bad)
+        np.testing.assert_array_equal(env.unwrapped._obs, obs)
+    _, reward, _, _, info = env.step(np.array(legal))  # what MaskablePPO.predict returns
+    assert not info.get("illegal_action") and reward <= 0
