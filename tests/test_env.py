@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import BAD_E2_ACTIONS
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, render_test, seed_test
 
 from sixnimmt_env import engine
@@ -336,18 +337,11 @@ def e2_env() -> SixNimmtParallelEnv:
 @pytest.mark.parametrize(
     ("actions", "message"),
     [
-        ({"player_0": 50, "player_1": 60}, r"missing actions for \['player_2'\]"),
-        ({"player_0": 50, "player_1": 60, "player_2": 14, "player_9": 1}, r"unknown agents \['player_9'\]"),
-        ({"player_0": 50, "player_1": 60.0, "player_2": 14}, r"player_1: action 60.0 of type float .* \[60, 90\]"),
-        ({"player_0": True, "player_1": 60, "player_2": 14}, r"player_0: action True of type bool"),
-        ({"player_0": 50, "player_1": 60, "player_2": 109}, r"player_2: action 109 is outside 0..108.* \[14, 91\]"),
-        ({"player_0": -1, "player_1": 60, "player_2": 14}, r"player_0: action -1 is outside"),
+        *BAD_E2_ACTIONS,
         (
             {"player_0": 50, "player_1": 61, "player_2": 14},
             r"player_1: action 61 is not legal in phase 'select'; legal actions: \[60, 90\]",
         ),
-        ({"player_0": 50, "player_1": 60, "player_2": 108}, r"player_2: action 108 is not legal .* \[14, 91\]"),
-        ([50, 60, 14], r"actions must be a dict"),
     ],
 )
 def test_bad_actions_raise_and_change_nothing(e2_env: SixNimmtParallelEnv, actions: Any, message: str) -> None:

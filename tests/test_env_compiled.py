@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import BAD_E2_ACTIONS
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, render_test, seed_test
 
 from sixnimmt_env import engine
@@ -253,19 +254,12 @@ def test_observations_and_masks_match_the_reference_encoder() -> None:
 @pytest.mark.parametrize(
     ("actions", "message"),
     [
-        ({"player_0": 50, "player_1": 60}, r"missing actions for \['player_2'\]"),
-        ({"player_0": 50, "player_1": 60, "player_2": 14, "player_9": 1}, r"unknown agents \['player_9'\]"),
-        ({"player_0": 50, "player_1": 60.0, "player_2": 14}, r"player_1: action 60.0 of type float .* \[60, 90\]"),
-        ({"player_0": True, "player_1": 60, "player_2": 14}, r"player_0: action True of type bool"),
-        ({"player_0": 50, "player_1": 60, "player_2": 109}, r"player_2: action 109 is outside 0..108.* \[14, 91\]"),
-        ({"player_0": -1, "player_1": 60, "player_2": 14}, r"player_0: action -1 is outside"),
+        *BAD_E2_ACTIONS,
         ({"player_0": 2**70, "player_1": 60, "player_2": 14}, r"player_0: action 1180591620717411303424 is outside"),
         (
             {"player_0": 50, "player_1": np.int64(61), "player_2": 14},
             r"player_1: action 61 is not legal in phase 'select'; legal actions: \[60, 90\]",
         ),
-        ({"player_0": 50, "player_1": 60, "player_2": 108}, r"player_2: action 108 is not legal .* \[14, 91\]"),
-        ([50, 60, 14], r"actions must be a dict"),
     ],
 )
 def test_bad_actions_raise_and_change_nothing(actions: Any, message: str) -> None:

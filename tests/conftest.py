@@ -1,0 +1,18 @@
+"""Shared test data for the reference and compiled backends of ``sixnimmt_env.env``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+BAD_E2_ACTIONS: list[tuple[Any, str]] = [
+    ({"player_0": 50, "player_1": 60}, r"missing actions for \['player_2'\]"),
+    ({"player_0": 50, "player_1": 60, "player_2": 14, "player_9": 1}, r"unknown agents \['player_9'\]"),
+    ({"player_0": 50, "player_1": 60.0, "player_2": 14}, r"player_1: action 60.0 of type float .* \[60, 90\]"),
+    ({"player_0": True, "player_1": 60, "player_2": 14}, r"player_0: action True of type bool"),
+    ({"player_0": 50, "player_1": 60, "player_2": 109}, r"player_2: action 109 is outside 0..108.* \[14, 91\]"),
+    ({"player_0": -1, "player_1": 60, "player_2": 14}, r"player_0: action -1 is outside"),
+    ({"player_0": 50, "player_1": 60, "player_2": 108}, r"player_2: action 108 is not legal .* \[14, 91\]"),
+    ([50, 60, 14], r"actions must be a dict"),
+]
+"""Malformed or illegal joint actions at the start of RULES.md E2 (3 players) and the ``ValueError`` message each
+must raise in either backend; each test module adds its own backend-specific cases."""
