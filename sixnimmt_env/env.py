@@ -30,7 +30,11 @@ and ``draft`` only one agent decides and the others give ``108``.
 revealed this turn, phase, draft display, seat-relative scores, ...; 402
 ``float32`` values whatever the table size); ``"action_mask"`` (``int8``)
 is 1 exactly at the agent's legal actions, never all zero for a live agent.
-Only public information and the agent's own hand go in (R4, E4).
+Only public information and the agent's own hand go in (R4, E4). The
+arrays of one step are fresh (never changed later) but are views into one
+block per step. Like ``state()`` and :attr:`game_state`, which hold every
+hand by design, that block is reachable by code that digs (``obs.base``):
+give untrusted agents copies (``obs.copy()``).
 
 **Infos**: ``infos[agent]`` is the agent's readable view, a ``dict`` with the
 keys of :class:`sixnimmt_env.engine.PlayerView`: ``hand`` (sorted cards),
@@ -332,6 +336,20 @@ _LazyDict.__hash__ = None  # type: ignore[assignment]
 # --------------------------------------------------------------------------- environment
 
 
+def _scalar_actions(actions: object) -> dict[str, Any] | None:
+    """``actions`` with 0-d (or one-element) integer arrays, as ``MaskablePPO.predict`` returns for one
+    observation, turned into ints; ``None`` if there was nothing to turn."""
+    if not isinstance(actions, Mapping):
+        return None
+    changed = False
+    out: dict[str, Any] = {}
+    for name, a in actions.items():
+        if isinstance(a, np.ndarray) and a.size == 1 and np.issubdtype(a.dtype, np.integer):
+            a, changed = int(a.reshape(())), True
+        out[name] = a
+    return out if changed else None
+
+
 class SixNimmtParallelEnv(ParallelEnv):
     """*6 nimmt!* for 2..10 agents acting simultaneously (see the module docstring for spaces and rewards).
 
@@ -473,9 +491,11 @@ class SixNimmtParallelEnv(ParallelEnv):
             ``(observations, infos)`` keyed by agent.
 
         Raises:
-            ValueError: an invalid position (saying what is wrong), or position
-                keys without ``"hands"``.
+            ValueError: an invalid position (saying what is wrong), position
+                keys without ``"hands"``, or a seed that is not a non-negative integer.
         """
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0):
+            raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
         game = self._game
         if game is not None and not options:  # the compiled backend's new deal: one compiled call
             if seed is not None:
@@ -601,6 +621,9 @@ class SixNimmtParallelEnv(ParallelEnv):
                         raise TypeError
             self._action_row[:] = values
         except (KeyError, TypeError, IndexError, OverflowError, AttributeError, ValueError):
+            scalars = _scalar_actions(actions)
+            if scalars is not None:
+                return self.step(scalars)
             raise self._bad_actions(actions, None) or ValueError(f"bad actions {actions!r}") from None
         game = self._game
         obs = _empty(game.obs_shape, np.float32)  # fresh arrays every step: what was returned never changes
@@ -654,6 +677,9 @@ class SixNimmtParallelEnv(ParallelEnv):
         except (KeyError, TypeError, IndexError):
             raise self._bad_actions(actions, None) or ValueError(f"bad actions {actions!r}") from None
         except IllegalActionError as err:
+            scalars = _scalar_actions(actions)
+            if scalars is not None:
+                return self._step_reference(scalars)
             bad = self._bad_actions(actions, err)
             if bad is not None:
                 raise bad from None
@@ -684,7 +710,13 @@ class SixNimmtParallelEnv(ParallelEnv):
         rewards = self._zero_rewards.copy()
         rewards[offender] = -ILLEGAL_ACTION_PENALTY
         self.agents = []
-        state = self._lazy if self._game is not None else self._state
+        game = self._game
+        if game is not None:  # observe afresh: the arrays of the last step were handed out already
+            from sixnimmt_env.batched.single import observe
+
+            self._obs, self._masks = _empty(game.obs_shape, np.float32), _empty(game.mask_shape, np.int8)
+            observe(game.buffer, self._obs, self._masks)  # (the state, self._lazy, has not changed)
+        state = self._lazy if game is not None else self._state
         return self._observations(), rewards, self._all_true.copy(), self._all_false.copy(), self._infos(state)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ state and rendering

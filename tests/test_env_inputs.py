@@ -1,0 +1,57 @@
+"""Inputs the ParallelEnv accepts and refuses, on both backends."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sixnimmt_env import parallel_env
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+def test_zero_dimensional_integer_arrays_are_actions(backend: str) -> None:
+    a, b = parallel_env(num_players=3, backend=backend), parallel_env(num_players=3, backend=backend)
+    _, infos = a.reset(seed=5)
+    b.reset(seed=5)
+    for _ in range(6):
+        plain = {name: infos[name]["legal_actions"][-1] for name in a.agents}
+        arrays = {name: np.array(action) for name, action in plain.items()}  # what MaskablePPO.predict gives
+        obs_a, rew_a, _, _, infos = a.step(arrays)
+        obs_b, rew_b, _, _, _ = b.step(plain)
+        assert rew_a == rew_b
+        for name in obs_a:
+            np.testing.assert_array_equal(obs_a[name]["observation"], obs_b[name]["observation"])
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+@pytest.mark.parametrize("seed", [-1, 1.5, "7", True])
+def test_bad_seeds_are_refused_by_name(backend: str, seed: object) -> None:
+    env = parallel_env(num_players=2, backend=backend)
+    with pytest.raises(ValueError, match="seed must be None or a non-negative integer"):
+        env.reset(seed=seed)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+def test_float_and_array_actions_are_still_refused(backend: str) -> None:
+    env = parallel_env(num_players=2, backend=backend)
+    _, infos = env.reset(seed=0)
+    card = infos["player_0"]["legal_actions"][0]
+    other = infos["player_1"]["legal_actions"][0]
+    for bad in (card + 0.0, np.array([card, card]), np.array(float(card))):
+        with pytest.raises(ValueError, match="player_0: action"):
+            env.step({"player_0": bad, "player_1": other})
+    assert env.agents == ["player_0", "player_1"]
+    env.step({"player_0": card, "player_1": other})  # still usable
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+def test_terminate_returns_fresh_arrays(backend: str) -> None:
+    env = parallel_env(num_players=2, backend=backend, illegal_action="terminate")
+    obs, _ = env.reset(seed=0)
+    before = {name: o["observation"].copy() for name, o in obs.items()}
+    for o in obs.values():
+        o["observation"][:] = -1.0  # a user scribbling on what it was given
+    final, rewards, terms, _, _ = env.step({"player_0": 107, "player_1": 108})  # both illegal in select
+    assert rewards["player_0"] == -171.0 and all(terms.values())
+    for name in final:
+        np.testing.assert_array_equal(final[name]["observation"], before[name])
