@@ -23,7 +23,18 @@ import numpy as np
 from numba import njit
 
 from sixnimmt_env.batched.agents import balanced_draft_low
-from sixnimmt_env.batched.core import BULL, C_DECK, C_N, CHOOSE_ROW, DONE, DRAFT, SELECT, BatchedGames, random_below
+from sixnimmt_env.batched.core import (
+    BULL,
+    C_DECK,
+    C_N,
+    CHOOSE_ROW,
+    DONE,
+    DRAFT,
+    SELECT,
+    BatchedGames,
+    _sort_small,
+    random_below,
+)
 from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_CARDS, NUM_ROWS, ROW_ACTION, ROW_LIMIT
 
 # --------------------------------------------------------------------------- the light simulation (R6-R9)
@@ -241,17 +252,6 @@ def row_scores(
 # --------------------------------------------------------------------------- batched player
 
 
-@njit(cache=True, inline="always")
-def _sort(a: np.ndarray, k: int) -> None:
-    for i in range(1, k):
-        x = a[i]
-        j = i - 1
-        while j >= 0 and a[j] > x:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = x
-
-
 @njit(cache=True)
 def _mc_actions(S: tuple, cfg: np.ndarray, mc: np.ndarray, samples: int, out: np.ndarray, rng: np.ndarray) -> None:
     phase, hand, hand_len, rows, row_len, pile, display, revealed, chooser = (
@@ -323,7 +323,7 @@ def _mc_actions(S: tuple, cfg: np.ndarray, mc: np.ndarray, samples: int, out: np
                 for q in range(n - 1):
                     for i in range(k):
                         worlds[w, q, i] = unseen[q * k + i]
-                    _sort(worlds[w, q], k)
+                    _sort_small(worlds[w, q], k)
             own_hand = hand[b, s, :k].astype(np.int64)
             if p == SELECT:
                 _select_scores(own_hand, ends, lens, costs, worlds[:nw, :, :k], scores[:k])
