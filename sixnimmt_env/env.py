@@ -648,13 +648,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         if code == _STEP_OK:
             return observations, self._zero_rewards.copy(), self._all_false.copy(), self._all_false.copy(), infos
         penalties = self._penalty_row.tolist()
-        if not any(penalties):
-            rewards = self._zero_rewards.copy()
-        elif self.reward_mode == "penalty":
-            rewards = {name: 0.0 - p for name, p in zip(names, penalties, strict=True)}
-        else:
-            total, others = sum(penalties), len(names) - 1
-            rewards = {name: (total - p) / others - p for name, p in zip(names, penalties, strict=True)}
+        rewards = self._rewards(penalties)
         if code == _STEP_OVER:
             self.agents = []
             return observations, rewards, self._all_true.copy(), self._all_false.copy(), infos
@@ -693,17 +687,21 @@ class SixNimmtParallelEnv(ParallelEnv):
             name: {"observation": o, "action_mask": m} for name, o, m in zip(names, obs, masks, strict=True)
         }
         infos = AgentInfos(new, self._seat_of)
-        if not any(penalties):
-            rewards = self._zero_rewards.copy()
-        elif self.reward_mode == "penalty":
-            rewards = {name: 0.0 - p for name, p in zip(names, penalties, strict=True)}
-        else:
-            total, others = sum(penalties), len(names) - 1
-            rewards = {name: (total - p) / others - p for name, p in zip(names, penalties, strict=True)}
+        rewards = self._rewards(penalties)
         if new.phase == DONE:
             self.agents = []
             return observations, rewards, self._all_true.copy(), self._all_false.copy(), infos
         return observations, rewards, self._all_false.copy(), self._all_false.copy(), infos
+
+    def _rewards(self, penalties: list[int] | tuple[int, ...]) -> dict[str, float]:
+        """Rewards of one step from the bullheads each seat took (module docstring: ``penalty`` or ``relative``)."""
+        names = self._names
+        if not any(penalties):
+            return self._zero_rewards.copy()
+        if self.reward_mode == "penalty":
+            return {name: 0.0 - p for name, p in zip(names, penalties, strict=True)}
+        total, others = sum(penalties), len(names) - 1
+        return {name: (total - p) / others - p for name, p in zip(names, penalties, strict=True)}
 
     def _terminate(self, offender: str) -> tuple[Any, ...]:
         """End the episode after an illegal action of ``offender`` (``illegal_action="terminate"``)."""
