@@ -384,16 +384,24 @@ class MonteCarloAgent:
         picks = np.argsort(rng.random((self.samples, len(unseen))), axis=1)[:, :need]
         return np.sort(unseen[picks].reshape(self.samples, n - 1, k), axis=2)
 
+    def _table(
+        self, view: Mapping[str, Any], hand: list[int], rng: np.random.Generator
+    ) -> tuple[list[int], list[int], list[int], int, np.ndarray]:
+        """Row ends, lengths and bullheads, the player count and the sampled worlds of one decision."""
+        rows = view["rows"]
+        return (
+            [r[-1] for r in rows],
+            [len(r) for r in rows],
+            list(view["row_bullheads"]),
+            view["num_players"],
+            self._worlds(view, hand, rng),
+        )
+
     def _select(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
         hand = view["hand"]
         if len(hand) == 1:
             return hand[0]
-        rows = view["rows"]
-        ends0 = [r[-1] for r in rows]
-        lens0 = [len(r) for r in rows]
-        costs0 = list(view["row_bullheads"])
-        n = view["num_players"]
-        worlds = self._worlds(view, hand, rng)
+        ends0, lens0, costs0, n, worlds = self._table(view, hand, rng)
         compiled = _compiled_mc()
         if compiled is not None:  # the same sums, in numba
             scores = compiled.select_scores(hand, ends0, lens0, costs0, worlds)
@@ -420,12 +428,7 @@ class MonteCarloAgent:
         revealed = view["revealed"]
         own = revealed[seat]
         others = [c for s, c in enumerate(revealed) if s != seat]
-        rows = view["rows"]
-        ends0 = [r[-1] for r in rows]
-        lens0 = [len(r) for r in rows]
-        costs0 = list(view["row_bullheads"])
-        n = view["num_players"]
-        worlds = self._worlds(view, hand, rng)
+        ends0, lens0, costs0, n, worlds = self._table(view, hand, rng)
         compiled = _compiled_mc()
         if compiled is not None:  # the same sums, in numba
             return cheapest_row_index(compiled.row_scores(own, others, hand, ends0, lens0, costs0, worlds).tolist())
