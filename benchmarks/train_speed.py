@@ -16,6 +16,8 @@ name               what runs
 ``ours-dummy``     the config's ``algo`` section, envs in a ``DummyVecEnv``
 ``ours-subproc``   the config's ``algo`` section, envs in ``train.n_workers`` worker processes
                    (:class:`training.vec.WorkerVecEnv`; 2 if the config sets none)
+``ours-batched``   the config's ``algo`` section, ``train.n_envs`` games in lockstep on the batched
+                   engine (:class:`training.vec_env.SixNimmtVecEnv`, ``train.vec_env: batched``)
 =================  ===========================================================================
 
 The figure is environment steps over the wall time of ``learn`` (rollouts and
@@ -84,17 +86,24 @@ def main() -> None:
     p.add_argument("--config", default="configs/ppo_4p.yaml")
     p.add_argument("--steps", type=int, default=65536, help="environment steps per measurement (default 65536)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--only", nargs="+", choices=["sb3-defaults", "ours-dummy", "ours-subproc"], help="setups to run")
+    p.add_argument(
+        "--only",
+        nargs="+",
+        choices=["sb3-defaults", "ours-dummy", "ours-subproc", "ours-batched"],
+        help="setups to run",
+    )
     args = p.parse_args()
     base = [*args.overrides, "self_play.enabled=false"]
     cfg = load_config(args.config, base)
     workers = cfg.train.n_workers or 2
     dummy = load_config(args.config, [*base, "train.vec_env=dummy"])
     subproc = load_config(args.config, [*base, "train.vec_env=subproc", f"train.n_workers={workers}"])
+    batched = load_config(args.config, [*base, "train.vec_env=batched"])
     setups = {
         "sb3-defaults": ("SB3 defaults (n_steps 2048, batch 64, 10 epochs, [64, 64]), dummy", dummy, {}),
         "ours-dummy": (f"ours ({args.config}), dummy", dummy, algo_kwargs(cfg)),
         "ours-subproc": (f"ours ({args.config}), subproc, {workers} workers", subproc, algo_kwargs(cfg)),
+        "ours-batched": (f"ours ({args.config}), batched engine", batched, algo_kwargs(cfg)),
     }
     chosen = args.only or list(setups)
     print(

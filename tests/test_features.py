@@ -9,7 +9,16 @@ import torch
 
 from sixnimmt_env import engine as E
 from sixnimmt_env.observation import OBS_SIZE, encode
-from training.features import CARD_FEATURES, FEATURES_SIZE, CardFeatures, CardPolicy, card_features_numpy
+from training.features import (
+    CARD_FEATURES,
+    FEATURES_SIZE,
+    HAND_FEATURES,
+    CardFeatures,
+    CardPolicy,
+    HandFeatures,
+    MaskedCategorical,
+    card_features_numpy,
+)
 
 SPACE = gymnasium.spaces.Box(-np.inf, np.inf, (OBS_SIZE,), np.float32)
 
@@ -85,6 +94,81 @@ def test_torch_extractor_equals_numpy_on_real_observations():
     np.testing.assert_allclose(torch_out, card_features_numpy(batch), atol=1e-6)
 
 
+def _real_observations() -> np.ndarray:
+    rng = np.random.default_rng(0)
+    obs = []
+    for variant in ("standard", "tactics", "logic"):
+        state = E.new_game(E.GameConfig(num_players=5, variant=variant, episode="round"), rng)
+        while not state.done:
+            obs.extend(encode(state, seat) for seat in range(5))
+            actions = [int(rng.choice(E.legal_actions(state, s))) for s in range(5)]
+            state, _ = E.step(state, actions, rng)
+    return np.stack(obs)
+
+
+def test_hand_features_give_the_held_cards_in_order_then_zero_rows():
+    obs = _position_obs()  # seat 0 holds 3, 15 and 51
+    out = HandFeatures(SPACE)(torch.as_tensor(obs)).numpy()
+    assert out.shape == (1, OBS_SIZE + 10 * len(HAND_FEATURES) + 10)
+    np.testing.assert_array_equal(out[0, :OBS_SIZE], obs[0])
+    rows = out[0, OBS_SIZE : OBS_SIZE + 10 * len(HAND_FEATURES)].reshape(10, len(HAND_FEATURES))
+    held = out[0, OBS_SIZE + 10 * len(HAND_FEATURES) :]
+    np.testing.assert_array_equal(held[:3], [2, 14, 50])  # card - 1, lowest first
+    all_cards = card_features_numpy(obs)
+    for k, card in enumerate((3, 15, 51)):
+        expected = [*_card(all_cards, card).values(), card / 104]
+        np.testing.assert_allclose(rows[k], expected, atol=1e-6)
+    assert rows[1].tolist()[2] == 1.0 and rows[1].tolist()[6] == pytest.approx(1.1)  # 15 takes the full row: 11
+    np.testing.assert_array_equal(rows[3:], 0.0)
+
+
+def test_hand_features_match_the_card_features_of_every_held_card():
+    batch = _real_observations()
+    out = HandFeatures(SPACE)(torch.as_tensor(batch)).numpy()
+    all_cards = card_features_numpy(batch)[:, OBS_SIZE:].reshape(len(batch), 104, len(CARD_FEATURES))
+    rows = out[:, OBS_SIZE : OBS_SIZE + 10 * len(HAND_FEATURES)].reshape(len(batch), 10, len(HAND_FEATURES))
+    held = out[:, OBS_SIZE + 10 * len(HAND_FEATURES) :].astype(int)
+    for i in range(len(batch)):
+        cards = np.flatnonzero(batch[i, :104])
+        n = len(cards)
+        np.testing.assert_array_equal(held[i, :n], cards)
+        np.testing.assert_allclose(rows[i, :n, :8], all_cards[i, cards], atol=1e-6)
+        np.testing.assert_allclose(rows[i, :n, 8], (cards + 1) / 104, atol=1e-7)
+        np.testing.assert_array_equal(rows[i, n:], 0.0)
+
+
+def test_masked_categorical_equals_sb3_contrib_and_samples_only_legal_actions(monkeypatch):
+    from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
+
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(64, 109, generator=gen) * 3
+    masks = torch.rand(64, 109, generator=gen) < 0.2
+    masks[:, 5] = True  # at least one legal action per row
+    ours = MaskedCategorical(109).proba_distribution(logits)
+    ours.apply_masking(masks.numpy())
+    ref = MaskableCategoricalDistribution(109).proba_distribution(logits)
+    ref.apply_masking(masks.numpy())
+    for column in (0, 3, 7):  # the column-th legal action of each row (or action 5)
+        legal = torch.where(masks, torch.arange(109), 200).sort(dim=1).values[:, column]
+        actions = torch.where(legal < 109, legal, 5)
+        np.testing.assert_allclose(ours.log_prob(actions), ref.log_prob(actions), atol=1e-5)
+    np.testing.assert_allclose(ours.entropy(), ref.entropy(), atol=1e-5)
+    np.testing.assert_array_equal(ours.mode(), ref.mode())
+    # sampling: only legal actions, with the masked probabilities
+    torch.manual_seed(1)
+    one = MaskedCategorical(109).proba_distribution(logits[:1].expand(200_000, -1))
+    one.apply_masking(masks[:1].expand(200_000, -1))
+    counts = np.bincount(one.sample().numpy(), minlength=109) / 200_000
+    probs = ref.distribution.probs[0].numpy()
+    assert counts[~masks[0].numpy()].sum() == 0
+    np.testing.assert_allclose(counts, probs, atol=0.005)
+    # the end points of the uniform draw give the first and the last legal action
+    legal = np.flatnonzero(masks[0].numpy())
+    for u, expected in ((0.0, legal[0]), (1.0, legal[-1])):
+        monkeypatch.setattr(torch, "rand", lambda shape, dtype=None, u=u: torch.full(shape, u, dtype=dtype))
+        assert one.sample()[:3].tolist() == [expected] * 3
+
+
 def test_card_policy_scores_only_through_legal_actions_and_survives_save_load(tmp_path):
     from sb3_contrib import MaskablePPO
 
@@ -137,7 +221,9 @@ def test_config_names_the_policy_and_rejects_unknown_ones(tmp_path):
     with pytest.raises(ConfigError, match=r"algo\.policy' must be one of MlpPolicy, card"):
         load_config("configs/smoke.yaml", ["algo.policy=transformer"])
     with pytest.raises(ConfigError, match="features_extractor_class' must be one of card_features"):
-        load_config("configs/smoke.yaml", ["algo.policy_kwargs.features_extractor_class=os.system"])
+        load_config("configs/smoke.yaml", ["algo.policy=MlpPolicy", "algo.policy_kwargs.features_extractor_class=x"])
+    with pytest.raises(ConfigError, match="does not go with 'algo.policy: card'"):
+        load_config("configs/smoke.yaml", ["algo.policy_kwargs.features_extractor_class=card_features"])
 
 
 def test_numpy_card_actor_matches_the_torch_card_policy():

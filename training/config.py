@@ -298,6 +298,11 @@ def _check_algo(algo: Mapping[str, Any], source: str) -> None:
     if pk is not None and not isinstance(pk, dict):
         raise ConfigError(f"{source}: key 'algo.policy_kwargs' must be a mapping, got {pk!r}")
     extractor = (pk or {}).get("features_extractor_class")
+    if extractor is not None and policy == "card":
+        raise ConfigError(
+            f"{source}: key 'algo.policy_kwargs.features_extractor_class' does not go with 'algo.policy: card' "
+            f"(the card policy computes its own hand features); remove it or use algo.policy: MlpPolicy"
+        )
     if extractor is not None and extractor not in EXTRACTORS:
         raise ConfigError(
             f"{source}: key 'algo.policy_kwargs.features_extractor_class' must be one of {', '.join(EXTRACTORS)}, "
