@@ -278,7 +278,13 @@ def load_policy(path: str | Path) -> tuple[Any, ObsNorm | None]:
     try:
         model = MaskablePPO.load(p, device="cpu")
     except Exception as e:  # SB3 raises many kinds for a damaged archive
-        raise ValueError(f"ppo checkpoint {str(path)!r} could not be loaded as MaskablePPO: {e}") from None
+        hint = ""
+        if "size mismatch" in str(e) and "CardPolicy" in str(e):
+            hint = (
+                "\n(the card policy's layout changed on 2026-11-30: its actor and critic now read 492 inputs, the "
+                "held cards' features; checkpoints of the earlier 1234-input card policy must be trained again)"
+            )
+        raise ValueError(f"ppo checkpoint {str(path)!r} could not be loaded as MaskablePPO: {e}{hint}") from None
     obs_shape = tuple(model.observation_space.shape or ())
     if obs_shape != (OBS_SIZE,):
         raise ValueError(
