@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# Train the default config (about 20 min on 2 cores), then play its final model against the baselines.
+# Train the default config (15 min on 2 cores), then play its final model against the baselines.
 train: install
 	$(PY) -m training.train $(CONFIG)
 	run=$$(ls -td runs/$(basename $(notdir $(CONFIG)))/*/ | head -1) && \
