@@ -14,9 +14,9 @@ Figures:
   (:class:`sixnimmt_env.batched.mc.MonteCarloPlayers` with the vectorised greedy agents, the ``mc:64`` seat rotating),
   of the reference agent with its rollouts in numba (the arena's reference path), and of the reference agent with
   its pure-Python rollouts;
-- MaskablePPO ``learn``: environment steps/s of ``configs/ppo_4p.yaml`` (16 Gymnasium envs in a DummyVecEnv) and of
-  ``configs/ppo_4p_batched.yaml`` (the same with ``train.vec_env: batched``, 256 games), ``--train-steps`` each
-  (default 20,480), rollouts and updates together;
+- MaskablePPO ``learn``: environment steps/s of ``configs/ppo_4p.yaml`` (512 Gymnasium envs in 2 worker
+  processes) and of ``configs/ppo_4p_batched.yaml`` (``train.vec_env: batched``, 1024 games in lockstep),
+  ``--train-steps`` each (default 131,072), rollouts and updates together;
 - peak resident memory of a process playing random games with observations at B = 1024 and B = 16384
   (``VmHWM`` of ``/proc/self/status``, measured in fresh subprocesses, the interpreter and imports included).
 
@@ -247,7 +247,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="shorter runs (noisier figures)")
     parser.add_argument("--only", default="random,arena,mc,train,memory", help="comma-separated parts to run")
-    parser.add_argument("--train-steps", type=int, default=20_480, help="MaskablePPO steps per training figure")
+    parser.add_argument("--train-steps", type=int, default=131_072, help="MaskablePPO steps per training figure")
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

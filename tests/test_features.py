@@ -222,7 +222,7 @@ def test_config_names_the_policy_and_rejects_unknown_ones(tmp_path):
         load_config("configs/smoke.yaml", ["algo.policy=transformer"])
     with pytest.raises(ConfigError, match="features_extractor_class' must be one of card_features"):
         load_config("configs/smoke.yaml", ["algo.policy=MlpPolicy", "algo.policy_kwargs.features_extractor_class=x"])
-    with pytest.raises(ConfigError, match="does not go with 'algo.policy: card'"):
+    with pytest.raises(ConfigError, match=r"does not go with 'algo\.policy: card'"):
         load_config("configs/smoke.yaml", ["algo.policy_kwargs.features_extractor_class=card_features"])
 
 
