@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -320,7 +321,13 @@ def test_smoke_run_then_evaluate_and_resume(tmp_path: Path) -> None:
     args = ("-m", "training.evaluate", str(best), "--opponents", "greedy,random,greedy", "--games", "30")
     result = _run(*args, "--out", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "illegal actions: 0 in" in result.stdout
+    counts = re.search(
+        r"illegal actions: 0 in ([\d,]+) decisions of all agents \(([\d,]+) of the checkpoints\)", result.stdout
+    )
+    assert counts, result.stdout[-2000:]
+    everyone, learned = (int(c.replace(",", "")) for c in counts.groups())
+    assert learned >= 300 and everyone >= 4 * 300  # 30 single rounds of 10 cards, 4 seats (plus row choices)
+    assert learned < everyone / 2
     assert (out / "results.json").is_file() and (out / "results.png").is_file()
     result = _run(
         "-m", "training.evaluate", "--agents", f"ppo:{best},ppo:{best},greedy", "--games", "12", "--out", str(out)

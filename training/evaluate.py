@@ -228,7 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = write_results(results, out)
     print(markdown_table(results))
     decisions = sum(r.get("decisions", 0) for r in results["agents"])
-    counted = f" in {decisions:,} decisions" if decisions else ""
+    learned = sum(r.get("decisions", 0) for r in results["agents"] if str(r["agent"]).startswith(("ppo:", "ppo-")))
+    counted = f" in {decisions:,} decisions of all agents ({learned:,} of the checkpoints)" if decisions else ""
     print(f"illegal actions: {results['illegal_actions']}{counted}")
     print(f"wrote {paths['json']}, {paths['md']}, {paths['png']}")
     return 0

@@ -35,6 +35,7 @@ from functools import partial
 import gymnasium
 import numpy as np
 import torch
+from numba import njit
 from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
@@ -48,36 +49,51 @@ FEATURES_SIZE = OBS_SIZE + NUM_CARDS * len(CARD_FEATURES)
 """Width of :class:`CardFeatures`' output: the observation, then 104 x 8 card features (card-major)."""
 
 
+_HAND, _ENDS, _LENGTHS, _BULLS, _SEEN = (
+    SLICES[name].start for name in ("hand", "row_ends", "row_lengths", "row_bullheads", "seen")
+)
+
+
+@njit(cache=True)
+def _card_features_kernel(obs: np.ndarray, cards: np.ndarray, out: np.ndarray) -> None:
+    """Fill ``out[b, j, :8]`` with the :data:`CARD_FEATURES` of card index ``cards[b, j]`` in ``obs[b]``."""
+    counts = np.zeros(NUM_CARDS + 1)
+    for b in range(obs.shape[0]):
+        has_rows, cheapest = False, np.inf
+        for r in range(NUM_ROWS):
+            has_rows |= obs[b, _ENDS + r] > 0
+            cheapest = min(cheapest, obs[b, _BULLS + r] * BULLHEAD_ROW_SCALE)
+        for k in range(NUM_CARDS):  # counts[k]: unseen cards among 1..k
+            unseen = min(max(1.0 - obs[b, _SEEN + k] - obs[b, _HAND + k], 0.0), 1.0)
+            counts[k + 1] = counts[k] + unseen
+        for j in range(cards.shape[1]):
+            i = cards[b, j]
+            target, t_end = -1, 0
+            for r in range(NUM_ROWS):  # the row whose end is the largest below the card (R7)
+                end = int(np.rint(obs[b, _ENDS + r] * CARD_SCALE))
+                if t_end < end < i + 1:
+                    target, t_end = r, end
+            low = target < 0  # R9
+            t_len = 0.0 if low else obs[b, _LENGTHS + target] * ROW_LIMIT
+            t_bull = 0.0 if low else obs[b, _BULLS + target] * BULLHEAD_ROW_SCALE
+            full = not low and t_len >= ROW_LIMIT - 0.5  # R8
+            cost = (t_bull if full else 0.0) + (cheapest if low and has_rows else 0.0)
+            out[b, j, 0] = obs[b, _HAND + i]
+            out[b, j, 1] = low
+            out[b, j, 2] = full
+            out[b, j, 3] = t_len / ROW_LIMIT
+            out[b, j, 4] = t_bull / BULLHEAD_ROW_SCALE
+            out[b, j, 5] = (counts[i] - counts[t_end]) / 10.0  # unseen cards in (row end, card)
+            out[b, j, 6] = cost / 10.0
+            out[b, j, 7] = (i + 1 - t_end) / CARD_SCALE
+
+
 def _card_features_numpy(obs: np.ndarray, cards: np.ndarray) -> np.ndarray:
-    """``float32 (batch, K, 8)``: the :data:`CARD_FEATURES` of card indices ``cards`` ``(batch, K)`` (card - 1)."""
-    hand = obs[:, SLICES["hand"]]
-    ends = np.rint(obs[:, SLICES["row_ends"]] * CARD_SCALE).astype(np.int64)  # (B, 4) card values, 0 = no row
-    lengths = obs[:, SLICES["row_lengths"]] * ROW_LIMIT
-    bulls = obs[:, SLICES["row_bullheads"]] * BULLHEAD_ROW_SCALE
-    values = cards + 1
-    below = (ends[:, None, :] < values[:, :, None]) & (ends[:, None, :] > 0)  # (B, K, 4)
-    target = np.where(below, ends[:, None, :], -1).argmax(axis=2)  # (B, K) the largest end below (R7)
-    low = ~below.any(axis=2)  # R9
-    t_len = np.where(low, 0.0, np.take_along_axis(lengths, target, axis=1))
-    t_bull = np.where(low, 0.0, np.take_along_axis(bulls, target, axis=1))
-    t_end = np.where(low, 0, np.take_along_axis(ends, target, axis=1))
-    full = (t_len >= ROW_LIMIT - 0.5) & ~low  # R8
-    has_rows = (ends > 0).any(axis=1, keepdims=True)
-    cost = np.where(full, t_bull, 0.0) + np.where(low & has_rows, bulls.min(axis=1, keepdims=True), 0.0)
-    unseen = np.clip(1.0 - obs[:, SLICES["seen"]] - hand, 0.0, 1.0)
-    counts = np.concatenate([np.zeros((len(obs), 1), np.float32), np.cumsum(unseen, axis=1)], axis=1)  # 1..k
-    between = np.take_along_axis(counts, cards, axis=1) - np.take_along_axis(counts, t_end, axis=1)
-    feats = (
-        np.take_along_axis(hand, cards, axis=1),
-        low,
-        full,
-        t_len / ROW_LIMIT,
-        t_bull / BULLHEAD_ROW_SCALE,
-        between / 10.0,
-        cost / 10.0,
-        (values - t_end) / CARD_SCALE,
-    )
-    return np.stack(feats, axis=2).astype(np.float32)
+    """``float32 (batch, K, 8)``: the :data:`CARD_FEATURES` of card indices ``cards`` ``(batch, K)`` (card - 1)
+    in observations ``obs`` ``(batch, 402)``, compiled with numba (in torch: :func:`_card_features_torch`)."""
+    out = np.empty((*cards.shape, len(CARD_FEATURES)), np.float32)
+    _card_features_kernel(np.asarray(obs, np.float32), np.ascontiguousarray(cards, np.int64), out)
+    return out
 
 
 def _card_features_torch(obs: torch.Tensor, cards: torch.Tensor) -> torch.Tensor:
