@@ -12,12 +12,14 @@ Setups (each a fresh model, measured one after the other):
 name               what runs
 =================  ===========================================================================
 ``sb3-defaults``   MaskablePPO's defaults (``n_steps=2048, batch_size=64, n_epochs=10``, net
-                   ``[64, 64]``) on the config's envs in a ``DummyVecEnv``
+                   ``[64, 64]``) on 8 of the config's envs in a ``DummyVecEnv`` (a plain set-up)
 ``ours-dummy``     the config's ``algo`` section, envs in a ``DummyVecEnv``
 ``ours-subproc``   the config's ``algo`` section, envs in ``train.n_workers`` worker processes
                    (:class:`training.vec.WorkerVecEnv`; 2 if the config sets none)
 ``ours-batched``   the config's ``algo`` section, ``train.n_envs`` games in lockstep on the batched
                    engine (:class:`training.vec_env.SixNimmtVecEnv`, ``train.vec_env: batched``)
+``ours-subproc-    ``ours-subproc`` with the config's ``self_play`` section and one snapshot (the
+pool``             untrained policy) in the pool: what a training run steps once its pool has filled
 =================  ===========================================================================
 
 The figure is environment steps over the wall time of ``learn`` (rollouts and
@@ -25,7 +27,8 @@ updates together), the number the issue's speed target (>= 10,000 steps/s)
 refers to; beside it the CPU time of the learner's process per step, of which
 the PPO update (``train``), and the 1-minute load average when the setup
 finished (the machine is shared: a load above its 2 cores slows every figure).
-Self-play snapshots and evaluations are off (they are not part of ``learn``).
+Evaluations are off (they are not part of ``learn``); self-play opponents play only in
+``ours-subproc-pool``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,11 +47,12 @@ from sb3_contrib import MaskablePPO
 
 import training.agent  # noqa: F401  (ppo: specs)
 from training.config import TrainConfig, algo_kwargs, load_config
-from training.vec import build_vec_env
+from training.vec import build_vec_env, sampler_from_config
 
 
-def measure(cfg: TrainConfig, algo: dict, steps: int) -> dict[str, float]:
-    """Run ``learn(steps)`` for ``cfg``'s envs with MaskablePPO keyword arguments ``algo``.
+def measure(cfg: TrainConfig, algo: dict, steps: int, self_play: TrainConfig | None = None) -> dict[str, float]:
+    """Run ``learn(steps)`` for ``cfg``'s envs with MaskablePPO keyword arguments ``algo``; with ``self_play``
+    (a config whose ``self_play`` section is on), the untrained model is first put in the self-play pool.
 
     Returns:
         ``{"steps_per_second": wall-clock rate, "cpu_us": learner-process CPU microseconds per step,
@@ -58,6 +63,10 @@ def measure(cfg: TrainConfig, algo: dict, steps: int) -> dict[str, float]:
     try:
         algo = {"policy": "MlpPolicy", **algo}
         model = MaskablePPO(env=venv, seed=cfg.train.seed, device=cfg.train.device, verbose=0, **algo)
+        if self_play is not None:
+            snapshot = Path(tempfile.mkdtemp()) / "snapshot_0.zip"
+            model.save(snapshot)
+            venv.env_method("set_opponents", sampler_from_config(self_play, [str(snapshot)]))
         train = model.train
         train_cpu = [0.0]
 
@@ -89,7 +98,7 @@ def main() -> None:
     p.add_argument(
         "--only",
         nargs="+",
-        choices=["sb3-defaults", "ours-dummy", "ours-subproc", "ours-batched"],
+        choices=["sb3-defaults", "ours-dummy", "ours-subproc", "ours-batched", "ours-subproc-pool"],
         help="setups to run",
     )
     args = p.parse_args()
@@ -97,14 +106,21 @@ def main() -> None:
     cfg = load_config(args.config, base)
     workers = cfg.train.n_workers or 2
     dummy = load_config(args.config, [*base, "train.vec_env=dummy"])
+    plain = load_config(args.config, [*base, "train.vec_env=dummy", "train.n_envs=8"])
     subproc = load_config(args.config, [*base, "train.vec_env=subproc", f"train.n_workers={workers}"])
     batched = load_config(args.config, [*base, "train.vec_env=batched"])
     setups = {
-        "sb3-defaults": ("SB3 defaults (n_steps 2048, batch 64, 10 epochs, [64, 64]), dummy", dummy, {}),
+        "sb3-defaults": ("SB3 defaults (n_steps 2048, batch 64, 10 epochs, [64, 64]), 8 envs, dummy", plain, {}),
         "ours-dummy": (f"ours ({args.config}), dummy", dummy, algo_kwargs(cfg)),
         "ours-subproc": (f"ours ({args.config}), subproc, {workers} workers", subproc, algo_kwargs(cfg)),
         "ours-batched": (f"ours ({args.config}), batched engine", batched, algo_kwargs(cfg)),
+        "ours-subproc-pool": (
+            f"ours ({args.config}), subproc, {workers} workers, self-play pool",
+            subproc,
+            algo_kwargs(cfg),
+        ),
     }
+    with_pool = load_config(args.config, [*args.overrides, "self_play.enabled=true"])
     chosen = args.only or list(setups)
     print(
         f"{cfg.train.n_envs} envs, {cfg.env.table_sizes()} players, {args.steps:,} steps each, "
@@ -113,7 +129,7 @@ def main() -> None:
     print(f"{'setup':<78} {'steps/s':>9} {'cpu us/step':>12} {'(update)':>9} {'load':>5}")
     for key in chosen:
         name, setup_cfg, algo = setups[key]
-        r = measure(setup_cfg, algo, args.steps)
+        r = measure(setup_cfg, algo, args.steps, with_pool if key.endswith("-pool") else None)
         print(
             f"{name:<78} {r['steps_per_second']:>9,.0f} {r['cpu_us']:>12.0f} {r['train_cpu_us']:>9.0f} "
             f"{r['load']:>5.1f}",
