@@ -205,12 +205,36 @@ class HandFeatures(BaseFeaturesExtractor):
         return torch.cat([obs, feats.reshape(batch, -1), held.to(obs.dtype)], dim=1)
 
 
+@njit(cache=True)
+def _hand_kernel(obs: np.ndarray, held: np.ndarray, out: np.ndarray) -> None:
+    """Fill ``held (batch, 10)`` with the held card indices (lowest first, then distinct cards not in hand)
+    and ``out (batch, 10, 9)`` with their :data:`HAND_FEATURES` (zero rows for the cards not in hand)."""
+    for b in range(obs.shape[0]):
+        n = 0
+        for k in range(NUM_CARDS):
+            if obs[b, _HAND + k] > 0 and n < HAND_SIZE:
+                held[b, n] = k
+                n += 1
+        k = 0
+        while n < HAND_SIZE:
+            if obs[b, _HAND + k] <= 0:
+                held[b, n] = k
+                n += 1
+            k += 1
+    _card_features_kernel(obs, held, out)
+    for b in range(obs.shape[0]):
+        for j in range(HAND_SIZE):
+            out[b, j, len(CARD_FEATURES)] = (held[b, j] + 1) / CARD_SCALE
+            if out[b, j, 0] == 0:
+                out[b, j, :] = 0.0
+
+
 def _held_numpy(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:class:`HandFeatures` in numpy: ``(features (batch, 10, 9), held card indices (batch, 10))``."""
-    held = np.argsort(-obs[:, SLICES["hand"]], axis=1, kind="stable")[:, :HAND_SIZE]  # held cards, lowest first
-    feats = _card_features_numpy(obs, held)
-    value = ((held + 1) / CARD_SCALE).astype(np.float32)[:, :, None]
-    return np.concatenate([feats, value], axis=2) * feats[:, :, :1], held
+    """:class:`HandFeatures` in numpy (numba): ``(features float32 (batch, 10, 9), held card indices (batch, 10))``."""
+    held = np.empty((len(obs), HAND_SIZE), np.int64)
+    out = np.empty((len(obs), HAND_SIZE, len(HAND_FEATURES)), np.float32)
+    _hand_kernel(np.asarray(obs, np.float32), held, out)
+    return out, held
 
 
 class CardNetworks(torch.nn.Module):
