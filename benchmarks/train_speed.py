@@ -81,6 +81,7 @@ def measure(cfg: TrainConfig, algo: dict, steps: int, self_play: TrainConfig | N
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
         n = model.num_timesteps
         return {
+            "steps": n,
             "steps_per_second": n / wall,
             "cpu_us": 1e6 * cpu / n,
             "train_cpu_us": 1e6 * train_cpu[0] / n,
@@ -123,16 +124,16 @@ def main() -> None:
     with_pool = load_config(args.config, [*args.overrides, "self_play.enabled=true"])
     chosen = args.only or list(setups)
     print(
-        f"{cfg.train.n_envs} envs, {cfg.env.table_sizes()} players, {args.steps:,} steps each, "
-        f"{cfg.train.torch_threads} torch thread(s), {os.cpu_count()} CPUs"
+        f"{cfg.train.n_envs} envs, {cfg.env.table_sizes()} players, at least {args.steps:,} steps each "
+        f"(whole rollouts), {cfg.train.torch_threads} torch thread(s), {os.cpu_count()} CPUs"
     )
-    print(f"{'setup':<78} {'steps/s':>9} {'cpu us/step':>12} {'(update)':>9} {'load':>5}")
+    print(f"{'setup':<78} {'steps':>9} {'steps/s':>9} {'cpu us/step':>12} {'(update)':>9} {'load':>5}")
     for key in chosen:
         name, setup_cfg, algo = setups[key]
         r = measure(setup_cfg, algo, args.steps, with_pool if key.endswith("-pool") else None)
         print(
-            f"{name:<78} {r['steps_per_second']:>9,.0f} {r['cpu_us']:>12.0f} {r['train_cpu_us']:>9.0f} "
-            f"{r['load']:>5.1f}",
+            f"{name:<78} {r['steps']:>9,} {r['steps_per_second']:>9,.0f} {r['cpu_us']:>12.0f} "
+            f"{r['train_cpu_us']:>9.0f} {r['load']:>5.1f}",
             flush=True,
         )
 

@@ -248,3 +248,22 @@ def test_numpy_card_actor_matches_the_torch_card_policy():
         np.testing.assert_array_equal(agent.choose(obs, masks), np.where(masks, expected, -np.inf).argmax(axis=1))
         obs, _, _, _ = env.step(agent.choose(obs, masks))
     env.close()
+
+
+def test_card_policy_rejects_a_net_arch_it_cannot_honour_and_exposes_probs():
+    from sb3_contrib import MaskablePPO
+
+    from training.vec_env import SixNimmtVecEnv
+
+    env = SixNimmtVecEnv(2, opponents=["greedy", "greedy", "greedy"], seed=0, num_players=4, episode="round")
+    for arch in ({"pi": [16], "vf": [64]}, 32):
+        with pytest.raises(ValueError, match="net_arch must be a list of layer sizes"):
+            MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": arch})
+    model = MaskablePPO(CardPolicy, env, n_steps=8, batch_size=16, policy_kwargs={"net_arch": [16]})
+    obs, masks = env.reset(), env.action_masks()
+    with torch.no_grad():
+        probs = model.policy.get_distribution(torch.as_tensor(obs), action_masks=masks).distribution.probs
+    assert probs.shape == (2, 109)
+    np.testing.assert_allclose(probs.sum(dim=1).numpy(), 1.0, atol=1e-6)
+    assert float(probs[torch.as_tensor(~masks)].sum()) == 0.0
+    env.close()

@@ -105,6 +105,26 @@ def test_overrides_are_yaml_values_not_code() -> None:
     assert cfg.name == "__import__('os').getcwd()"  # a plain string, never evaluated
 
 
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (["algo.verbose=1"], r"unknown key 'algo\.verbose'"),
+        (["algo.policy_kwargs.netarch=[32]"], r"unknown key 'algo\.policy_kwargs\.netarch'.*allowed: .*net_arch"),
+        (["algo.learning_rate=abc"], r"'algo\.learning_rate' must be a number >= 0\.0, got 'abc'"),
+        (["algo.n_steps=0"], r"'algo\.n_steps' must be an integer >= 1, got 0"),
+        (["algo.batch_size=true"], r"'algo\.batch_size' must be an integer >= 1, got True"),
+        (["train.normalize_obs=true"], r"'train\.normalize_obs' must be false with card features"),
+        (["algo.policy_kwargs.net_arch={pi: [16], vf: [64]}"], r"net_arch' must be a list of layer sizes"),
+        (["algo.policy_kwargs.net_arch=32"], r"net_arch' must be a list of layer sizes .* got 32"),
+        (["train.vec_env=batched", "env.num_players=[2, 4]"], r"'env\.num_players' must be one table size"),
+    ],
+)
+def test_config_errors_name_the_key_before_anything_starts(override: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as err:
+        load_config(SMOKE, override)
+    assert "smoke.yaml" in str(err.value)
+
+
 # --------------------------------------------------------------------------- vector envs and masks
 
 
@@ -120,6 +140,7 @@ def test_masks_reach_maskable_ppo_through_each_stack(kind: str, workers: str, no
             f"train.n_workers={workers}",
             f"train.normalize_obs={str(normalize).lower()}",
             "train.n_envs=2",
+            "algo.policy=MlpPolicy",  # normalised observations do not go with the card policy's features
         ],
     )
     venv = build_vec_env(cfg, None)
@@ -411,3 +432,20 @@ def test_ppo_specs_load_through_the_entry_point_without_importing_training_first
     assert out.returncode == 0, out.stderr
     assert "unknown agent spec" not in out.stdout
     assert "/nonexistent/model.zip" in out.stdout
+
+
+def test_resume_from_a_damaged_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(SMOKE.read_text())
+    (run_dir / "checkpoints" / "model_2048_steps.zip").write_bytes(b"not a checkpoint")
+    result = _run("-m", "training.train", "--resume", str(run_dir), timeout=120)
+    assert result.returncode == 2
+    assert "config error: --resume" in result.stderr and "model_2048_steps.zip" in result.stderr
+    assert "is not a MaskablePPO .zip checkpoint" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_evaluate_rejects_an_empty_agent_entry() -> None:
+    result = _run("-m", "training.evaluate", "--agents", "greedy,,greedy,random", "--games", "10", timeout=60)
+    assert result.returncode == 2
+    assert "--agents 'greedy,,greedy,random' has an empty entry" in result.stderr

@@ -284,7 +284,8 @@ def _check_algo(algo: Mapping[str, Any], source: str) -> None:
     from sb3_contrib import MaskablePPO
 
     params = inspect.signature(MaskablePPO.__init__).parameters
-    allowed = sorted(set(params) - {"self", "env", "_init_setup_model", "tensorboard_log", "seed", "device"})
+    # train.py sets verbose itself (0: the progress bar reports instead)
+    allowed = sorted(set(params) - {"self", "env", "_init_setup_model", "tensorboard_log", "seed", "device", "verbose"})
     for k in algo:
         if k not in allowed:
             raise ConfigError(
@@ -308,6 +309,33 @@ def _check_algo(algo: Mapping[str, Any], source: str) -> None:
             f"{source}: key 'algo.policy_kwargs.features_extractor_class' must be one of {', '.join(EXTRACTORS)}, "
             f"got {extractor!r}"
         )
+    for key, (kind, low) in ALGO_NUMBERS.items():
+        value = algo.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, kind) or not value >= low:
+            what = "an integer" if kind is int else "a number"
+            raise ConfigError(f"{source}: key 'algo.{key}' must be {what} >= {low}, got {value!r}")
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    policy_params = inspect.signature(MaskableActorCriticPolicy.__init__).parameters
+    pk_allowed = sorted(set(policy_params) - {"self", "observation_space", "action_space", "lr_schedule"})
+    for k in pk or {}:
+        if k not in pk_allowed:
+            raise ConfigError(
+                f"{source}: unknown key 'algo.policy_kwargs.{k}' (not a policy keyword argument); "
+                f"allowed: {', '.join(pk_allowed)}"
+            )
+    arch = (pk or {}).get("net_arch")
+    if (
+        policy == "card"
+        and arch is not None
+        and not (isinstance(arch, list) and all(isinstance(a, int) and not isinstance(a, bool) and a > 0 for a in arch))
+    ):
+        raise ConfigError(
+            f"{source}: key 'algo.policy_kwargs.net_arch' must be a list of layer sizes for the card policy "
+            f"(it sizes the actor and the critic alike), e.g. [64, 64]; got {arch!r}"
+        )
     act = (pk or {}).get("activation_fn")
     if act is not None and act not in ACTIVATIONS:
         raise ConfigError(
@@ -315,6 +343,19 @@ def _check_algo(algo: Mapping[str, Any], source: str) -> None:
         )
 
 
+ALGO_NUMBERS: dict[str, tuple[type | tuple[type, ...], float]] = {
+    "learning_rate": ((int, float), 0.0),
+    "n_steps": (int, 1),
+    "batch_size": (int, 1),
+    "n_epochs": (int, 1),
+    "gamma": ((int, float), 0.0),
+    "gae_lambda": ((int, float), 0.0),
+    "clip_range": ((int, float), 0.0),
+    "ent_coef": ((int, float), 0.0),
+    "vf_coef": ((int, float), 0.0),
+    "max_grad_norm": ((int, float), 0.0),
+}
+"""MaskablePPO keyword arguments checked as numbers: ``(type, lowest allowed value)``."""
 ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu")
 """Names allowed for ``algo.policy_kwargs.activation_fn`` (the torch.nn classes Tanh, ReLU, ELU, LeakyReLU)."""
 EXTRACTORS = ("card_features",)
@@ -422,6 +463,17 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
             f"got {cfg.train.vec_env!r}"
         )
     _check_algo(cfg.algo, source)
+    pk = cfg.algo.get("policy_kwargs") or {}
+    if cfg.train.normalize_obs and (cfg.algo.get("policy") == "card" or pk.get("features_extractor_class")):
+        raise ConfigError(
+            f"{source}: key 'train.normalize_obs' must be false with card features (algo.policy: card or "
+            "features_extractor_class: card_features): they read card values from the raw observation"
+        )
+    if cfg.train.vec_env == "batched" and len(set(cfg.env.table_sizes())) > 1:
+        raise ConfigError(
+            f"{source}: key 'env.num_players' must be one table size with train.vec_env: batched "
+            f"(the batched engine plays one GameConfig), got {cfg.env.num_players!r}"
+        )
     return cfg
 
 

@@ -200,6 +200,14 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _specs(text: str, option: str) -> list[str]:
+    """The comma-separated agent specs of ``option``; an empty entry is a ``ValueError``."""
+    specs = [s.strip() for s in text.split(",")]
+    if not all(specs):
+        raise ValueError(f"{option} {text!r} has an empty entry; give agent specs separated by single commas")
+    return specs
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit code (2 for bad input)."""
     args = _parser().parse_args(argv)
@@ -210,9 +218,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.agents:
             if args.checkpoint:
                 raise ValueError("give either a checkpoint with --opponents, or --agents, not both")
-            specs = [s.strip() for s in args.agents.split(",") if s.strip()]
+            specs = _specs(args.agents, "--agents")
         elif args.checkpoint:
-            specs = [f"ppo:{args.checkpoint}", *(s.strip() for s in args.opponents.split(",") if s.strip())]
+            specs = [f"ppo:{args.checkpoint}", *_specs(args.opponents, "--opponents")]
         else:
             raise ValueError("give a checkpoint (with --opponents) or --agents")
         game = {"episode": args.episode, "variant": args.variant, "row_choice": args.row_choice}
@@ -230,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     decisions = sum(r.get("decisions", 0) for r in results["agents"])
     learned = sum(r.get("decisions", 0) for r in results["agents"] if str(r["agent"]).startswith(("ppo:", "ppo-")))
     counted = f" in {decisions:,} decisions of all agents ({learned:,} of the checkpoints)" if decisions else ""
+    if args.workers > 1:
+        counted = " (not counted per agent with --workers > 1; the arena stops at the first one)"
     print(f"illegal actions: {results['illegal_actions']}{counted}")
     print(f"wrote {paths['json']}, {paths['md']}, {paths['png']}")
     return 0

@@ -329,6 +329,11 @@ class MaskedCategorical(MaskableCategoricalDistribution):
             self._log_p = torch.log_softmax(logits, dim=1)
         return self._log_p
 
+    @property
+    def distribution(self) -> torch.distributions.Categorical:  # type: ignore[override]
+        """The masked distribution as a torch ``Categorical`` (as sb3-contrib's ``.distribution``), e.g. ``.probs``."""
+        return torch.distributions.Categorical(logits=self.log_p, validate_args=False)
+
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
         return self.log_p.gather(1, actions.long().view(-1, 1)).squeeze(1)
 
@@ -362,7 +367,12 @@ class CardPolicy(MaskableActorCriticPolicy):
             )
 
     def _build_mlp_extractor(self) -> None:
-        arch = self.net_arch if isinstance(self.net_arch, list) else list(self.net_arch.get("pi", []))
+        arch = self.net_arch
+        if not isinstance(arch, list) or not all(isinstance(a, int) and a > 0 for a in arch):
+            raise ValueError(
+                f"CardPolicy: net_arch must be a list of layer sizes (it sizes the actor and the critic alike), "
+                f"e.g. [64, 64]; got {arch!r}"
+            )
         self.mlp_extractor = CardNetworks(arch, self.activation_fn).to(self.device)
 
     def _build(self, lr_schedule: object) -> None:

@@ -210,6 +210,12 @@ def main(argv: list[str] | None = None) -> int:
             resume_from = last_checkpoint(run_dir)
             if resume_from is None:
                 raise ConfigError(f"{run_dir}: no checkpoint to resume from in {run_dir / 'checkpoints'}")
+            from training.agent import load_policy_agent
+
+            try:  # a damaged checkpoint or one of an earlier policy layout: a clear message, not a traceback
+                load_policy_agent(f"ppo:{resume_from}")
+            except ValueError as e:
+                raise ConfigError(f"--resume {run_dir}: {e}") from None
         else:
             if not args.config:
                 raise ConfigError("give a config file, e.g. configs/ppo_4p.yaml")
