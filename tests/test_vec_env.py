@@ -259,7 +259,5 @@ def test_maskable_ppo_learns_on_the_batched_config(tmp_path: Path) -> None:
     assert model.num_timesteps == 2048
     lines = (tmp_path / "monitor" / "batched.monitor.csv").read_text().splitlines()
     assert len(lines) - 2 >= 64 * 2  # 32 steps per game: at least 2 rounds each, one CSV row per episode
-    with pytest.raises(ValueError, match="plays one table size"):
-        build_vec_env(
-            load_config(ROOT / "configs" / "smoke.yaml", ["train.vec_env=batched", "env.num_players=[3, 4]"]), None
-        )
+    with pytest.raises(ValueError, match=r"'env\.num_players' must be one table size with train\.vec_env: batched"):
+        load_config(ROOT / "configs" / "smoke.yaml", ["train.vec_env=batched", "env.num_players=[3, 4]"])

@@ -368,6 +368,8 @@ class CardPolicy(MaskableActorCriticPolicy):
 
     def _build_mlp_extractor(self) -> None:
         arch = self.net_arch
+        if isinstance(arch, dict) and arch.get("pi") == arch.get("vf"):  # SB3's default: dict(pi=[64, 64], vf=[64, 64])
+            arch = list(arch["pi"] or [])
         if not isinstance(arch, list) or not all(isinstance(a, int) and a > 0 for a in arch):
             raise ValueError(
                 f"CardPolicy: net_arch must be a list of layer sizes (it sizes the actor and the critic alike), "
