@@ -21,9 +21,9 @@ algo         MaskablePPO keyword arguments as a plain mapping
              (``policy_kwargs`` included), checked against its signature
 train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              ``learn``: training stops at whichever comes first), ``n_envs``, ``vec_env`` (``dummy`` |
-             ``subproc`` | any name registered in
-             :data:`training.vec.VEC_ENV_BUILDERS`), ``n_workers`` (with
-             ``subproc``: ``null`` = SB3's ``SubprocVecEnv``, one process per
+             ``subproc`` | ``batched`` | any name registered in
+             :data:`training.vec.VEC_ENV_BUILDERS`), ``n_workers`` (read by
+             ``subproc`` only: ``null`` = SB3's ``SubprocVecEnv``, one process per
              env; ``k`` = :class:`training.vec.WorkerVecEnv`, the envs split
              over ``k`` processes), ``normalize_obs``,
              ``seed``, ``device``, ``output_dir`` (default ``runs``),
