@@ -80,20 +80,6 @@ def test_card_features_on_a_known_position():
     np.testing.assert_array_equal(feats[:, :OBS_SIZE], _position_obs())
 
 
-def test_torch_extractor_equals_numpy_on_real_observations():
-    rng = np.random.default_rng(0)
-    obs = []
-    for variant in ("standard", "tactics", "logic"):
-        state = E.new_game(E.GameConfig(num_players=5, variant=variant, episode="round"), rng)
-        while not state.done:
-            obs.extend(encode(state, seat) for seat in range(5))
-            actions = [int(rng.choice(E.legal_actions(state, s))) for s in range(5)]
-            state, _ = E.step(state, actions, rng)
-    batch = np.stack(obs)
-    torch_out = CardFeatures(SPACE)(torch.as_tensor(batch)).numpy()
-    np.testing.assert_allclose(torch_out, card_features_numpy(batch), atol=1e-6)
-
-
 def _real_observations() -> np.ndarray:
     rng = np.random.default_rng(0)
     obs = []
@@ -104,6 +90,12 @@ def _real_observations() -> np.ndarray:
             actions = [int(rng.choice(E.legal_actions(state, s))) for s in range(5)]
             state, _ = E.step(state, actions, rng)
     return np.stack(obs)
+
+
+def test_torch_extractor_equals_numpy_on_real_observations():
+    batch = _real_observations()
+    torch_out = CardFeatures(SPACE)(torch.as_tensor(batch)).numpy()
+    np.testing.assert_allclose(torch_out, card_features_numpy(batch), atol=1e-6)
 
 
 def test_hand_features_give_the_held_cards_in_order_then_zero_rows():
