@@ -3,10 +3,10 @@
 The observation (:mod:`sixnimmt_env.observation`) holds the hand, the rows and
 the cards seen, but an MLP has to learn from scratch which row a card goes to
 (`RULES.md` R7), whether it would take a full row (R8) or be a low card (R9).
-:class:`CardFeatures` computes these for every card 1..104 from the
-observation itself (no hidden information: only the pieces ``hand``,
-``row_lengths``, ``row_ends``, ``row_bullheads`` and ``seen``) and feeds them
-to the policy and value networks beside the raw observation.
+The features below compute these from the observation itself (no hidden
+information: only the pieces ``hand``, ``row_lengths``, ``row_ends``,
+``row_bullheads`` and ``seen``; the raw observation, so not with
+``train.normalize_obs``).
 
 Per card ``c`` (8 values, ``CARD_FEATURES``):
 
@@ -23,9 +23,17 @@ cost       its immediate cost / 10: the full row's bullheads, or the
 distance   (``c`` - its row's end) / 104 (``c`` / 104 for a low card)
 =========  ================================================================
 
-Use it in a config as ``algo.policy_kwargs.features_extractor_class:
-card_features``. :func:`card_features_numpy` is the same computation in
-numpy, for the numpy copy of the actor (:mod:`training.agent`).
+Two uses:
+
+- :class:`CardPolicy` (``algo.policy: card``, the shipped configs): :class:`HandFeatures`
+  gives the features of the (at most 10) held cards; one small network shared by all
+  cards scores them (:class:`CardHead`) and the actor and critic MLPs read the
+  observation and these hand features. :class:`NumpyCardActor` is its actor in numpy.
+- :class:`CardFeatures` (``algo.policy_kwargs.features_extractor_class: card_features``
+  with ``MlpPolicy``): the observation followed by the features of all 104 cards.
+
+The torch computation is :func:`_card_features_torch`; the numpy paths use the numba
+kernel :func:`_card_features_kernel`, tested equal.
 """
 
 from __future__ import annotations
