@@ -58,7 +58,7 @@ import numpy as np
 
 from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, PlayerView, State
-from sixnimmt_env.env import ILLEGAL_ACTION_PENALTY, parallel_env
+from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY, parallel_env
 
 __all__ = ["ENV_ID", "ILLEGAL_PENALTY", "ObservationAgent", "OpponentSampler", "SingleSeatEnv", "make_env"]
 
@@ -301,13 +301,13 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
             for seat, agent in enumerate(seats)
             if agent is not None
         ]
-        observations, infos = self.parallel.reset(seed=int(rng.integers(2**63 - 1)), options=options)
-        self._absorb(observations, infos)
+        observations, _ = self.parallel.reset(seed=int(rng.integers(2**63 - 1)), options=options)
+        self._absorb(observations)
         self._done = False
         _, terminated = self._advance(0.0, False)
         if terminated:  # cannot happen with the rules of RULES.md: the learner plays every turn
             raise RuntimeError("the episode ended before the learner had a decision")
-        return self._obs.copy(), self._info(infos)
+        return self._obs.copy(), self._info()
 
     def step(self, action: int | np.integer) -> tuple[np.ndarray, float, bool, bool, dict]:
         """Play the learner's ``action`` (and the opponents' simultaneous ones), then every
@@ -333,7 +333,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         if not terminated:
             reward, terminated = self._advance(reward, terminated)
         self._done = terminated
-        return self._obs.copy(), float(reward), terminated, False, self._info(self._infos, final=terminated)
+        return self._obs.copy(), float(reward), terminated, False, self._info(final=terminated)
 
     def _integer(self, action: object) -> int:
         """``action`` as an int: Python and numpy integers, and integer arrays of one element (what SB3's
@@ -358,9 +358,8 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
 
     # ------------------------------------------------------------------ internals
 
-    def _absorb(self, observations: Mapping[str, Any], infos: Mapping[str, Any]) -> None:
+    def _absorb(self, observations: Mapping[str, Any]) -> None:
         me = self.agent_names[self.learner_seat]
-        self._infos = infos
         self._observations = observations
         if me in observations:
             ob = observations[me]
@@ -393,9 +392,9 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
                 if table is None:
                     table = _TableViews(self.parallel.game_state)
                 actions[name] = int(agent.act(_OpponentView(table, seat), rng))
-        observations, rewards, terminations, truncations, infos = self.parallel.step(actions)
+        observations, rewards, terminations, truncations, _ = self.parallel.step(actions)
         me = self.agent_names[self.learner_seat]
-        self._absorb(observations, infos)
+        self._absorb(observations)
         done = bool(terminations.get(me, False) or truncations.get(me, False)) or not self.parallel.agents
         return float(rewards.get(me, 0.0)), done
 
@@ -406,15 +405,14 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
             reward += r
         return reward, terminated
 
-    def _info(self, infos: Mapping[str, Any], final: bool = False) -> dict[str, Any]:
+    def _info(self, final: bool = False) -> dict[str, Any]:
         info: dict[str, Any] = {"learner_seat": self.learner_seat, "illegal_action": False}
         if final:
-            view = infos.get(self.agent_names[self.learner_seat])
-            if view is not None:
-                totals = list(view["totals"])
-                info["round_penalties"] = list(view["round_penalties"])
-                info["totals"] = totals
-                info["rank"] = 1 + sum(t < totals[self.learner_seat] for t in totals)
+            state = self.parallel.game_state
+            totals = list(state.totals)
+            info["round_penalties"] = list(state.round_penalties)
+            info["totals"] = totals
+            info["rank"] = 1 + sum(t < totals[self.learner_seat] for t in totals)
         return info
 
 
