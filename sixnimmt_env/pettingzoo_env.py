@@ -101,7 +101,6 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
@@ -109,20 +108,17 @@ from pettingzoo.utils.conversions import parallel_to_aec, parallel_to_aec_wrappe
 
 from sixnimmt_env import engine
 from sixnimmt_env.engine import (
-    BULLHEADS,
-    CHOOSE_ROW,
     DONE,
-    DRAFT,
     NOOP,
     NUM_ACTIONS,
     NUM_CARDS,
-    SELECT,
     GameConfig,
     IllegalActionError,
     PlayerView,
     State,
 )
 from sixnimmt_env.observation import MAX_SEATS, OBS_SIZE, SLICES, BatchEncoder, encode
+from sixnimmt_env.render import render_table, step_events
 
 ILLEGAL_ACTION_PENALTY = 171.0
 """Bullheads charged to an agent whose illegal action ends the episode under
@@ -131,7 +127,7 @@ player can take in one round."""
 
 REWARD_MODES = ("penalty", "relative")
 ILLEGAL_ACTION_MODES = ("terminate", "raise")
-RENDER_MODES = ("ansi", "human")
+RENDER_MODES = ("ansi", "human", "rgb_array")
 INFO_MODES = ("empty", "view")
 
 STATE_PIECES: tuple[tuple[str, int], ...] = (
@@ -469,6 +465,7 @@ class SixNimmtParallelEnv(ParallelEnv):
 
             self._game = SingleGame(self.config)
             self._link_game()
+        self._last_step: tuple[State | _LazyState, list[int]] | None = None  # recorded with a render mode
         self._zero_rewards = dict.fromkeys(self._names, 0.0)
         self._all_true = dict.fromkeys(self._names, True)
         self._all_false = dict.fromkeys(self._names, False)
@@ -563,6 +560,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         """
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0):
             raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
+        self._last_step = None
         game = self._game
         if game is not None and not options:  # the compiled backend's new deal: one compiled call
             if seed is not None:
@@ -720,6 +718,8 @@ class SixNimmtParallelEnv(ParallelEnv):
         code = self._kernel(game.buffer, game.deals, obs, masks)
         if code >= 0:  # an illegal action of seat `code`; nothing changed
             return self._slow_step(actions, code)
+        if self.render_mode is not None:
+            self._last_step = (self._lazy, values)  # type: ignore[assignment]
         self._obs, self._masks = obs, masks
         lazy = self._lazy = _LazyState((self.config, obs))
         observations = {
@@ -755,6 +755,8 @@ class SixNimmtParallelEnv(ParallelEnv):
             return self._slow_step(actions)
         except IllegalActionError as err:
             return self._slow_step(actions, err.seat)
+        if self.render_mode is not None:
+            self._last_step = (state, [int(a) for a in acts])
         self._state = new
         encoder = self._encoder
         encoder.update(new)
@@ -811,52 +813,28 @@ class SixNimmtParallelEnv(ParallelEnv):
         encode(state, 0, out[MAX_SEATS * NUM_CARDS :])
         return out
 
-    def render(self) -> str | None:
-        """The table as text: rows with their bullheads, scores, revealed cards and whose decision it is.
+    def render(self) -> str | np.ndarray | None:
+        """The table: rows with their bullheads, the cards revealed, scores, whose decision it is and what the
+        last step did (who took which row and why: a sixth card, R8, or a low card, R9). Public information
+        only (R4): no hand is shown.
 
-        Returns the text with ``render_mode="ansi"``; prints it and returns
-        ``None`` with ``"human"``; warns and returns ``None`` without a render mode.
+        Returns:
+            the text with ``render_mode="ansi"``; an RGB picture ``uint8 (600, 960, 3)`` with ``"rgb_array"``;
+            ``None`` with ``"human"`` (the text is printed) and without a render mode (with a warning).
         """
-        if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode: pass render_mode='ansi' or 'human'")
-            return None
-        text = render_text(self.game_state, self._names)
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return render_table(self, self.render_mode)
+
+    def last_events(self) -> list[str]:
+        """What the last step did, one line per card (:func:`sixnimmt_env.render.step_events`); recorded only
+        with a render mode (else, and before the first step of an episode, an empty list)."""
+        last = self._last_step
+        if last is None:
+            return []
+        before, actions = last
+        return step_events(before if type(before) is State else before.get(), actions, self._names)
 
     def close(self) -> None:
         """Nothing to release."""
-
-
-def render_text(state: State, names: tuple[str, ...] | list[str] | None = None) -> str:
-    """A plain-text picture of ``state``: round, turn, phase, rows with bullheads, scores and who decides.
-
-    Shows only public information (no hand, R4).
-    """
-    n = state.config.num_players
-    names = list(names) if names is not None else [f"player_{i}" for i in range(n)]
-    lines = [f"6 nimmt! ({state.config.variant}) round {state.round + 1}, turn {state.turn}/10, phase {state.phase}"]
-    if state.phase == SELECT:
-        lines.append("decision: every player chooses a card")
-    elif state.phase == CHOOSE_ROW:
-        card = state.revealed[state.chooser]
-        lines.append(f"decision: {names[state.chooser]} chooses the row its low card {card} takes")
-    elif state.phase == DRAFT:
-        lines.append(f"decision: {names[state.chooser]} takes a card from the display")
-        lines.append("display: " + " ".join(map(str, state.display)))
-    else:
-        winners = ", ".join(names[s] for s in engine.winners(state))
-        lines.append(f"game over; lowest total: {winners}")
-    for r, row in enumerate(state.rows):
-        cards = " ".join(f"{c:>3}" for c in row)
-        lines.append(f"row {r}: {cards:<20}  ({sum(BULLHEADS[c] for c in row)} bullheads)")
-    if any(state.revealed):
-        lines.append("revealed: " + ", ".join(f"{names[s]} {c}" for s, c in enumerate(state.revealed) if c))
-    for s in range(n):
-        lines.append(f"{names[s]:>10}: total {state.totals[s]:>3} (this round {state.round_penalties[s]})")
-    return "\n".join(lines)
 
 
 def parallel_env(**config: Any) -> SixNimmtParallelEnv:

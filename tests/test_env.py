@@ -95,7 +95,7 @@ def test_pettingzoo_seed_tests() -> None:
 def test_metadata_spaces_and_agents() -> None:
     par_env = parallel_env(num_players=3)
     assert par_env.metadata["name"] == "sixnimmt_v0" and par_env.metadata["is_parallelizable"]
-    assert par_env.metadata["render_modes"] == ["ansi", "human"]
+    assert par_env.metadata["render_modes"] == ["ansi", "human", "rgb_array"]
     assert par_env.possible_agents == NAMES3 and par_env.agents == []
     space = par_env.observation_space("player_1")
     assert space["observation"].shape == (OBS_SIZE,) and space["observation"].dtype == np.float32
@@ -116,8 +116,8 @@ def test_unknown_and_bad_keywords_are_named() -> None:
         parallel_env(reward="mean")
     with pytest.raises(ValueError, match="illegal_action must be one of"):
         parallel_env(illegal_action="ignore")
-    with pytest.raises(ValueError, match="render_mode must be None or one of 'ansi', 'human', got 'rgb_array'"):
-        parallel_env(render_mode="rgb_array")
+    with pytest.raises(ValueError, match="render_mode must be None or one of 'ansi', 'human', 'rgb_array', got 'rgb'"):
+        parallel_env(render_mode="rgb")
     with pytest.raises(ValueError, match="variant"):
         env(variant="chaos")
 
