@@ -117,7 +117,14 @@ from sixnimmt_env.engine import (
     PlayerView,
     State,
 )
-from sixnimmt_env.observation import MAX_SEATS, OBS_SIZE, SLICES, BatchEncoder, encode
+from sixnimmt_env.observation import (
+    MAX_SEATS,
+    OBS_SIZE,
+    BatchEncoder,
+    encode,
+    observation_high,
+    start_total_limit,
+)
 from sixnimmt_env.render import render_table, step_events
 
 ILLEGAL_ACTION_PENALTY = 171.0
@@ -155,15 +162,6 @@ _new_dict = dict.__new__
 _INT_TYPES = frozenset({int, np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32, np.uint16, np.uint8})
 _empty = np.empty
 _STEP_OK, _STEP_OVER = -1, -3  # codes of the compiled step: sixnimmt_env.batched.single.OK, OVER (tested equal)
-
-
-def _observation_high() -> np.ndarray:
-    """Upper bounds of the observation vector: 1, except unbounded scores and the dearest row (27 bullheads)."""
-    high = np.ones(OBS_SIZE, np.float32)
-    for name in ("totals", "round_penalties", "round"):
-        high[SLICES[name]] = np.inf
-    high[SLICES["row_bullheads"]] = np.float32(27 / 10.0)
-    return high
 
 
 # --------------------------------------------------------------------------- infos
@@ -439,7 +437,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         self.agents: list[str] = []
         self._names = tuple(self.possible_agents)
         self._seat_of = {name: i for i, name in enumerate(self._names)}
-        high = _observation_high()
+        high = observation_high(self.config)
         self._observation_spaces = {
             name: spaces.Dict(
                 {
@@ -580,6 +578,14 @@ class SixNimmtParallelEnv(ParallelEnv):
         if position:
             if "hands" not in position:
                 raise ValueError(f"a start position needs options['hands'] (got only {sorted(position)})")
+            limit = start_total_limit(self.config)
+            totals = position.get("totals")
+            if totals is not None and any(isinstance(t, int | np.integer) and t > limit for t in totals):
+                raise ValueError(
+                    f"options['totals'] {list(totals)} must be at most {limit} bullheads: a higher total would "
+                    f"have ended the game (end_score={self.config.end_score}, end_rule={self.config.end_rule!r}, "
+                    f"max_rounds={self.config.max_rounds}, RULES.md R12)"
+                )
             state = engine.from_position(
                 self.config,
                 position["hands"],
