@@ -59,7 +59,7 @@ import numpy as np
 from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, PlayerView, State
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY, RENDER_MODES, action_index, parallel_env
-from sixnimmt_env.render import render_table
+from sixnimmt_env.render import render_table, step_events
 
 __all__ = ["ENV_ID", "ILLEGAL_PENALTY", "ObservationAgent", "OpponentSampler", "SingleSeatEnv", "make_env"]
 
@@ -257,7 +257,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         self._obs = np.zeros(self.observation_space.shape, np.float32)
         self._mask = _NOOP_MASK.copy()
         self._done = True
-        self._events: list[str] = []  # what the steps since the learner's last decision did (rendering)
+        self._steps: list[Any] = []  # the ParallelEnv's steps since the learner's last decision (rendering)
 
     # ------------------------------------------------------------------ opponents
 
@@ -316,7 +316,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
             for seat, agent in enumerate(seats)
             if agent is not None
         ]
-        self._events = []
+        self._steps = []
         observations, _ = self.parallel.reset(seed=int(rng.integers(2**63 - 1)), options=options)
         self._absorb(observations)
         self._done = False
@@ -341,7 +341,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         if self._done:
             raise RuntimeError("the episode is over: call reset()")
         a = self._integer(action)
-        self._events = []
+        self._steps = []
         if self.illegal_action == "terminate" and not (0 <= a < NUM_ACTIONS and self._mask[a]):
             self._done = True
             self._mask = _NOOP_MASK.copy()  # the episode is over: the no-op alone, as after the last step
@@ -384,7 +384,9 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
             the text (``render_mode="ansi"``); ``uint8 (H, W, 3)`` RGB picture (``"rgb_array"``); ``None``
             (``"human"`` prints the text; without a render mode a warning).
         """
-        return render_table(self.parallel, self.render_mode, learner=self.learner_seat, events=self._events)
+        names = self.agent_names
+        events = [line for step in self._steps if step is not None for line in step_events(*step, names)]
+        return render_table(self.parallel, self.render_mode, learner=self.learner_seat, events=events)
 
     def close(self) -> None:
         """Close the wrapped ParallelEnv."""
@@ -428,7 +430,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
                 actions[name] = int(agent.act(_OpponentView(table, seat), rng))
         observations, rewards, terminations, truncations, _ = self.parallel.step(actions)
         if self.render_mode is not None:
-            self._events.extend(self.parallel.last_events())
+            self._steps.append(self.parallel.last_step())
         me = self.agent_names[self.learner_seat]
         self._absorb(observations)
         done = bool(terminations.get(me, False) or truncations.get(me, False)) or not self.parallel.agents

@@ -830,14 +830,20 @@ class SixNimmtParallelEnv(ParallelEnv):
         """
         return render_table(self, self.render_mode)
 
-    def last_events(self) -> list[str]:
-        """What the last step did, one line per card (:func:`sixnimmt_env.render.step_events`); recorded only
-        with a render mode (else, and before the first step of an episode, an empty list)."""
+    def last_step(self) -> tuple[State, list[int]] | None:
+        """The state the last step was applied to and its joint action (one int per seat), recorded only with
+        a render mode; ``None`` without one, after :meth:`reset` and after an illegal action."""
         last = self._last_step
         if last is None:
-            return []
+            return None
         before, actions = last
-        return step_events(before if type(before) is State else before.get(), actions, self._names)
+        return (before if type(before) is State else before.get()), actions
+
+    def last_events(self) -> list[str]:
+        """What the last step did, one line per card (:func:`sixnimmt_env.render.step_events`); an empty list
+        when :meth:`last_step` is ``None``."""
+        last = self.last_step()
+        return [] if last is None else step_events(last[0], last[1], self._names)
 
     def close(self) -> None:
         """Nothing to release."""
