@@ -16,28 +16,51 @@ action_space          ``Discrete(109)``: ``0..103`` play card ``a + 1`` (or draf
                       V2), ``104..107`` take row ``a - 104`` (R9); the no-op 108 is
                       never legal for the learner, who is asked only when it has a
                       decision
-observation_space     ``Box(0, inf, (402,), float32)``: the flat vector of
-                      :mod:`sixnimmt_env.observation` for the learner's seat
+observation_space     ``Box(0, high, (402,), float32)``: the flat vector of
+                      :mod:`sixnimmt_env.observation` for the learner's seat, with
+                      finite bounds from the rules (:func:`~sixnimmt_env.observation.observation_high`)
 action_masks()        ``bool`` array of shape ``(109,)``: True at the learner's legal
-                      actions (sb3-contrib's MaskablePPO reads it)
+                      actions (sb3-contrib's MaskablePPO reads it); never all False:
+                      after the episode ends only the no-op 108 is True (Gymnasium's
+                      next-step autoreset ignores the action sampled from it)
 reward                minus the bullheads the learner took (R8, R9), summed over its
                       own step and every opponent-only step up to its next decision
                       (e.g. a row choice of an opponent's low card, a draft pick)
 terminated            the ParallelEnv's episode ended (round or game, per
                       ``episode``), or an illegal action with ``"terminate"``
-info                  ``learner_seat`` (int), ``illegal_action`` (bool); when the
-                      episode ends also ``round_penalties`` and ``totals`` (lists of
-                      bullheads in seat order) and ``rank`` (1 = lowest total,
-                      ties share the better rank)
+info                  ``learner_seat`` (int), ``illegal_action`` (bool),
+                      ``action_mask`` (``int8 (109,)``, the same mask, for libraries
+                      that read it from ``info``); when the episode ends also
+                      ``round_penalties`` and ``totals`` (lists of bullheads in
+                      seat order) and ``rank`` (1 = lowest total, ties share the
+                      better rank)
 ====================  ==============================================================
 
 Illegal actions (algorithms without masking try them): with
-``illegal_action="terminate"`` (default) the episode ends at once, nothing is
-played, the reward is ``-illegal_penalty`` (default :data:`ILLEGAL_PENALTY`,
-the ParallelEnv's 171 bullheads, the whole deck: worse than any round can cost)
-and ``info["illegal_action"]`` is True. With ``"raise"`` the action goes to
-the ParallelEnv, which raises its ``ValueError`` naming the agent, the action
-and the legal actions.
+``illegal_action="terminate"`` (default) an integer action that is not legal,
+including one outside 0..108, ends the episode at once, nothing is played, the
+reward is ``-illegal_penalty`` (default :data:`ILLEGAL_PENALTY`, the
+ParallelEnv's 171 bullheads, the whole deck: worse than any round can cost) and
+``info["illegal_action"]`` is True. With ``"raise"`` the action goes to the
+ParallelEnv, which raises its ``ValueError`` naming the agent, the action and
+the legal actions. Any integer-like action is accepted (Python and numpy
+integers, 0-d arrays and tensors through ``__index__``); a value that is not
+an integer (a float, a string) is a ``ValueError`` in both modes, as in the
+ParallelEnv.
+
+Render modes (``render_mode=``): ``"ansi"`` (:meth:`SingleSeatEnv.render`
+returns the table as text: rows with bullheads, the cards revealed, scores,
+what the steps since the learner's last decision did, the learner's hand),
+``"human"`` (prints it) and ``"rgb_array"`` (the same as a ``uint8 (600, 960,
+3)`` picture; Gymnasium's ``RecordVideo`` turns the frames into a video).
+
+Copies: the env (with its opponents and generator) survives ``pickle``,
+``cloudpickle`` and ``copy.deepcopy`` at any point; the copy plays on exactly
+as the original with the same actions.
+
+The id is registered when :mod:`sixnimmt_env` is imported, and by the
+``sixnimmt_gymnasium.pth`` hook in every process where Gymnasium is imported,
+so ``SubprocVecEnv`` workers that never import this package find it too.
 
 Opponents: a list of agent specs (``"greedy"``, ``"mc:8"``, ``"ppo:PATH"`` once
 ``training`` is imported) or :class:`~sixnimmt_env.agents.Agent` objects, one per

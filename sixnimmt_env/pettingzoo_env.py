@@ -1,5 +1,8 @@
 """*6 nimmt!* as a PettingZoo parallel environment (``sixnimmt_v0``).
 
+(The module is ``pettingzoo_env``, not ``env``: a submodule named ``env`` would
+replace the package's :func:`sixnimmt_env.env` factory once imported.)
+
 A thin shell around the pure rules engine :mod:`sixnimmt_env.engine`
 (`RULES.md`): it holds agent names, spaces, the random generator and the dict
 plumbing; every rule lives in the engine.
@@ -92,6 +95,20 @@ empty. Truncations are always ``False`` (no time limit of our own).
   give the reference backend's games.
 
 >>> env = parallel_env(num_players=4, backend="compiled")
+
+**Rendering** (``render_mode=``): ``"ansi"`` returns the table as text,
+``"human"`` prints it, ``"rgb_array"`` returns it as a ``uint8 (600, 960, 3)``
+picture (:mod:`sixnimmt_env.render`): rows with their bullheads, the cards
+revealed, scores, whose decision it is and what the last step did (who took
+which row and why: a sixth card, R8, or a low card, R9). No hand is shown.
+
+**Copies**: every environment here (both backends, and the AEC env around it)
+survives ``pickle``, ``cloudpickle`` and ``copy.deepcopy`` at any point of an
+episode, and the copy continues exactly as the original with the same actions
+(same observations, rewards, deals).
+
+**PettingZoo's conventions**: :mod:`sixnimmt_env.sixnimmt_v0` offers
+``parallel_env``, ``env`` and ``raw_env``.
 """
 
 from __future__ import annotations
@@ -384,7 +401,8 @@ class SixNimmtParallelEnv(ParallelEnv):
             readable view, :class:`AgentInfo`); :meth:`view` gives the same
             view on demand.
         render_mode: ``None``, ``"ansi"`` (:meth:`render` returns the table as
-            text) or ``"human"`` (:meth:`render` prints it).
+            text), ``"human"`` (:meth:`render` prints it) or ``"rgb_array"``
+            (:meth:`render` returns a ``uint8 (600, 960, 3)`` picture).
         backend: ``"reference"`` (default: the pure-Python engine) or
             ``"compiled"`` (numba kernels, one compiled call per step; the
             same rules, observations, masks, rewards and infos, but its own
