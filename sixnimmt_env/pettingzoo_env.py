@@ -750,7 +750,7 @@ class SixNimmtParallelEnv(ParallelEnv):
             name: {"observation": o, "action_mask": m}
             for name, o, m in zip(names, obs, masks)  # noqa: B905
         }  # (obs has extra rows below the n observations: the snapshot)
-        infos = self._infos(lazy)
+        infos = self._infos(lazy) if self._view_infos else {name: {} for name in names}
         if code == _STEP_OK:
             return observations, self._zero_rewards.copy(), self._all_false.copy(), self._all_false.copy(), infos
         penalties = self._penalty_row.tolist()
