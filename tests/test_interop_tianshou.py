@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import torch
+from conftest import cache_tianshou_kernels
 from tianshou.algorithm import DQN, MARLRandomDiscreteMaskedOffPolicyAlgorithm
 from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
 from tianshou.algorithm.multiagent.marl import MultiAgentOffPolicyAlgorithm
@@ -20,6 +21,8 @@ from tianshou.trainer import OffPolicyTrainerParams
 from tianshou.utils.net.common import Net
 
 from sixnimmt_env import sixnimmt_v0
+
+cache_tianshou_kernels()
 
 
 @pytest.fixture(autouse=True)

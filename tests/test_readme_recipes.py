@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import cache_tianshou_kernels
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -47,6 +48,8 @@ def one_torch_thread() -> Iterator[None]:
 @pytest.mark.parametrize("name", list(RECIPES))
 def test_recipe_runs(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_torch_thread: None) -> None:
     monkeypatch.chdir(tmp_path)  # recipes may write files (videos/)
+    if name == "Tianshou":
+        cache_tianshou_kernels()
     exec(compile(RECIPES[name], f"README recipe {name}", "exec"), {"__name__": "__readme__"})
     if name == "Gymnasium":
         assert (tmp_path / "videos" / "rl-video-episode-0.mp4").stat().st_size > 10_000
