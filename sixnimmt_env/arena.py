@@ -13,7 +13,12 @@ penalty per round in bullheads with its 95% interval (and per game with
 ``--episode game``), the win share (a tie for the lowest penalty splits the
 win, R13), the mean rank (ties share the mean of their ranks) and games per
 second overall. It writes ``results.json``, ``results.md`` and ``results.png``
-to ``--out`` and prints the table.
+to a new folder per run (``runs/arena/<stamp>/``, or ``--out``, which is refused
+if it already holds results unless ``--overwrite``; checked before any game)
+and prints the table. ``--save-games FILE`` writes every game as a JSON line
+(:mod:`sixnimmt_env.records`; shown move by move by ``python -m
+sixnimmt_env.replay FILE --game N``). Ctrl-C prints one line and writes
+nothing; ``--workers`` above the usable cores is warned about.
 
 Reproducibility and seats: in game ``g`` the agent listed at position
 ``(i + g) mod n`` sits in seat ``i``. The deal of game ``g`` is drawn from
@@ -26,8 +31,9 @@ are computed over deals (variance reduction).
 
 ``--league``: the listed agents form a pool; game ``g`` seats ``--players`` of
 them drawn at random (from ``default_rng([TABLE_TAG, seed, g])``) and the
-finishing order updates OpenSkill Plackett-Luce ratings in game order; the
-table is ranked by the ordinal ``mu - 3 sigma``.
+finishing order updates OpenSkill Plackett-Luce ratings (``tau = 0``) in game
+order; the table is ranked by the ordinal ``mu - 3 sigma``, and
+:func:`league_note` names neighbours whose ratings are not separated.
 
 Python API: :func:`play_game` (one game, per-seat penalties), :func:`run_arena`
 and :func:`run_league` (a results dict), :func:`markdown_table`,

@@ -13,8 +13,8 @@ file                       content
 ``config.yaml``            the resolved config (``--set`` applied)
 ``command.txt``            the command line that started (or resumed) the run
 ``checkpoints/``           ``model_<steps>_steps.zip`` every ``checkpoint.every``
-                           steps, at Ctrl-C and at the end
-``pool/``                  self-play snapshots
+                           steps, at Ctrl-C/SIGTERM and at the end
+``pool/``                  self-play snapshots (the newest ``pool_size``)
 ``best_model.zip``         the best score on the first evaluation line-up
 ``final_model.zip``        the model at the end of training
 ``tb/``                    TensorBoard logs
@@ -23,7 +23,12 @@ file                       content
 ``final_eval.csv``         the final arena table (each line-up, every seat)
 ``learning_curve.png``     mean penalty against each line-up over steps
 ``report.md``              the final table, training time and speed
+``evaluations/<stamp>/``   later ``training.evaluate`` runs of its checkpoints
+``run.lock(.json)``        the lock of a run in use, and who holds it
 =========================  ====================================================
+
+Every checkpoint stores the game rules it was trained on (``sixnimmt_game`` in
+the zip's ``data``), which ``training.evaluate`` plays by default.
 
 Ctrl-C or SIGTERM (``timeout``, a job scheduler) saves a checkpoint and stops.
 ``--resume RUN_DIR`` continues from the newest checkpoint of that run that
