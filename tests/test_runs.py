@@ -501,3 +501,10 @@ def test_league_note_flags_only_unseparated_neighbours() -> None:
     assert lines[1].startswith(
         "- `a` (#0) and `b` (#1): ratings not separated (mu 30.00 vs 29.00, difference 1.00 < 2.83)"
     )
+
+
+def test_evaluation_line_ups_must_fit_the_trained_table() -> None:
+    with pytest.raises(ConfigError, match=r"'eval.opponents\[0\]' seats 4 players .* env.num_players is 3: list 2"):
+        load_config(SMOKE, ["env.num_players=3"])
+    cfg = load_config(SMOKE, ["env.num_players=3", "eval.opponents=['greedy,random']"])
+    assert cfg.eval.opponents == ["greedy,random"]
