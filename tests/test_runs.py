@@ -406,7 +406,7 @@ def test_resume_falls_back_past_a_damaged_checkpoint_then_extends_the_run(tmp_pa
         "-m", "training.train", "--resume", str(run_dir), "--no-progress", "--set", "train.total_timesteps=4096"
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "extending the run: train.total_timesteps: 3072 -> 4096" in result.stderr
+    assert "new budget: train.total_timesteps: 3072 -> 4096" in result.stderr
     assert "1,024 steps in " in result.stderr and "(resumed at 3,072); 4,096 in all" in result.stderr
     assert load_config(run_dir / "config.yaml").train.total_timesteps == 4096
     assert (run_dir / "checkpoints" / "model_4096_steps.zip").is_file()
@@ -428,9 +428,11 @@ def test_arena_ctrl_c_with_workers_is_short_and_leaves_no_folder(tmp_path: Path)
     out = tmp_path / "arena_out"
     args = [sys.executable, "-m", "sixnimmt_env.arena", "--agents", "mc:64,greedy,greedy,greedy"]
     args += ["--games", "100000", "--workers", "2", "--out", str(out), "--quiet"]
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(8)  # the workers have started and play
-    proc.send_signal(signal.SIGINT)
+    proc = subprocess.Popen(
+        args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    time.sleep(8)  # the workers are starting or playing
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: SIGINT to the whole process group
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert err.strip().splitlines() == ["interrupted: no results written"]
