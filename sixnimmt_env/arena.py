@@ -1066,6 +1066,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     except KeyboardInterrupt:
         print("\ninterrupted: no results written", file=sys.stderr)
         raise SystemExit(130) from None
+    if args.out is None and out.exists():  # another run took this stamped name meanwhile: the next free one
+        out = new_results_folder(out.parent)
     paths = write_results(results, out, overwrite=args.overwrite)
     print(markdown_table(results))
     if results["mode"] == "league":
