@@ -169,6 +169,8 @@ class Table:
         coach_samples: worlds the coach searches (``mc:N`` with this N).
         agents: already built agents by seat (optional, e.g. to share a loaded checkpoint between games);
             the others are built from ``specs``.
+        start: a position to start from (e.g. :func:`~sixnimmt_env.engine.from_position`) instead of a new deal;
+            its config must be ``config``.
 
     Raises:
         ValueError: a wrong number of specs, two human seats, an unknown agent spec (the message names it).
@@ -183,6 +185,7 @@ class Table:
         index: int = 0,
         coach_samples: int = 1000,
         agents: Mapping[int, Agent] | None = None,
+        start: State | None = None,
     ) -> None:
         n = config.num_players
         specs = [s.strip() for s in specs]
@@ -204,7 +207,9 @@ class Table:
         self._deal_rng = np.random.default_rng(entropy)
         self._agent_rng = np.random.default_rng(None if seed is None else [*entropy, 1])
         self._coach_rng = np.random.default_rng(None if seed is None else [*entropy, 2])
-        self.state: State = new_game(config, self._deal_rng)
+        if start is not None and start.config != config:
+            raise ValueError(f"the start position's config {start.config} is not the table's {config}")
+        self.state: State = new_game(config, self._deal_rng) if start is None else start
         self.version = 0
         self.turns = 0
         self.log: list[str] = []

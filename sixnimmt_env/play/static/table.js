@@ -264,7 +264,7 @@ function renderReveal(t, turn = null, upto = null) {
     return;
   }
   const last = t.last_turn;
-  if (last && !last.round_over && last.round === t.round) {
+  if (last && last.round === t.round && (!last.round_over || t.phase === "done")) {
     renderReveal(t, last, null);
     return;
   }
@@ -286,12 +286,7 @@ function renderHand(t) {
   const d = t.decision;
   const canPlay = !busy && d && d.kind === "card";
   const cardAdvice = canPlay ? coachFor("card") : null;
-  let lo = 0;
-  let hi = 0;
-  if (cardAdvice) {
-    lo = Math.min(...cardAdvice.expected);
-    hi = Math.max(...cardAdvice.expected);
-  }
+  const lo = cardAdvice ? Math.min(...cardAdvice.expected) : 0;
   $("hand").innerHTML = hand.map((c) => {
     let ev = "";
     let cls = "";
@@ -299,7 +294,8 @@ function renderHand(t) {
       const i = cardAdvice.options.indexOf(c);
       const x = cardAdvice.expected[i];
       const best = cardAdvice.best === c;
-      const tone = best ? "best" : x - lo < (hi - lo) / 3 ? "good" : x - lo > (2 * (hi - lo)) / 3 ? "bad" : "";
+      // within a bullhead of the best: green; three or more worse: red
+      const tone = best ? "best" : x - lo <= 1 ? "good" : x - lo >= 3 ? "bad" : "";
       ev = `<span class="ev ${tone}" data-ev="${c}">${best ? "★ " : ""}${fmt(x)}</span>`;
       if (best) cls = "best";
     } else {
