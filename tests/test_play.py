@@ -132,7 +132,9 @@ def test_whole_game_to_66_through_the_api_against_greedy():
     assert table["ranking"][0]["total"] == min(table["totals"])
     assert requests >= 10 * len(table["rounds"])  # a card for every turn of every round (and any row choices)
     # the game is over: one more decision is refused
-    r = client.post(f"/api/games/{gid}/act", headers=tab, json={"version": table["version"], "kind": "card", "value": 1})
+    r = client.post(
+        f"/api/games/{gid}/act", headers=tab, json={"version": table["version"], "kind": "card", "value": 1}
+    )
     assert r.status_code == 409 and r.json()["code"] == "over"
 
 
@@ -223,7 +225,7 @@ def test_games_are_isolated_and_their_ids_unguessable():
 
 def test_a_play_table_shows_no_other_hand():
     client = _client(PlaySettings(E.GameConfig(num_players=4), ("human", "greedy", "random", "lowest"), seed=3))
-    gid, tab, table = _new(client)
+    table = _new(client)[2]
     assert set(table["hands"]) == {"0"} and table["hand_sizes"] == [10, 10, 10, 10]
     assert "stock" not in json.dumps(table)
     watch = _client(PlaySettings(E.GameConfig(num_players=3), ("greedy", "random", "lowest"), seed=3))
@@ -276,7 +278,9 @@ def test_watching_agents_matches_the_engine():
         steps += 1
         assert table["last_turn"]["id"] == steps  # one whole turn per step
     assert table["totals"] == list(_engine_game(config, specs, 8, None).totals)
-    r = client.post(f"/api/games/{gid}/act", headers=tab, json={"version": table["version"], "kind": "card", "value": 1})
+    r = client.post(
+        f"/api/games/{gid}/act", headers=tab, json={"version": table["version"], "kind": "card", "value": 1}
+    )
     assert r.status_code == 409
 
 

@@ -141,7 +141,9 @@ class GameStore:
         with self._lock:
             entry = self._games.get(gid)
             if entry is None:
-                raise TableError("no such game here (the server may have restarted): start a new game", 404, "not_found")
+                raise TableError(
+                    "no such game here (the server may have restarted): start a new game", 404, "not_found"
+                )
             self._games.move_to_end(gid)
         table, holder = entry
         if not tab or not hmac.compare_digest(tab.encode(), holder.encode()):
@@ -159,7 +161,9 @@ class GameStore:
         with self._lock:
             entry = self._games.get(gid)
             if entry is None:
-                raise TableError("no such game here (the server may have restarted): start a new game", 404, "not_found")
+                raise TableError(
+                    "no such game here (the server may have restarted): start a new game", 404, "not_found"
+                )
             tab = secrets.token_urlsafe(16)
             self._games[gid] = (entry[0], tab)
         return tab, entry[0]

@@ -96,9 +96,7 @@ class Placement(NamedTuple):
     rows: tuple[tuple[int, ...], ...]
 
 
-def narrate_turn(
-    rows: Sequence[Sequence[int]], cards: Sequence[int], low_row: int | None = None
-) -> list[Placement]:
+def narrate_turn(rows: Sequence[Sequence[int]], cards: Sequence[int], low_row: int | None = None) -> list[Placement]:
     """Place one turn's revealed cards one at a time in ascending order and say what each did (R6-R9).
 
     Args:

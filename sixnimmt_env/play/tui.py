@@ -83,6 +83,19 @@ class PlayApp(App):
         self._auto: Any = None
         self.table: Any = self._new_table()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Show (and allow) only the keys of this table's mode: playing keys to a person, stepping keys when
+        watching or replaying."""
+        table = getattr(self, "table", None)
+        if table is None:
+            return True
+        watched = table.human is None
+        if action in ("step", "auto"):
+            return watched
+        if action in ("coach", "choose", "move", "row"):
+            return not watched
+        return True
+
     def _new_table(self) -> Any:
         s = self.settings
         if s.mode == "replay":
@@ -298,4 +311,3 @@ class PlayApp(App):
 def run_tui(settings: PlaySettings) -> None:
     """Run the terminal play table until the person quits (``q``)."""
     PlayApp(settings).run()
-
