@@ -345,7 +345,7 @@ function renderScores(t) {
       `<td class="gain">${gain}</td><td>${t.round_penalties[s]}</td>` +
       `<td class="total" data-total="${s}">${t.totals[s]}<div class="meter"><i style="width:${pct}%"></i></div></td></tr>`;
   }).join("");
-  $("scores").innerHTML = `<tr><th>Player</th><th></th><th>round</th><th>total</th></tr>${rows}`;
+  $("scores").innerHTML = `<tr><th>Player</th><th title="bullheads taken in the last turn">turn</th><th>round</th><th>total</th></tr>${rows}`;
 }
 
 function renderLog(t) {
