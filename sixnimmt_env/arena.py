@@ -53,6 +53,7 @@ import numpy as np
 from sixnimmt_env import agents as agents_module
 from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.engine import DONE, NOOP, SELECT, GameConfig, IllegalActionError, PlayerView, new_game, step
+from sixnimmt_env.records import GameRecord, GameRecorder, write_records
 from sixnimmt_env.stats import fractional_ranks, mean_ci95, win_shares
 
 __all__ = [
@@ -113,8 +114,11 @@ def _play(
     deal_rng: np.random.Generator,
     rng: np.random.Generator,
     game_index: int | None = None,
+    recorder: GameRecorder | None = None,
 ) -> GameResult:
     """Play one episode with ``agents[seat]`` in each seat; only seats with a decision are asked.
+
+    ``recorder`` (optional) observes every step (:class:`sixnimmt_env.records.GameRecorder`).
 
     Raises:
         IllegalActionError: an agent's illegal action, naming the agent (its spec), the seat and the game.
@@ -133,7 +137,10 @@ def _play(
             c = state.chooser
             actions[c] = agents[c].act(PlayerView(state, c), rng)
         try:
-            state, _ = step(state, actions, deal_rng)
+            before = state
+            state, penalties = step(state, actions, deal_rng)
+            if recorder is not None:
+                recorder.observe(before, actions, penalties, state)
         except IllegalActionError as e:
             agent = agents[e.seat]
             name = f"agent {getattr(agent, 'spec', None) or type(agent).__name__}"
@@ -143,7 +150,12 @@ def _play(
 
 
 def play_game(
-    config: GameConfig, agents: Sequence[Agent], seed: int, game_index: int, deal_index: int | None = None
+    config: GameConfig,
+    agents: Sequence[Agent],
+    seed: int,
+    game_index: int,
+    deal_index: int | None = None,
+    recorder: GameRecorder | None = None,
 ) -> GameResult:
     """Play game ``game_index`` of a run seeded with ``seed``; ``agents[i]`` sits in seat ``i``.
 
@@ -154,6 +166,8 @@ def play_game(
         game_index: the game's index in the run (the agents' random stream).
         deal_index: the deal to play (default ``game_index``; duplicate runs
             replay one deal in several games).
+        recorder: if given, it observes every step (:class:`sixnimmt_env.records.GameRecorder`);
+            call its ``finish()`` afterwards for the game record.
 
     Returns:
         A :class:`GameResult`: per-seat penalties in bullheads and rounds played.
@@ -168,7 +182,7 @@ def play_game(
     deal = game_index if deal_index is None else deal_index
     deal_rng = np.random.default_rng([DEAL_TAG, seed, deal])
     rng = np.random.default_rng([AGENT_TAG, seed, game_index])
-    return _play(config, agents, deal_rng, rng, game_index)
+    return _play(config, agents, deal_rng, rng, game_index, recorder)
 
 
 # --------------------------------------------------------------------------- running many games
@@ -184,49 +198,64 @@ class _Job:
     duplicate: bool
     league: bool
     engine: str = "auto"
+    record: bool = False
 
 
-def _games(job: _Job, agents: Sequence[Agent], start: int, stop: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-    """Play games ``start..stop-1``: returns ``(start, penalties, rounds, tables)``.
+_Chunk = tuple[int, np.ndarray, np.ndarray, np.ndarray, "list[GameRecord] | None"]
+
+
+def _games(job: _Job, agents: Sequence[Agent], start: int, stop: int) -> _Chunk:
+    """Play games ``start..stop-1``: returns ``(start, penalties, rounds, tables, records)``.
 
     ``penalties[k, i]`` and ``tables[k, i]`` are the bullheads and the listed
-    agent position of seat ``i`` in game ``start + k``.
+    agent position of seat ``i`` in game ``start + k``; ``records`` the game
+    records (``job.record``, reference engine only) or ``None``.
     """
-    if job.engine != "reference":
+    if job.engine != "reference" and not job.record:
         from sixnimmt_env.batched.arena import arena_chunk
 
         fast = arena_chunk(job, agents, start, stop)
         if fast is not None:
-            return fast
+            return (*fast, None)
     n = job.config.num_players
     count = stop - start
     penalties = np.zeros((count, n), dtype=np.int64)
     rounds = np.zeros(count, dtype=np.int64)
     tables = np.zeros((count, n), dtype=np.int64)
+    records: list[GameRecord] | None = [] if job.record else None
     for k, g in enumerate(range(start, stop)):
         if job.league:
             table = np.random.default_rng([TABLE_TAG, job.seed, g]).permutation(job.num_agents)[:n].tolist()
         else:
             table = seat_positions(n, g)
         deal = g // n if job.duplicate else g
-        result = play_game(job.config, [agents[p] for p in table], job.seed, g, deal)
+        recorder = None
+        if records is not None:
+            specs = [_label(agents[p]) for p in table]
+            recorder = GameRecorder(job.config, specs, job.seed, g, deal, positions=table)
+        result = play_game(job.config, [agents[p] for p in table], job.seed, g, deal, recorder)
         penalties[k] = result.penalties
         rounds[k] = result.rounds
         tables[k] = table
-    return start, penalties, rounds, tables
+        if recorder is not None:
+            records.append(recorder.finish())
+    return start, penalties, rounds, tables, records
 
 
 _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(registry: dict[str, tuple[Callable[[str], Agent], str]], entries: Sequence[Any], job: _Job) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent, which ends the pool
     for prefix, (factory, usage) in registry.items():
         agents_module.register_agent(prefix, factory, usage)
     _WORKER["agents"] = [make_agent(e) if isinstance(e, str) else e for e in entries]
     _WORKER["job"] = job
 
 
-def _worker_games(bounds: tuple[int, int]) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+def _worker_games(bounds: tuple[int, int]) -> _Chunk:
     return _games(_WORKER["job"], _WORKER["agents"], *bounds)
 
 
@@ -265,8 +294,11 @@ def _run(
     games: int,
     workers: int,
     progress: bool,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Play ``games`` games in order (in-process or on ``workers`` processes); returns arrays and seconds."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, list[GameRecord] | None]:
+    """Play ``games`` games in order (in-process or on ``workers`` processes).
+
+    Returns ``(penalties, rounds, tables, seconds, records)``; ``records`` (game order) with ``job.record``.
+    """
     from tqdm import tqdm
 
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -279,7 +311,12 @@ def _run(
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {job.engine!r}")
     from sixnimmt_env.batched.arena import CHUNK, supports
 
-    batched = job.engine != "reference" and supports(built)
+    if job.record and job.engine == "batched":
+        raise ValueError(
+            "saving games needs the reference engine (the batched engine does not record decisions): "
+            "use engine 'auto' or 'reference'"
+        )
+    batched = job.engine != "reference" and not job.record and supports(built)
     if job.engine == "batched" and not batched:
         raise ValueError(
             "engine='batched' needs every agent to be random, lowest, highest or greedy; "
@@ -290,8 +327,12 @@ def _run(
     bar = tqdm(total=games, unit="game", disable=not progress, file=sys.stderr, leave=False)
     t0 = time.perf_counter()
 
-    def store(part: tuple[int, np.ndarray, np.ndarray, np.ndarray]) -> None:
-        start, pen, rnd, tab = part
+    records: dict[int, list[GameRecord]] = {}
+
+    def store(part: _Chunk) -> None:
+        start, pen, rnd, tab, recs = part
+        if recs is not None:
+            records[start] = recs
         penalties[start : start + len(rnd)] = pen
         rounds[start : start + len(rnd)] = rnd
         tables[start : start + len(rnd)] = tab
@@ -309,7 +350,54 @@ def _run(
                     store(part)
     finally:
         bar.close()
-    return penalties, rounds, tables, time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    ordered = [r for start in sorted(records) for r in records[start]] if job.record else None
+    return penalties, rounds, tables, seconds, ordered
+
+
+def check_new_file(path: str | Path, what: str, overwrite: bool = False) -> Path:
+    """Check, before any work, that a result file can be created at ``path`` without replacing one.
+
+    Raises:
+        ValueError: naming ``what`` and the path: it exists (and ``overwrite`` is false) or is a folder, its
+            folder does not exist or is not writable.
+    """
+    import os
+
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{what} {str(path)!r} is a folder; give a file name, e.g. games.jsonl")
+    if path.exists() and not overwrite:
+        raise ValueError(f"{what} {str(path)!r} already exists; choose a new file (results are never overwritten)")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"{what} {str(path)!r}: the folder {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"{what} {str(path)!r}: the folder {str(parent)!r} is not writable")
+    return path
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on (``os.sched_getaffinity`` where available, else ``os.cpu_count``)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def warn_workers(workers: int) -> str | None:
+    """Print (to stderr) and return a warning when ``workers`` exceeds the usable cores, else ``None``."""
+    cores = usable_cores()
+    if isinstance(workers, int) and workers > cores:
+        text = (
+            f"warning: --workers {workers} is more than the {cores} CPU core(s) available: the processes will "
+            f"take turns on the cores and run slower than --workers {cores}"
+        )
+        print(text, file=sys.stderr)
+        return text
+    return None
 
 
 def _config(config: GameConfig | None, num_players: int) -> GameConfig:
@@ -352,6 +440,7 @@ def run_arena(
     progress: bool = False,
     keep_games: bool = False,
     engine: str = "auto",
+    save_games: str | Path | None = None,
 ) -> dict[str, Any]:
     """Play ``games`` games with seats rotating through the listed agents and summarise them.
 
@@ -368,6 +457,8 @@ def run_arena(
         duplicate: replay each deal with the seats rotated through every position.
         progress: show a tqdm progress bar on stderr.
         engine: ``"auto"``, ``"reference"`` or ``"batched"`` (:data:`ENGINES`).
+        save_games: a new ``.jsonl`` file for every game's record (:mod:`sixnimmt_env.records`); the games
+            are then played on the reference engine. Checked before any game is played.
         keep_games: also return ``per_game``: ``penalties`` (games x agents,
             bullheads by listed position) and ``rounds`` (per game).
 
@@ -398,8 +489,12 @@ def run_arena(
         raise ValueError(
             f"with duplicate, games must be a multiple of num_players={n} covering >= 2 deals, got {games}"
         )
-    job = _Job(config, seed, n, bool(duplicate), False, engine)
-    seat_pen, rounds, tables, seconds = _run(entries, built, job, games, workers, progress)
+    if save_games is not None:
+        check_new_file(save_games, "save_games")
+    job = _Job(config, seed, n, bool(duplicate), False, engine, save_games is not None)
+    seat_pen, rounds, tables, seconds, records = _run(entries, built, job, games, workers, progress)
+    if records is not None:
+        write_records(save_games, records)  # type: ignore[arg-type]
     # by listed position: seat i holds position tables[g, i]
     order = np.argsort(tables, axis=1)
     pen = np.take_along_axis(seat_pen, order, axis=1)
@@ -431,7 +526,16 @@ def run_arena(
         rows.append(row)
     results = {
         "mode": "arena",
-        "settings": _settings(labels, config, games, seed, workers, duplicate=bool(duplicate), engine=engine),
+        "settings": _settings(
+            labels,
+            config,
+            games,
+            seed,
+            workers,
+            duplicate=bool(duplicate),
+            engine=engine,
+            save_games=None if save_games is None else str(save_games),
+        ),
         "agents": rows,
         "games": games,
         "rounds": int(rounds.sum()),
@@ -452,6 +556,7 @@ def run_league(
     workers: int = 1,
     progress: bool = False,
     engine: str = "auto",
+    save_games: str | Path | None = None,
 ) -> dict[str, Any]:
     """A league: each game seats ``config.num_players`` agents of the pool at random; OpenSkill ratings.
 
@@ -468,6 +573,7 @@ def run_league(
         workers: processes to play on (results do not depend on it).
         progress: show a tqdm progress bar on stderr.
         engine: ``"auto"``, ``"reference"`` or ``"batched"`` (:data:`ENGINES`).
+        save_games: as for :func:`run_arena`.
 
     Returns:
         Like :func:`run_arena` (``agents`` in the listed order, statistics over
@@ -491,8 +597,12 @@ def run_league(
         raise ValueError(f"the league pool ({len(built)} agents: {', '.join(labels)}) is smaller than num_players={n}")
     games = _check_games(games)
     seed = _check_seed(seed)
-    job = _Job(config, seed, len(built), False, True, engine)
-    seat_pen, rounds, tables, seconds = _run(entries, built, job, games, workers, progress)
+    if save_games is not None:
+        check_new_file(save_games, "save_games")
+    job = _Job(config, seed, len(built), False, True, engine, save_games is not None)
+    seat_pen, rounds, tables, seconds, records = _run(entries, built, job, games, workers, progress)
+    if records is not None:
+        write_records(save_games, records)  # type: ignore[arg-type]
     model = PlackettLuce()
     ratings = [model.rating(name=f"{p}:{labels[p]}") for p in range(len(built))]
     for g in range(games):
@@ -529,7 +639,15 @@ def run_league(
         rows[p]["league_rank"] = place
     return {
         "mode": "league",
-        "settings": _settings(labels, config, games, seed, workers, rating_model="openskill PlackettLuce"),
+        "settings": _settings(
+            labels,
+            config,
+            games,
+            seed,
+            workers,
+            rating_model="openskill PlackettLuce",
+            save_games=None if save_games is None else str(save_games),
+        ),
         "agents": rows,
         "ranking": ranking,
         "games": games,
@@ -560,6 +678,11 @@ def _fmt(value: float | None, spec: str) -> str:
 
 def _num(value: float | None) -> float:
     return 0.0 if value is None else value
+
+
+def league_note(results: dict[str, Any]) -> str:
+    """How to read a league table (placeholder)."""
+    return ""
 
 
 def markdown_table(results: dict[str, Any]) -> str:
@@ -612,9 +735,65 @@ def plot_results(results: dict[str, Any], path: str | Path) -> Path:
     return path
 
 
-def write_results(results: dict[str, Any], out: str | Path) -> dict[str, Path]:
-    """Write ``results.json``, ``results.md`` and ``results.png`` to directory ``out`` (created); returns the paths."""
+RESULT_FILES = ("results.json", "results.md", "results.png")
+"""The files :func:`write_results` writes into a results folder."""
+
+
+def check_results_folder(out: str | Path, overwrite: bool = False, what: str = "--out") -> Path:
+    """Check, before any game is played, that ``out`` can take a new set of results.
+
+    ``out`` may exist (a folder without results) or not (its nearest existing parent must be a writable
+    folder); nothing is created here, so an interrupted run leaves no empty folder.
+
+    Raises:
+        ValueError: naming ``what`` and the path: a file in the way, results already there (unless
+            ``overwrite``), or a parent that is not a writable folder.
+    """
+    import os
+
     out = Path(out)
+    if out.exists():
+        if not out.is_dir():
+            raise ValueError(f"{what} {str(out)!r} is a file, not a folder")
+        old = [name for name in RESULT_FILES if (out / name).exists()]
+        if old and not overwrite:
+            raise ValueError(
+                f"{what} {str(out)!r} already holds results ({', '.join(old)}); choose a new folder "
+                "(or leave out --out for a new one per run), or pass --overwrite to replace them"
+            )
+        if not os.access(out, os.W_OK):
+            raise ValueError(f"{what} {str(out)!r} is not writable")
+        return out
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"{what} {str(out)!r} cannot be created: {str(parent)!r} is a file, not a folder")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"{what} {str(out)!r} cannot be created: {str(parent)!r} is not writable")
+    return out
+
+
+def new_results_folder(base: str | Path) -> Path:
+    """A fresh folder name ``base/<YYYYmmdd-HHMMSS>`` (``-1``, ``-2``, ... appended if taken); not created."""
+    from datetime import datetime
+
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(base) / stamp
+    k = 1
+    while out.exists():
+        out = Path(base) / f"{stamp}-{k}"
+        k += 1
+    return out
+
+
+def write_results(results: dict[str, Any], out: str | Path, overwrite: bool = False) -> dict[str, Path]:
+    """Write ``results.json``, ``results.md`` and ``results.png`` to directory ``out`` (created); returns the paths.
+
+    Raises:
+        ValueError: if ``out`` already holds results and ``overwrite`` is false (see :func:`check_results_folder`).
+    """
+    out = check_results_folder(out, overwrite, "results folder")
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "results.json", "md": out / "results.md", "png": out / "results.png"}
     paths["json"].write_text(json.dumps(results, indent=2) + "\n")
@@ -640,7 +819,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--episode", default="round", help="round | game: a game is one round or a whole game (R12)")
     p.add_argument("--end-score", type=int, default=66, help="end score of a whole game (R12, default 66)")
     p.add_argument("--workers", type=int, default=1, help="worker processes (results do not depend on it)")
-    p.add_argument("--out", default="runs/arena", help="directory for results.json/.md/.png (default runs/arena)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="new folder for results.json/.md/.png (default: a new runs/arena/<stamp>/ per run); "
+        "a folder that already holds results is refused unless --overwrite",
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace the results already in --out")
+    p.add_argument(
+        "--save-games",
+        metavar="FILE",
+        help="write every game to FILE (JSON Lines, sixnimmt_env.records; plays on the reference engine); "
+        "view one with python -m sixnimmt_env.replay FILE --game N",
+    )
     p.add_argument("--duplicate", action="store_true", help="replay each deal with seats rotated through all positions")
     p.add_argument("--league", action="store_true", help="random tables from the pool, OpenSkill ratings")
     p.add_argument(
@@ -658,10 +849,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = _parser()
     args = parser.parse_args(argv)
     specs = [s.strip() for s in args.agents.split(",")]
-    try:
-        Path(args.out).mkdir(parents=True, exist_ok=True)  # fail before playing, not after
-    except OSError as e:
-        parser.error(f"--out {args.out!r} cannot be used as a results folder: {e}")
+    out = Path(args.out) if args.out is not None else new_results_folder("runs/arena")
+    try:  # fail before playing, not after
+        check_results_folder(out, args.overwrite)
+        if args.save_games is not None:
+            check_new_file(args.save_games, "--save-games")
+        warn_workers(args.workers)
+    except ValueError as e:
+        parser.error(str(e))
     try:
         default_players = min(4, len(specs)) if args.league else len(specs)
         config = GameConfig(
@@ -676,7 +871,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             if args.duplicate:
                 raise ValueError("--duplicate and --league cannot be combined (league tables are random)")
             results = run_league(
-                specs, args.games, args.seed, config, workers=args.workers, progress=progress, engine=args.engine
+                specs,
+                args.games,
+                args.seed,
+                config,
+                workers=args.workers,
+                progress=progress,
+                engine=args.engine,
+                save_games=args.save_games,
             )
         else:
             results = run_arena(
@@ -688,12 +890,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 duplicate=args.duplicate,
                 progress=progress,
                 engine=args.engine,
+                save_games=args.save_games,
             )
     except ValueError as e:
         parser.error(str(e))
-    paths = write_results(results, args.out)
+    except KeyboardInterrupt:
+        print("\ninterrupted: no results written", file=sys.stderr)
+        raise SystemExit(130) from None
+    paths = write_results(results, out, overwrite=args.overwrite)
     print(markdown_table(results))
+    if results["mode"] == "league":
+        print(league_note(results))
     print(f"wrote {paths['json']}, {paths['md']}, {paths['png']}")
+    if args.save_games is not None:
+        print(f"wrote {results['games']:,} game records to {args.save_games}")
     return results
 
 

@@ -59,7 +59,13 @@ class CountingAgent:
 
 
 def evaluate_agents(
-    specs: Sequence[str], games: int, game: Mapping[str, Any] | None = None, seed: int = 0, workers: int = 1
+    specs: Sequence[str],
+    games: int,
+    game: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    workers: int = 1,
+    save_games: str | Path | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Run the arena on ``specs`` (one per seat, rotated) and add decision/illegal counts of ``ppo`` agents.
 
@@ -70,6 +76,8 @@ def evaluate_agents(
             default single rounds.
         seed: the arena seed.
         workers: arena worker processes (with more than one, counts are not collected).
+        save_games: a new JSON Lines file for every game's record (:mod:`sixnimmt_env.records`).
+        progress: show the arena's tqdm progress bar on stderr.
 
     Returns:
         The arena's results dict; with ``workers == 1`` each agent row also has
@@ -83,7 +91,15 @@ def evaluate_agents(
     kwargs = {"episode": "round", **(game or {}), "num_players": len(specs)}
     config = GameConfig(**kwargs)
     counted = [CountingAgent(make_agent(s), s) for s in specs]
-    results = run_arena(counted if workers == 1 else list(specs), games, seed, config, workers=workers)
+    results = run_arena(
+        counted if workers == 1 else list(specs),
+        games,
+        seed,
+        config,
+        workers=workers,
+        save_games=save_games,
+        progress=progress,
+    )
     if workers == 1:
         for row, agent in zip(results["agents"], counted, strict=True):
             row["agent"] = agent.spec
