@@ -78,12 +78,12 @@ def test_narration_of_e1_and_e2():
     e1 = narrate_turn([[50], [60], [70], [80]], [5, 71], low_row=2)
     assert [(p.seat, p.card, p.row, p.kind, p.taken, p.bullheads) for p in e1] == [
         (0, 5, 2, "low", (70,), 3),
-        (1, 71, 1, "place", (), 0),
+        (1, 71, 1, "placed", (), 0),
     ]
     assert e1[-1].rows == ((50,), (60, 71), (5,), (80,))
     # E2: rows [10..14] [50] [60] [70]; plays 51, 61, 15: the player of 15 takes 11 bullheads (R8)
     e2 = narrate_turn([[10, 11, 12, 13, 14], [50], [60], [70]], [51, 61, 15])
-    assert [(p.card, p.kind, p.bullheads) for p in e2] == [(15, "sixth", 11), (51, "place", 0), (61, "place", 0)]
+    assert [(p.card, p.kind, p.bullheads) for p in e2] == [(15, "full", 11), (51, "placed", 0), (61, "placed", 0)]
     assert e2[0].taken == (10, 11, 12, 13, 14)
     assert e2[-1].rows == ((15,), (50, 51), (60, 61), (70,))
 
@@ -248,7 +248,7 @@ def test_a_row_choice_through_the_api():
     turn = table.snapshot()["last_turn"]
     assert [(p["card"], p["row"], p["kind"], p["bullheads"]) for p in turn["placements"]] == [
         (5, 2, "low", 3),
-        (71, 1, "place", 0),
+        (71, 1, "placed", 0),
     ]
     assert turn["placements"][0]["text"] == "You: 5 is lower than every row, takes row 3: 70 (3 bullheads)"
     assert table.state.rows == ((50,), (60, 71), (5,), (80,)) and table.state.round_penalties == (3, 0)
@@ -452,3 +452,87 @@ def test_background_server_serves_and_stops():
         assert _get_json(url + "/api/settings")["mode"] == "play"
     with pytest.raises(urllib.error.URLError):
         _get_json(url + "/api/settings")
+
+
+# --------------------------------------------------------------------------- replay of recorded games
+
+
+@pytest.fixture(scope="module")
+def records_file(tmp_path_factory):
+    from sixnimmt_env.arena import run_arena
+
+    path = tmp_path_factory.mktemp("records") / "games.jsonl"
+    config = E.GameConfig(num_players=4, end_score=40, episode="game")
+    run_arena(["greedy", "random", "mc:4", "lowest"], 3, seed=2, config=config, save_games=path)
+    return path
+
+
+def test_replay_through_the_api_reproduces_the_recorded_penalties(records_file):
+    from sixnimmt_env.records import read_records
+
+    records = read_records(records_file)
+    client = _client(PlaySettings(records[0].config, tuple(records[0].agents), records=tuple(records)))
+    settings = client.get("/api/settings").json()
+    assert settings["mode"] == "replay" and [r["index"] for r in settings["records"]] == [0, 1, 2]
+    for i, record in enumerate(records):
+        gid, tab, table = _new(client, record=i)
+        assert table["mode"] == "replay" and table["names"] == _names(record.agents)
+        assert table["hands"] == {str(s): list(h) for s, h in enumerate(record.rounds[0].hands)}  # every hand shown
+        played = []
+        while table["phase"] != "done":
+            r = client.post(f"/api/games/{gid}/advance", headers=tab, json={"version": table["version"]})
+            assert r.status_code == 200, r.text
+            table = r.json()["table"]
+            played.append(table["last_turn"]["cards"])
+        recorded = [list(s.cards) for rnd in record.rounds for s in rnd.steps if s.phase == "select"]
+        assert played == recorded  # every recorded turn, in order
+        assert table["totals"] == list(record.totals)
+        assert [r["penalties"] for r in table["rounds"]] == [list(r.penalties) for r in record.rounds]
+    r = client.post("/api/games", json={"record": 3})
+    assert r.status_code == 400 and "record must be an index 0..2, got 3" in r.json()["error"]
+
+
+def _names(specs):
+    from sixnimmt_env.play.table import _seat_names
+
+    return _seat_names(list(specs))
+
+
+def test_replay_of_a_logic_draft_and_from_the_command_line(tmp_path):
+    from sixnimmt_env.arena import run_arena
+    from sixnimmt_env.play.replay import ReplayTable
+    from sixnimmt_env.records import read_records
+
+    path = tmp_path / "logic.jsonl"
+    config = E.GameConfig(num_players=3, variant="logic", episode="round")
+    run_arena(["greedy", "random", "lowest"], 2, seed=1, config=config, save_games=path)
+    s = _args("--replay", str(path))
+    assert s.mode == "replay" and len(s.records) == 2 and s.config.variant == "logic"
+    record = read_records(path)[1]
+    table = ReplayTable(record)
+    advances = 0
+    while not table.state.done:
+        table.advance(table.version)
+        advances += 1
+    assert advances == 10 + 10  # the draft: 30 picks, 3 per step; then the 10 turns
+    assert table.state.totals == record.totals and sum("from the display" in line for line in table.log) == 30
+    with pytest.raises(ValueError, match="--replay takes no|--replay shows recorded games"):
+        _args("--replay", str(path), "--watch")
+    with pytest.raises(ValueError, match="No such file"):
+        _args("--replay", str(tmp_path / "missing.jsonl"))
+
+
+def test_tui_replays_a_record(records_file):
+    from sixnimmt_env.play.tui import PlayApp
+    from sixnimmt_env.records import read_records
+
+    records = read_records(records_file)
+    app = PlayApp(PlaySettings(records[0].config, tuple(records[0].agents), records=tuple(records)))
+
+    async def watch() -> None:
+        async with app.run_test(size=(150, 48)) as pilot:
+            while not app.table.state.done:
+                await pilot.press("space")
+
+    asyncio.run(watch())
+    assert app.table.state.totals == records[0].totals

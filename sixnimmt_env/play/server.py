@@ -118,7 +118,7 @@ class GameStore:
 
             if isinstance(record, bool) or not isinstance(record, int) or not 0 <= record < len(s.records):
                 raise TableError(f"record must be an index 0..{len(s.records) - 1}, got {record!r}")
-            table: Any = ReplayTable(s.records[record])
+            table: Any = ReplayTable(s.records[record], record)
         elif record is not None:
             raise TableError("this server plays games: it has no records to replay (start it with --replay FILE)")
         else:

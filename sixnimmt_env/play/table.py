@@ -9,8 +9,8 @@ rejected, so a double click or a request from an out-of-date page cannot play tw
 
 A turn is told as the engine played it: the cards revealed (R5), then placed one at a time in ascending order
 (R6): which row each joins (R7), which sixth card takes a full row (R8), which low card takes the chosen row
-(R9). :func:`narrate_turn` computes these placements with the engine's :func:`~sixnimmt_env.engine.row_for`,
-and the table checks them against the rows and bullheads the engine produced.
+(R9). :func:`narrate_turn` takes these placements from :func:`sixnimmt_env.records.describe_turn`, and the table
+checks them against the rows and bullheads the engine produced.
 
 Seeds: the game with index ``k`` of a table seeded ``S`` deals from ``numpy.random.default_rng([S, k])`` (the
 engine's shuffles); its agents draw from ``default_rng([S, k, 1])`` and the coach from
@@ -33,20 +33,18 @@ from sixnimmt_env.engine import (
     DRAFT,
     NOOP,
     ROW_ACTION,
-    ROW_LIMIT,
     SELECT,
     GameConfig,
     IllegalActionError,
     State,
-    cheapest_row,
     legal_actions,
     new_game,
     row_bullheads,
-    row_for,
     step,
     view,
 )
 from sixnimmt_env.play.coach import CoachAdvice, advise
+from sixnimmt_env.records import describe_turn
 
 __all__ = ["Placement", "Table", "TableError", "narrate_turn"]
 
@@ -73,16 +71,16 @@ class TableError(ValueError):
 
 
 class Placement(NamedTuple):
-    """Where one revealed card went in a turn (R6-R9).
+    """Where one revealed card went in a turn (R6-R9), with the rows after it, for drawing the turn card by card.
 
     Attributes:
         seat: the card's owner.
         card: the card 1..104.
         row: the row 0..3 it went to.
-        kind: ``"place"`` (joined the row, R7), ``"sixth"`` (the row held 5 cards: the card takes them and
+        kind: ``"placed"`` (joined the row, R7), ``"full"`` (the row held 5 cards: the card takes them and
             starts the row, R8) or ``"low"`` (lower than every row's last card: its owner takes the chosen row,
-            R9).
-        taken: the cards taken into the owner's penalty pile (empty for ``"place"``).
+            R9); the reasons of :class:`sixnimmt_env.records.Placement`.
+        taken: the cards taken into the owner's penalty pile (empty for ``"placed"``).
         bullheads: the bullheads of ``taken`` (R2).
         rows: the 4 rows after this placement.
     """
@@ -99,6 +97,8 @@ class Placement(NamedTuple):
 def narrate_turn(rows: Sequence[Sequence[int]], cards: Sequence[int], low_row: int | None = None) -> list[Placement]:
     """Place one turn's revealed cards one at a time in ascending order and say what each did (R6-R9).
 
+    The placements are those of :func:`sixnimmt_env.records.describe_turn`; this adds the rows after each one.
+
     Args:
         rows: the 4 rows at the start of the turn.
         cards: the card each seat revealed (seat order).
@@ -108,21 +108,12 @@ def narrate_turn(rows: Sequence[Sequence[int]], cards: Sequence[int], low_row: i
     Returns:
         One :class:`Placement` per card, in the order they are placed.
     """
+    placements, _ = describe_turn(rows, cards, low_row)
     current = [tuple(r) for r in rows]
     out = []
-    for card, seat in sorted((c, s) for s, c in enumerate(cards)):
-        r = row_for(current, card)
-        if r < 0:  # R9: only the turn's lowest card can be low (R9a)
-            r = cheapest_row(current) if low_row is None else low_row
-            kind, taken = "low", current[r]
-            current[r] = (card,)
-        elif len(current[r]) == ROW_LIMIT:  # R8
-            kind, taken = "sixth", current[r]
-            current[r] = (card,)
-        else:
-            kind, taken = "place", ()
-            current[r] = (*current[r], card)
-        out.append(Placement(seat, card, r, kind, taken, row_bullheads(taken), tuple(current)))
+    for p in placements:
+        current[p.row] = (*current[p.row], p.card) if p.reason == "placed" else (p.card,)
+        out.append(Placement(p.seat, p.card, p.row, p.reason, p.taken, p.bullheads, tuple(current)))
     return out
 
 
@@ -132,10 +123,10 @@ def _bullheads_text(count: int) -> str:
 
 def _describe(p: Placement, names: Sequence[str]) -> str:
     who = names[p.seat]
-    if p.kind == "place":
+    if p.kind == "placed":
         return f"{who}: {p.card} joins row {p.row + 1}"
     taken = " ".join(map(str, p.taken))
-    if p.kind == "sixth":
+    if p.kind == "full":
         return f"{who}: {p.card} is the sixth card of row {p.row + 1}, takes {taken} ({_bullheads_text(p.bullheads)})"
     return f"{who}: {p.card} is lower than every row, takes row {p.row + 1}: {taken} ({_bullheads_text(p.bullheads)})"
 
@@ -196,6 +187,7 @@ class Table:
         self.specs = tuple(specs)
         self.names = _seat_names(specs)
         self.human: int | None = humans[0] if humans else None
+        self.mode = "play" if self.human is not None else "watch"
         given = dict(agents or {})
         self.agents: dict[int, Agent] = {
             i: given[i] if i in given else make_agent(s) for i, s in enumerate(specs) if s != HUMAN
@@ -327,7 +319,7 @@ class Table:
                 pending = {"cards": list(s.revealed), "chooser": s.chooser}
             return {
                 "version": self.version,
-                "mode": "play" if self.human is not None else "watch",
+                "mode": self.mode,
                 "config": {
                     "num_players": n,
                     "variant": self.config.variant,
@@ -479,7 +471,7 @@ class Table:
         if not revealed:
             self._add_log(self._reveal_line(cards))
         for p in placements:
-            if p.kind != "place":
+            if p.kind != "placed":
                 self._add_log(_describe(p, self.names))
         self.turns += 1
         round_pen = [a + b for a, b in zip(round_before, penalties, strict=True)]

@@ -191,7 +191,7 @@ class PlayApp(App):
         out.append(f"Round {turn['round']}, turn {turn['turn']}: ", style="bold")
         out.append(", ".join(f"{names[s]} {c}" for s, c in enumerate(turn["cards"])) + "\n")
         for p in turn["placements"]:
-            out.append(f"  {p['text']}\n", style="red" if p["kind"] != "place" else "")
+            out.append(f"  {p['text']}\n", style="red" if p["kind"] != "placed" else "")
         if turn["round_over"]:
             pen = ", ".join(f"{names[s]} {x}" for s, x in enumerate(turn["round_penalties"]))
             out.append(f"Round {turn['round']} over: {pen}", style="bold")

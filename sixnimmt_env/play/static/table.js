@@ -74,8 +74,8 @@ async function handleError(e) {
 }
 
 async function newGame() {
-  stopAuto();
   const body = settings.mode === "replay" ? {record: Number($("record-select").value)} : {};
+  stopAuto();
   busy = true;
   try {
     const d = await api("POST", "/api/games", body);
@@ -207,7 +207,7 @@ function renderRows(rows, flash = null, newCard = null) {
     if (full) cls.push("full");
     if (choosing) cls.push("choosable");
     if (rowAdvice && rowAdvice.best === r) cls.push("best-row");
-    if (flash && flash.row === r) cls.push(flash.kind === "place" ? "flash-place" : "flash-take");
+    if (flash && flash.row === r) cls.push(flash.kind === "placed" ? "flash-place" : "flash-take");
     const pips = [0, 1, 2, 3, 4].map((i) => `<span class="pip ${i < row.length ? "on" : ""}"></span>`).join("");
     const label = `<div class="row-label"><b>Row ${r + 1}</b>${bullText(rowBulls(row))}<div class="pips">${pips}</div></div>`;
     let cells = "";
@@ -241,7 +241,7 @@ function renderReveal(t, turn = null, upto = null) {
     for (const s of seats) {
       const {p, i} = bySeat[s];
       let what = "";
-      if (i < done) what = p.kind === "place" ? `→ row ${p.row + 1}` : `takes ${bullText(p.bullheads)}`;
+      if (i < done) what = p.kind === "placed" ? `→ row ${p.row + 1}` : `takes ${bullText(p.bullheads)}`;
       const cls = upto !== null && i === upto ? "placing" : "";
       html += `<div class="played ${s === me ? "me" : ""}"><div class="who">${esc(t.names[s])}</div>` +
         `${cardHtml(turn.cards[s], cls)}<div class="what">${what}</div></div>`;
@@ -425,8 +425,8 @@ async function animateTurn(turn, t) {
     const p = turn.placements[i];
     renderReveal(t, turn, i);
     renderRows(p.rows, {row: p.row, kind: p.kind}, p.card);
-    setStatus(p.text, p.kind === "place" ? "" : "take");
-    if (ms) await sleep(p.kind === "place" ? ms : ms * 2.2);
+    setStatus(p.text, p.kind === "placed" ? "" : "take");
+    if (ms) await sleep(p.kind === "placed" ? ms : ms * 2.2);
   }
   if (turn.round_over) {
     const list = turn.round_penalties.map((x, s) => `${t.names[s]} ${x}`).join(", ");
@@ -448,6 +448,7 @@ async function show(t, animate = true) {
   }
   table = t;
   shownTurn = turn ? turn.id : 0;
+  if (t.record && t.record.index !== null) $("record-select").value = String(t.record.index);
   render(t);
   loadCoach();
 }
