@@ -536,3 +536,19 @@ def test_tui_replays_a_record(records_file):
 
     asyncio.run(watch())
     assert app.table.state.totals == records[0].totals
+
+
+def test_a_trained_checkpoint_plays_at_the_table(tmp_path):
+    from tests.test_training import _tiny_model
+
+    path = _tiny_model(tmp_path)
+    config = E.GameConfig(num_players=3, episode="round")
+    specs = ("human", f"ppo:{path}", "greedy")
+    client = _client(PlaySettings(config, specs, seed=7))
+    gid, tab, table = _new(client)
+    assert table["names"] == ["You", "ppo:tiny.zip", "greedy"]
+    while table["phase"] != "done":
+        d = table["decision"]
+        body = {"version": table["version"], "kind": d["kind"], "value": d["options"][0]}
+        table = client.post(f"/api/games/{gid}/act", headers=tab, json=body).json()["table"]
+    assert table["totals"] == list(_engine_game(config, list(specs), 7, _lowest_choice).totals)

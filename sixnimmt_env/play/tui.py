@@ -160,7 +160,8 @@ class PlayApp(App):
                 out.append_text(card_text(card))
                 out.append(" ")
             out.append("[  ·  ] " * (5 - len(row)), style="dim")
-            out.append(f" {snap['row_bullheads'][r]:>2} bullheads", style="bold red" if len(row) == 5 else "")
+            b = snap["row_bullheads"][r]
+            out.append(f" {b:>2} bullhead{'' if b == 1 else 's'}", style="bold red" if len(row) == 5 else "")
             if choosing:
                 out.append(f"   press {r + 1}", style="bold yellow")
             if advice is not None and advice.kind == "row":
