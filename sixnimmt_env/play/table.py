@@ -427,7 +427,8 @@ class Table:
         self._coach = None
         if before.phase == DRAFT:
             card = actions[before.chooser] + 1
-            self._add_log(f"{self.names[before.chooser]} takes {card} from the display")
+            who = self.names[before.chooser]
+            self._add_log(f"{who} {'take' if before.chooser == self.human else 'takes'} {card} from the display")
             if after.phase == SELECT:
                 self._add_log(f"The draft is over: the rows start with {', '.join(str(r[0]) for r in after.rows)}")
             return
