@@ -21,7 +21,8 @@ from sixnimmt_env import engine as E
 from sixnimmt_env.agents import MonteCarloAgent, make_agent
 from sixnimmt_env.play.__main__ import _parser, settings_from_args
 from sixnimmt_env.play.coach import advise, warm_up
-from sixnimmt_env.play.server import BackgroundServer, PlaySettings, create_app
+from sixnimmt_env.play.server import BackgroundServer, create_app
+from sixnimmt_env.play.settings import PlaySettings
 from sixnimmt_env.play.table import Table, TableError, narrate_turn
 
 BASE = "http://127.0.0.1"
@@ -366,10 +367,11 @@ def test_coach_through_the_api():
 # --------------------------------------------------------------------------- terminal mode
 
 
-def test_tui_plays_one_round_with_the_pilot():
+@pytest.mark.parametrize("variant", ["standard", "logic"])
+def test_tui_plays_one_round_with_the_pilot(variant):
     from sixnimmt_env.play.tui import PlayApp
 
-    config = E.GameConfig(num_players=4, episode="round")
+    config = E.GameConfig(num_players=4, episode="round", variant=variant)
     specs = ("human", "greedy", "random", "mc:8")
     app = PlayApp(PlaySettings(config, specs, seed=21, coach_samples=50))
 
@@ -379,6 +381,8 @@ def test_tui_plays_one_round_with_the_pilot():
             await pilot.press("c")  # the coach on
             while not app.table.state.done:
                 d = app.table.snapshot()["decision"]
+                if d["kind"] == "draft":  # the open display is shown, the marker on its lowest card
+                    assert str(app.query_one("#reveal").render()).startswith("Display: ")
                 await pilot.press("1" if d["kind"] == "row" else "enter")  # row 1, or the marked (lowest) card
                 keys += 1
             await pilot.pause()

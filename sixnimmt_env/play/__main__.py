@@ -22,7 +22,7 @@ import webbrowser
 from collections.abc import Sequence
 
 from sixnimmt_env.engine import GameConfig
-from sixnimmt_env.play.server import PlaySettings
+from sixnimmt_env.play.settings import PlaySettings
 
 DEFAULT_OPPONENTS = "mc:64,greedy,greedy"
 
@@ -125,21 +125,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         settings = settings_from_args(args)
     except ValueError as e:
         parser.error(str(e))
+    try:
+        if args.tui:
+            from sixnimmt_env.play.tui import run_tui
+        else:
+            from sixnimmt_env.play.server import LOCAL_HOSTS, bind, create_app, make_server
+    except ImportError as e:
+        parser.error(f"the play table needs the 'play' extra ({e}): pip install -e '.[play]' (make install does)")
     from sixnimmt_env.play.coach import warm_up
 
     threading.Thread(target=warm_up, daemon=True).start()  # compile the coach's kernels while the page loads
     if args.tui:
-        from sixnimmt_env.play.tui import run_tui
-
         try:
             run_tui(settings)
         except ValueError as e:
             parser.error(str(e))
         return
-    from sixnimmt_env.play.server import bind, create_app, make_server
-
+    # A local server answers only requests addressed to a local name (against DNS rebinding); one told to listen
+    # on another address answers every name it is reached by.
+    local = args.host in LOCAL_HOSTS
     try:
-        app = create_app(settings, allowed_hosts=sorted({args.host, "127.0.0.1", "localhost", "::1"}))
+        app = create_app(settings, allowed_hosts=LOCAL_HOSTS if local else ["*"])
     except ValueError as e:
         parser.error(str(e))
     try:
@@ -151,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     url = f"http://{shown}:{port}/"
     server = make_server(app)
     print(f"6 nimmt! play table ({settings.mode}) at {url}  (Ctrl-C stops it)", flush=True)
+    if not local:
+        print(f"listening on {args.host}: anyone who can reach this address can open the table", flush=True)
     if not args.no_browser:
 
         def open_when_ready() -> None:

@@ -36,7 +36,6 @@ import socket
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -49,43 +48,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from sixnimmt_env.agents import Agent, make_agent
-from sixnimmt_env.engine import GameConfig
-from sixnimmt_env.play.table import HUMAN, Table, TableError, card_bullheads
+from sixnimmt_env.play.settings import HUMAN, PlaySettings
+from sixnimmt_env.play.table import Table, TableError, card_bullheads
 
 __all__ = ["BackgroundServer", "GameStore", "PlaySettings", "bind", "create_app", "make_server"]
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 """Host names the server answers to (besides the one it was told to listen on)."""
-
-
-@dataclass(frozen=True)
-class PlaySettings:
-    """What every new game at this server is.
-
-    Attributes:
-        config: the rules in force.
-        specs: per seat, ``"human"`` for the person or an agent spec; with no ``"human"`` seat the table is
-            watched.
-        seed: the server's seed: game ``k`` (0, 1, ... in the order they are started) is seeded ``[seed, k]``
-            (see :mod:`sixnimmt_env.play.table`); ``None`` for fresh randomness.
-        coach_samples: worlds the coach searches (``mc:N``).
-        records: game records that can be replayed (:mod:`sixnimmt_env.records`), in file order.
-        max_games: games kept at once; the least recently used is dropped beyond it.
-    """
-
-    config: GameConfig
-    specs: tuple[str, ...]
-    seed: int | None = None
-    coach_samples: int = 1000
-    records: tuple[Any, ...] = field(default=())
-    max_games: int = 64
-
-    @property
-    def mode(self) -> str:
-        """``"replay"`` with records, ``"play"`` with a person, else ``"watch"``."""
-        if self.records:
-            return "replay"
-        return "play" if HUMAN in self.specs else "watch"
 
 
 class GameStore:

@@ -44,12 +44,11 @@ from sixnimmt_env.engine import (
     view,
 )
 from sixnimmt_env.play.coach import CoachAdvice, advise
+from sixnimmt_env.play.settings import HUMAN
 from sixnimmt_env.records import describe_turn
 
 __all__ = ["Placement", "Table", "TableError", "narrate_turn"]
 
-HUMAN = "human"
-"""The spec of the person's seat in :class:`Table`."""
 LOG_LIMIT = 400
 """Lines of the game log kept."""
 

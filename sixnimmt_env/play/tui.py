@@ -28,8 +28,8 @@ from textual.widgets import Footer, Header, Static
 
 from sixnimmt_env.agents import make_agent
 from sixnimmt_env.engine import BULLHEADS, CHOOSE_ROW, DONE, DRAFT
-from sixnimmt_env.play.server import PlaySettings
-from sixnimmt_env.play.table import HUMAN, Table, TableError
+from sixnimmt_env.play.settings import HUMAN, PlaySettings
+from sixnimmt_env.play.table import Table, TableError
 
 __all__ = ["PlayApp", "run_tui"]
 

@@ -35,7 +35,14 @@ async function api(method, path, body) {
     opts.headers["Content-Type"] = "application/json";
     opts.body = JSON.stringify(body);
   }
-  const res = await fetch(path, opts);
+  let res;
+  try {
+    res = await fetch(path, opts);
+  } catch (e) {
+    const err = new Error("the play server does not answer (was it stopped?): start it again and reload the page");
+    err.code = "offline";
+    throw err;
+  }
   let data = {};
   try {
     data = await res.json();
@@ -63,7 +70,7 @@ function hideError() {
 
 async function handleError(e) {
   showError(e.message, e.code === "other_tab");
-  if (e.code === "other_tab" || e.code === "not_found" || !gameId) return;
+  if (e.code === "other_tab" || e.code === "not_found" || e.code === "offline" || !gameId) return;
   try {
     const d = await api("GET", `/api/games/${gameId}`); // show the table as it is now
     table = d.table;
