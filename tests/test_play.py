@@ -302,6 +302,29 @@ def test_page_and_static_files_are_served_from_the_package_and_need_no_network()
     assert client.get("/api/settings", headers={"Host": "evil.example"}).status_code == 400
 
 
+class _BrokenAgent:
+    def act(self, view, rng):
+        return 500  # not a legal action anywhere
+
+
+def test_an_agents_illegal_action_is_reported_and_changes_nothing(monkeypatch):
+    from sixnimmt_env import agents
+
+    monkeypatch.setattr(agents, "_REGISTRY", agents.registered_factories())  # restored after the test
+    agents.register_agent("broken-test", lambda spec: _BrokenAgent())
+    client = TestClient(
+        create_app(PlaySettings(E.GameConfig(num_players=2), ("human", "broken-test"))),
+        base_url=BASE,
+        raise_server_exceptions=False,
+    )
+    gid, tab, table = _new(client)
+    body = {"version": 0, "kind": "card", "value": table["hands"]["0"][0]}
+    r = client.post(f"/api/games/{gid}/act", headers=tab, json=body)
+    assert r.status_code == 500 and r.json()["code"] == "internal"
+    assert "agent broken-test (seat 1): action 500 is not legal" in r.json()["error"]
+    assert client.get(f"/api/games/{gid}", headers=tab).json()["table"] == table
+
+
 def test_unknown_agent_spec_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown agent spec 'grebby'; known: random, lowest"):
         create_app(PlaySettings(E.GameConfig(num_players=2), ("human", "grebby")))

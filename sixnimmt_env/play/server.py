@@ -264,9 +264,18 @@ def create_app(settings: PlaySettings, allowed_hosts: Sequence[str] = LOCAL_HOST
         Mount("/static", StaticFiles(packages=[("sixnimmt_env.play", "static")]), name="static"),
     ]
     hosts = [h.strip("[]") if h.count(":") > 1 else h for h in allowed_hosts]
-    app = Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
+        exception_handlers={Exception: _internal_error},
+    )
     app.state.store = store
     return app
+
+
+def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+    """Anything else that went wrong (e.g. an agent's own error): said on the page, the game as it was."""
+    return JSONResponse({"error": f"internal error: {type(exc).__name__}: {exc}", "code": "internal"}, status_code=500)
 
 
 async def _threaded(fn: Any, *args: Any) -> Any:
