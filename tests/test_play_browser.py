@@ -96,3 +96,22 @@ def test_a_whole_round_by_clicking(browser, tmp_path):
         page.close()
     assert errors == []
     assert (shots / "play_table_final.png").stat().st_size > 10_000
+
+
+def test_watching_agents_play_on_by_themselves(browser):
+    config = E.GameConfig(num_players=4, end_score=40)
+    specs = ("mc:8", "greedy", "random", "lowest")
+    app = create_app(PlaySettings(config, specs, seed=3))
+    with BackgroundServer(app) as url:
+        page = browser.new_page(viewport={"width": 1360, "height": 900})
+        page.goto(url + "/?anim=0")
+        page.wait_for_selector("#step-btn:not([disabled])")
+        assert page.is_hidden("#coach-toggle") and page.is_hidden("#hand-area")
+        page.click("#step-btn")  # one turn by hand ...
+        page.wait_for_function("document.querySelectorAll('#hands .card').length === 36")  # every hand, 9 left
+        page.select_option("#speed", "120")
+        page.click("#auto-btn")  # ... then the rest on their own
+        page.wait_for_selector("#final:not([hidden])", timeout=60_000)
+        expected = _engine_game(config, list(specs), 3, None).totals
+        assert [int(page.inner_text(f"[data-final='{s}']")) for s in range(4)] == list(expected)
+        page.close()
