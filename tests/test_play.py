@@ -4,6 +4,7 @@ terminal mode (Textual's pilot) and the command line."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import subprocess
@@ -517,6 +518,13 @@ def test_replay_through_the_api_reproduces_the_recorded_penalties(records_file):
         assert [r["penalties"] for r in table["rounds"]] == [list(r.penalties) for r in record.rounds]
     r = client.post("/api/games", json={"record": 3})
     assert r.status_code == 400 and "record must be an index 0..2, got 3" in r.json()["error"]
+    # a record whose bullheads the engine does not reproduce is refused, naming the step
+    first = records[0].rounds[0]
+    bad_step = dataclasses.replace(first.steps[0], penalties=(9, 0, 0, 0))
+    bad = dataclasses.replace(records[0], rounds=(dataclasses.replace(first, steps=(bad_step, *first.steps[1:])),))
+    client = _client(PlaySettings(bad.config, tuple(bad.agents), records=(bad,)))
+    r = client.post("/api/games", json={"record": 0})
+    assert r.status_code == 400 and "record 0 cannot be replayed: game 0, round 0, step 0" in r.json()["error"]
 
 
 def _names(specs):

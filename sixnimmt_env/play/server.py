@@ -87,7 +87,10 @@ class GameStore:
 
             if isinstance(record, bool) or not isinstance(record, int) or not 0 <= record < len(s.records):
                 raise TableError(f"record must be an index 0..{len(s.records) - 1}, got {record!r}")
-            table: Any = ReplayTable(s.records[record], record)
+            try:
+                table: Any = ReplayTable(s.records[record], record)
+            except ValueError as e:  # ReplayError: the record does not replay through the engine
+                raise TableError(f"record {record} cannot be replayed: {e}") from None
         elif record is not None:
             raise TableError("this server plays games: it has no records to replay (start it with --replay FILE)")
         else:
