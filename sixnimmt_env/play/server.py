@@ -6,7 +6,8 @@ engine or data-validation layer for a page that is static HTML, CSS and JavaScri
 the coach never blocks another game.
 
 API (JSON; every error is ``{"error": message, "code": reason}`` with status 400, 404 or 409 and changes
-nothing; the reasons are listed at :class:`~sixnimmt_env.play.table.TableError`):
+nothing; the reasons are listed at :class:`~sixnimmt_env.play.table.TableError`; anything unforeseen, e.g. an
+agent's own error, is a 500 with code ``"internal"``):
 
 ===========================================  ==================================================================
 ``GET  /``                                   the page
@@ -51,10 +52,10 @@ from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.play.settings import HUMAN, PlaySettings
 from sixnimmt_env.play.table import Table, TableError, card_bullheads
 
-__all__ = ["BackgroundServer", "GameStore", "PlaySettings", "bind", "create_app", "make_server"]
+__all__ = ["LOCAL_HOSTS", "BackgroundServer", "GameStore", "bind", "create_app", "make_server"]
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
-"""Host names the server answers to (besides the one it was told to listen on)."""
+"""Host names a server listening on this machine only answers to (``Host`` header)."""
 
 
 class GameStore:
