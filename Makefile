@@ -15,12 +15,13 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# Train the default config (15 min on 2 cores), then play its final model against the baselines.
+# Train the default config (15 min on 2 cores), then play its final model against the baselines, on the rules
+# it was trained on (training.evaluate reads them from the run): greedy in every other seat, then a mixed table.
 train: install
 	$(PY) -m training.train $(CONFIG)
 	run=$$(ls -td runs/$(basename $(notdir $(CONFIG)))/*/ | head -1) && \
-	$(PY) -m training.evaluate $${run}final_model.zip --opponents greedy,greedy,greedy --games 5000 && \
-	$(PY) -m training.evaluate --agents ppo:$${run}final_model.zip,random,lowest,highest --games 5000 \
+	$(PY) -m training.evaluate $${run}final_model.zip --games 5000 --out $${run}eval_greedy && \
+	$(PY) -m training.evaluate $${run}final_model.zip --opponents random,lowest,highest --fill-seats --games 5000 \
 		--out $${run}eval_mixed
 
 test: install

@@ -13,7 +13,12 @@ penalty per round in bullheads with its 95% interval (and per game with
 ``--episode game``), the win share (a tie for the lowest penalty splits the
 win, R13), the mean rank (ties share the mean of their ranks) and games per
 second overall. It writes ``results.json``, ``results.md`` and ``results.png``
-to ``--out`` and prints the table.
+to a new folder per run (``runs/arena/<stamp>/``, or ``--out``, which is refused
+if it already holds results unless ``--overwrite``; checked before any game)
+and prints the table. ``--save-games FILE`` writes every game as a JSON line
+(:mod:`sixnimmt_env.records`; shown move by move by ``python -m
+sixnimmt_env.replay FILE --game N``). Ctrl-C prints one line and writes
+nothing; ``--workers`` above the usable cores is warned about.
 
 Reproducibility and seats: in game ``g`` the agent listed at position
 ``(i + g) mod n`` sits in seat ``i``. The deal of game ``g`` is drawn from
@@ -26,8 +31,9 @@ are computed over deals (variance reduction).
 
 ``--league``: the listed agents form a pool; game ``g`` seats ``--players`` of
 them drawn at random (from ``default_rng([TABLE_TAG, seed, g])``) and the
-finishing order updates OpenSkill Plackett-Luce ratings in game order; the
-table is ranked by the ordinal ``mu - 3 sigma``.
+finishing order updates OpenSkill Plackett-Luce ratings (``tau = 0``) in game
+order; the table is ranked by the ordinal ``mu - 3 sigma``, and
+:func:`league_note` names neighbours whose ratings are not separated.
 
 Python API: :func:`play_game` (one game, per-seat penalties), :func:`run_arena`
 and :func:`run_league` (a results dict), :func:`markdown_table`,
@@ -39,7 +45,9 @@ objects.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import multiprocessing
 import sys
 import time
@@ -565,6 +573,16 @@ def run_league(
     (equal penalties share a place). The ranking sorts by the ordinal
     ``mu - 3 sigma``.
 
+    The model's dynamics factor ``tau`` is 0: OpenSkill's default (25/300)
+    adds variance before every update for players whose skill drifts, which
+    fixed agents do not; with it sigma never falls below about 1.6 and the
+    final ratings follow the last few hundred games, so close agents swapped
+    places from one seed to the next (2,000 games of the README's league put
+    ``highest`` above ``greedy`` although greedy finished ahead of it in 648
+    of their 1,184 decided meetings). Online ratings still depend on the game
+    order a little: :func:`league_note` flags neighbours in the ranking whose
+    ratings are not separated.
+
     Args:
         agents: the pool (specs or agent objects), at least ``num_players``.
         games: games to play, >= 2.
@@ -603,7 +621,7 @@ def run_league(
     seat_pen, rounds, tables, seconds, records = _run(entries, built, job, games, workers, progress)
     if records is not None:
         write_records(save_games, records)  # type: ignore[arg-type]
-    model = PlackettLuce()
+    model = PlackettLuce(tau=0.0)  # fixed agents: no skill drift between games (see the docstring)
     ratings = [model.rating(name=f"{p}:{labels[p]}") for p in range(len(built))]
     for g in range(games):
         table = tables[g].tolist()
@@ -681,8 +699,27 @@ def _num(value: float | None) -> float:
 
 
 def league_note(results: dict[str, Any]) -> str:
-    """How to read a league table (placeholder)."""
-    return ""
+    """How to read a league table: how the ratings are made, and which neighbours in the ranking are not
+    separated (their ``mu`` differ by less than twice the standard deviation of the difference,
+    ``2 * sqrt(sigma_a**2 + sigma_b**2)``), with the plain statistics that order them."""
+    rows = results["agents"]
+    ranked = [rows[p] for p in results["ranking"]]
+    lines = [
+        "Ratings: OpenSkill Plackett-Luce updated game by game (tau 0: the agents do not change), ranked by "
+        "ordinal = mu - 3 sigma; penalty, win share and mean rank are plain averages over each agent's games."
+    ]
+    for a, b in itertools.pairwise(ranked):
+        gap = abs(a["mu"] - b["mu"])
+        noise = 2.0 * math.sqrt(a["sigma"] ** 2 + b["sigma"] ** 2)
+        if gap < noise:
+            lines.append(
+                f"- `{a['agent']}` (#{a['position']}) and `{b['agent']}` (#{b['position']}): ratings not separated "
+                f"(mu {a['mu']:.2f} vs {b['mu']:.2f}, difference {gap:.2f} < {noise:.2f}); their order may change "
+                f"with the seed or more games. Mean rank {_fmt(a['mean_rank'], '{:.3f}')} vs "
+                f"{_fmt(b['mean_rank'], '{:.3f}')}, penalty {_fmt(a['mean_penalty'], '{:.2f}')} vs "
+                f"{_fmt(b['mean_penalty'], '{:.2f}')}."
+            )
+    return "\n".join(lines) + "\n"
 
 
 def markdown_table(results: dict[str, Any]) -> str:
@@ -709,27 +746,97 @@ def markdown_table(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+LABEL_WIDTH = 30
+"""Longest short label :func:`short_labels` gives (characters)."""
+
+
+def _shorten(text: str, width: int = LABEL_WIDTH) -> str:
+    """``text`` cut to ``width`` characters: a ``prefix:`` is kept and the end (the most telling part of a
+    path) follows an ellipsis."""
+    if len(text) <= width:
+        return text
+    prefix, sep, _ = text.partition(":")
+    head = prefix + sep if sep and len(prefix) < width // 2 else ""
+    return head + "…" + text[len(text) - (width - len(head) - 1) :]
+
+
+def short_labels(specs: Sequence[str]) -> list[str]:
+    """Short labels for agent specs, unique for distinct specs.
+
+    ``prefix:PATH`` specs (checkpoints) become ``prefix:<file stem>``; where two distinct paths share a stem,
+    the nearest folder that tells them apart is added (``ppo:run2/best_model``, ``ppo:ppo_4p_game/…/best_model``).
+    Other specs stay as they are. A label longer than :data:`LABEL_WIDTH` is cut (the prefix and the end kept);
+    if cutting makes distinct labels equal they are numbered ``#1``, ``#2``. Equal specs get equal labels (the
+    table position tells them apart).
+    """
+    parsed: list[tuple[str | None, tuple[str, ...]]] = []
+    for spec in specs:
+        prefix, sep, rest = spec.partition(":")
+        if sep and ("/" in rest or "\\" in rest or rest.endswith(".zip")):
+            path = Path(rest)
+            parsed.append((prefix, (*path.parent.parts, path.stem if rest.endswith(".zip") else path.name)))
+        else:
+            parsed.append((None, (spec,)))
+    labels = [
+        spec if prefix is None else f"{prefix}:{parts[-1]}" for spec, (prefix, parts) in zip(specs, parsed, strict=True)
+    ]
+    base = list(labels)
+    groups: dict[str, set[str]] = {}
+    for label, spec in zip(base, specs, strict=True):
+        groups.setdefault(label, set()).add(spec)
+    for i, (prefix, parts) in enumerate(parsed):
+        if prefix is None or len(groups[base[i]]) == 1:
+            continue
+        rivals = [parsed[j][1] for j, spec in enumerate(specs) if base[j] == base[i] and spec != specs[i]]
+        for k in range(2, len(parts) + 1):
+            if all(len(r) < k or r[-k] != parts[-k] for r in rivals):
+                middle = parts[-k] + ("/…/" if k > 2 else "/")
+                labels[i] = f"{prefix}:{middle}{parts[-1]}"
+                break
+    short = [_shorten(label) for label in labels]
+    if len(set(short)) != len(set(specs)):  # still equal for distinct specs: number them
+        numbers: dict[str, int] = {}
+        for i, spec in enumerate(specs):
+            if parsed[i][0] is not None:
+                k = numbers.setdefault(spec, len(numbers) + 1)
+                short[i] = _shorten(labels[i], LABEL_WIDTH - 4) + f" #{k}"
+    return short
+
+
 def plot_results(results: dict[str, Any], path: str | Path) -> Path:
-    """Save a PNG: mean penalty per round with 95% whiskers, and win share with 95% whiskers, per agent."""
+    """Save a PNG: mean penalty per round and win share, each with 95% whiskers, one horizontal bar per agent.
+
+    Agents are named ``position: short label`` (:func:`short_labels`); when a label differs from its spec
+    (a ``ppo:PATH`` checkpoint), the full specs are listed under the plot.
+    """
+    import textwrap
+
     from matplotlib.figure import Figure  # the Agg canvas; no pyplot, no display
 
     rows = results["agents"]
-    names = [f"{r['position']}: {r['agent']}" for r in rows]
-    x = np.arange(len(rows))
-    fig = Figure(figsize=(max(6.0, 1.2 * len(rows) + 3), 4.0), layout="constrained")
-    ax1, ax2 = fig.subplots(1, 2)
+    specs = [str(r["agent"]) for r in rows]
+    labels = short_labels(specs)
+    names = [f"{r['position']}: {label}" for r, label in zip(rows, labels, strict=True)]
+    legend = [f"{r['position']}: {spec}" for r, spec, label in zip(rows, specs, labels, strict=True) if spec != label]
+    y = np.arange(len(rows))
+    height = 1.6 + 0.38 * len(rows) + 0.18 * len(legend)
+    fig = Figure(figsize=(9.0, max(3.2, height)), layout="constrained")
+    ax1, ax2 = fig.subplots(1, 2, sharey=True)
     means, ci = [_num(r["mean_penalty"]) for r in rows], [_num(r["ci95"]) for r in rows]
-    ax1.bar(x, means, yerr=ci, capsize=4, color="tab:red")
-    ax1.set_ylabel("bullheads per round (lower is better)")
-    ax1.set_title("mean penalty, 95% CI")
+    ax1.barh(y, means, xerr=ci, capsize=3, color="tab:red")
+    ax1.set_xlabel("bullheads per round (lower is better)")
+    ax1.set_title("mean penalty, 95% CI", fontsize=10)
     shares, wci = [_num(r["win_share"]) for r in rows], [_num(r["win_share_ci95"]) for r in rows]
-    ax2.bar(x, shares, yerr=wci, capsize=4, color="tab:green")
-    ax2.axhline(1.0 / results["settings"]["num_players"], color="grey", linestyle="--", linewidth=1)
-    ax2.set_ylabel("share of wins")
-    ax2.set_title("win share (ties split), 95% CI")
-    for ax in (ax1, ax2):
-        ax.set_xticks(x, names, rotation=30, ha="right")
-    fig.suptitle(_headline(results), fontsize=8)
+    ax2.barh(y, shares, xerr=wci, capsize=3, color="tab:green")
+    ax2.axvline(1.0 / results["settings"]["num_players"], color="grey", linestyle="--", linewidth=1)
+    ax2.set_xlabel("share of wins (dashed: 1 / players)")
+    ax2.set_title("win share (ties split), 95% CI", fontsize=10)
+    ax1.set_yticks(y, names, fontsize=9)
+    ax1.invert_yaxis()  # position 0 on top, as in the table
+    fig.suptitle("\n".join(textwrap.wrap(_headline(results), 150)), fontsize=8)
+    if legend:
+        text = "\n".join(line if len(line) <= 150 else line[:64] + "…" + line[-85:] for line in legend)
+        fig.supxlabel(text, fontsize=7, ha="left", x=0.01, family="monospace")
     path = Path(path)
     fig.savefig(path, dpi=120)
     return path
@@ -797,7 +904,8 @@ def write_results(results: dict[str, Any], out: str | Path, overwrite: bool = Fa
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "results.json", "md": out / "results.md", "png": out / "results.png"}
     paths["json"].write_text(json.dumps(results, indent=2) + "\n")
-    paths["md"].write_text(markdown_table(results))
+    note = "\n" + league_note(results) if results["mode"] == "league" else ""
+    paths["md"].write_text(markdown_table(results) + note)
     plot_results(results, paths["png"])
     return paths
 

@@ -329,7 +329,8 @@ def test_smoke_run_then_evaluate_and_resume(tmp_path: Path) -> None:
     assert "Against greedy,greedy,greedy" in (run_dir / "report.md").read_text()
     assert sorted(p.name for p in (run_dir / "monitor").iterdir()) == [f"{i}.monitor.csv" for i in range(4)]
     assert list((run_dir / "tb").iterdir())
-    assert sorted(p.name for p in (run_dir / "pool").iterdir()) == [f"snapshot_{k}.zip" for k in (1024, 2048, 3072)]
+    # snapshots at 1024, 2048 and 3072 steps; the pool keeps the last pool_size (2)
+    assert sorted(p.name for p in (run_dir / "pool").iterdir()) == [f"snapshot_{k}.zip" for k in (2048, 3072)]
     resolved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert resolved["train"]["output_dir"] == str(tmp_path) and resolved["name"] == "smoke"
     with (run_dir / "eval.csv").open() as f:
@@ -351,8 +352,24 @@ def test_smoke_run_then_evaluate_and_resume(tmp_path: Path) -> None:
     assert learned < everyone / 2
     assert (out / "results.json").is_file() and (out / "results.png").is_file()
     result = _run(
-        "-m", "training.evaluate", "--agents", f"ppo:{best},ppo:{best},greedy", "--games", "12", "--out", str(out)
+        "-m",
+        "training.evaluate",
+        "--agents",
+        f"ppo:{best},ppo:{best},greedy,greedy",
+        "--games",
+        "12",
+        "--out",
+        str(out),
     )
+    assert result.returncode == 2 and "already holds results" in result.stderr  # never overwritten silently
+    assert (
+        "was trained for 4 players"
+        in _run("-m", "training.evaluate", "--agents", f"ppo:{best},ppo:{best},greedy", "--games", "12").stderr
+    )  # a 3-seat table for a 4-player run must be asked for with --players
+    result = _run(
+        "-m", "training.evaluate", "--agents", f"ppo:{best},ppo:{best},greedy", "--games", "12", "--players", "3",
+        "--out", str(tmp_path / "eval_3"),
+    )  # fmt: skip
     assert result.returncode == 0 and result.stdout.count(f"ppo:{best}") >= 2
 
     # resume from an earlier checkpoint: training continues to the budget and the run is completed again

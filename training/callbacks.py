@@ -67,11 +67,24 @@ class CheckpointEvery(_Every):
         save_model(self.model, self.folder / f"model_{self.num_timesteps}_steps.zip")
 
 
+def prune_pool(folder: Path, size: int) -> list[str]:
+    """Delete all but the newest ``size`` snapshots ``snapshot_<steps>.zip`` of ``folder`` (and their
+    ``.obsnorm.npz``); returns the paths kept, oldest first."""
+    snapshots = sorted(folder.glob("snapshot_*.zip"), key=_steps_of)
+    for old in snapshots[: max(0, len(snapshots) - size)]:
+        old.unlink(missing_ok=True)
+        old.with_name(old.stem + ".obsnorm.npz").unlink(missing_ok=True)
+    return [str(p) for p in snapshots[-size:]]
+
+
 class SelfPlayPool(_Every):
-    """Snapshots the learner every ``every`` steps into ``folder``; the opponents' pool is the last ``size``.
+    """Snapshots the learner every ``every`` steps into ``folder``; the opponents' pool is the last ``size``,
+    and older snapshot files are deleted (``pool/`` holds at most ``size``).
 
     After each snapshot the training envs get a new sampler (``make_sampler(pool)``)
-    through ``env_method("set_opponents", ...)``; it takes effect at their next reset.
+    through ``env_method("set_opponents", ...)``; it takes effect at their next reset. An evicted snapshot is
+    deleted only after that call returns: from then on no env draws it (opponents already playing keep their
+    loaded policy).
     """
 
     def __init__(self, every: int, folder: Path, size: int, make_sampler: Callable[[list[str]], Any]) -> None:
@@ -83,6 +96,7 @@ class SelfPlayPool(_Every):
         path = save_model(self.model, self.folder / f"snapshot_{self.num_timesteps}.zip")
         self.pool = [*self.pool, str(path)][-self.size :]
         self.training_env.env_method("set_opponents", self.make_sampler(self.pool))
+        prune_pool(self.folder, self.size)
         self.logger.record("self_play/pool_size", len(self.pool))
 
 

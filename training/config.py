@@ -256,11 +256,19 @@ def _numbers(value: Any) -> Any:
     return value
 
 
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """A PyYAML error in one line: what is wrong and where (line and column, 1-based)."""
+    problem = getattr(error, "problem", None) or getattr(error, "context", None) or str(error).splitlines()[0]
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{problem}{where}"
+
+
 def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") -> None:
     """Apply one ``a.b.c=value`` override to ``raw`` in place; ``value`` is parsed with ``yaml.safe_load``.
 
     Raises:
-        ConfigError: without ``=``, or when a key on the path is not a mapping.
+        ConfigError: without ``=``, a value that is not valid YAML, or when a key on the path is not a mapping.
     """
     if "=" not in assignment:
         raise ConfigError(f"{source}: override {assignment!r} must look like key.sub=value")
@@ -268,7 +276,10 @@ def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") 
     keys = path.strip().split(".")
     if not all(keys):
         raise ConfigError(f"{source}: override {assignment!r} has an empty key")
-    value = _numbers(yaml.safe_load(text)) if text.strip() else None
+    try:
+        value = _numbers(yaml.safe_load(text)) if text.strip() else None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{source}: the value of {path.strip()!r} is not valid YAML: {yaml_problem(e)}") from None
     node = raw
     for i, k in enumerate(keys[:-1]):
         node = node.setdefault(k, {})
@@ -481,12 +492,18 @@ def parse_config(raw: Any, source: str, overrides: Iterable[str] = ()) -> TrainC
     """Build and validate a :class:`TrainConfig` from a raw mapping (as ``yaml.safe_load`` gives).
 
     Raises:
-        ConfigError: naming ``source`` and the key.
+        ConfigError: naming ``source`` and the key; an empty (``None``) or non-mapping ``raw``.
     """
-    if raw is None:
-        raw = {}
+    if raw is None or raw == {}:
+        raise ConfigError(
+            f"{source}: the config is empty; give at least one section (env, opponents, self_play, algo, train, "
+            "eval, checkpoint), e.g. copy configs/ppo_4p.yaml"
+        )
     if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: the top level must be a mapping of sections, got {type(raw).__name__}")
+        raise ConfigError(
+            f"{source}: the top level must be a mapping of sections (env:, train:, ...), got a {type(raw).__name__}"
+            f" ({str(raw)[:60]!r})"
+        )
     raw = _numbers(dict(raw))
     for assignment in overrides:
         apply_override(raw, assignment, f"{source} (--set {assignment})")
@@ -499,15 +516,25 @@ def load_config(path: str | Path, overrides: Iterable[str] = ()) -> TrainConfig:
     The run name defaults to the file's stem (``configs/ppo_4p.yaml`` -> ``ppo_4p``).
 
     Raises:
-        ConfigError: a missing or unreadable file, bad YAML, or any error of :func:`parse_config`.
+        ConfigError: a missing, unreadable, binary or empty file, bad YAML, or any error of :func:`parse_config`.
     """
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
     try:
-        raw = yaml.safe_load(path.read_text())
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file (a YAML config is UTF-8 text)") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read: {e.strerror}") from None
+    if "\x00" in text:
+        raise ConfigError(f"{path}: not a text file (it holds NUL bytes; a YAML config is UTF-8 text)")
+    try:
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+        raise ConfigError(f"{path}: not valid YAML: {yaml_problem(e)}") from None
+    if raw == {}:
+        raw = None  # an empty mapping is as empty as an empty file: parse_config refuses it
     if isinstance(raw, dict) and "name" not in raw:
         raw = {"name": path.stem, **raw}
     return parse_config(raw, str(path), overrides)

@@ -2,17 +2,30 @@
 
 Usage::
 
-    python -m training.evaluate runs/ppo_4p/<stamp>/best_model.zip --opponents greedy,greedy,greedy --games 5000
+    python -m training.evaluate runs/ppo_4p/<stamp>/best_model.zip --games 5000
+    python -m training.evaluate runs/ppo_4p/<stamp>/best_model.zip --opponents random,lowest,highest --games 5000
     python -m training.evaluate --agents ppo:a.zip,ppo:b.zip,greedy,mc:16 --games 2000
 
-The first form seats the checkpoint (as the ``ppo:PATH`` agent of
-:mod:`training.agent`) with the listed opponents; the second lists every seat.
-Seats rotate over games (the arena's rule), so every agent plays every seat
-equally often. The table (mean penalty per round with 95% CI, win share, mean
-rank), ``results.json``/``.md``/``.png`` in ``--out`` (default: a folder
-beside the first checkpoint) and the number of illegal actions seen (the
-masked policies never choose one; the arena would stop with an
-``IllegalActionError`` naming the seat if any agent did) are printed.
+The first forms seat the checkpoint (as the ``ppo:PATH`` agent of
+:mod:`training.agent`) with the listed opponents (default: ``greedy`` in every
+other seat); the last lists every seat. Seats rotate over games (the arena's
+rule), so every agent plays every seat equally often.
+
+Rules: by default the game the (first) checkpoint was trained on: the rules
+stored in the checkpoint by training, else the ``config.yaml`` of its run
+folder (see :func:`checkpoint_rules`); ``--players``, ``--variant``,
+``--row-choice``, ``--episode`` and ``--end-score`` override them. Listing a
+table size the checkpoint was not trained for is an error unless ``--players``
+confirms it. The rules used and where they came from are printed.
+
+Output: the table (mean penalty per round with 95% CI, win share, mean rank),
+the number of illegal actions seen (the masked policies never choose one; the
+arena would stop with an ``IllegalActionError`` naming the seat if any agent
+did), and ``results.json``/``.md``/``.png`` in a new folder per evaluation:
+``<run>/evaluations/<stamp>/`` for a checkpoint in a run folder, else
+``runs/eval/<stamp>/``, or ``--out`` (refused if it already holds results,
+unless ``--overwrite``). ``--save-games FILE`` writes every game
+(:mod:`sixnimmt_env.records`). Output paths are checked before any game.
 
 A missing or corrupt checkpoint, or one trained for another observation size,
 stops with a clear error (exit code 2) before any game is played.
@@ -175,9 +188,14 @@ def write_report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[
         f"# Training report: {cfg.name}",
         "",
         f"- run folder: `{run_dir}`",
-        f"- steps: {summary['steps']:,} in {summary['seconds']:.0f} s "
-        f"({summary['steps_per_second']:,.0f} env steps/s during learn, evaluations included)"
-        + (" (stopped by train.max_minutes)" if summary.get("timed_out") else ""),
+        f"- steps: {summary['steps']:,}"
+        + (
+            f" (resumed at {summary['start_steps']:,}: this session {summary['session_steps']:,} steps"
+            if summary.get("start_steps")
+            else " ("
+        )
+        + f" in {summary['seconds']:.0f} s, {summary['steps_per_second']:,.0f} env steps/s during learn, "
+        "evaluations included)" + (" (stopped by train.max_minutes)" if summary.get("timed_out") else ""),
         f"- model: `{model.name}`; best during training: `best_model.zip`",
         "",
     ]
@@ -201,18 +219,144 @@ def write_report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[
     return path
 
 
+RULE_KEYS = ("num_players", "variant", "row_choice", "end_score", "end_rule", "max_rounds", "episode")
+"""The :class:`GameConfig` fields a run's rules fix (``num_players`` may be a list of table sizes)."""
+METADATA_KEY = "sixnimmt_game"
+"""The attribute under which training stores the game rules in a checkpoint (the zip's ``data`` JSON)."""
+
+
+def checkpoint_rules(checkpoint: str | Path) -> tuple[dict[str, Any], str] | None:
+    """The game rules a checkpoint was trained on, and where they were read, or ``None`` if unknown.
+
+    Looks, in order, at the checkpoint's own metadata (the ``sixnimmt_game`` entry training writes into
+    every checkpoint) and at the ``config.yaml`` of its run folder (the checkpoint's folder, or its parent
+    for ``checkpoints/`` and ``pool/``).
+
+    Returns:
+        ``(rules, source)``: ``rules`` maps every name of :data:`RULE_KEYS` to its value
+        (``num_players``: an int or a list of table sizes); ``source`` names the file read.
+
+    Raises:
+        ValueError: if the run's ``config.yaml`` exists but cannot be read or has no ``env`` section.
+    """
+    import json
+    import zipfile
+
+    path = Path(checkpoint)
+    try:
+        with zipfile.ZipFile(path) as z:
+            data = json.loads(z.read("data"))
+        meta = data.get(METADATA_KEY)
+        if isinstance(meta, dict) and all(k in meta for k in RULE_KEYS):
+            return {k: meta[k] for k in RULE_KEYS}, f"{path} (checkpoint metadata)"
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        pass
+    folder = path.parent
+    candidates = [folder / "config.yaml"]
+    if folder.name in ("checkpoints", "pool"):
+        candidates.append(folder.parent / "config.yaml")
+    for candidate in candidates:
+        if candidate.is_file():
+            import yaml
+
+            from training.config import EnvSection
+
+            try:
+                raw = yaml.safe_load(candidate.read_text(encoding="utf-8"))
+            except (yaml.YAMLError, UnicodeDecodeError) as e:
+                raise ValueError(f"the run config {candidate} of {path} cannot be read: {e}") from None
+            env = raw.get("env") if isinstance(raw, dict) else None
+            if not isinstance(env, dict):
+                raise ValueError(f"the run config {candidate} of {path} has no 'env' section")
+            defaults = EnvSection()
+            return {k: env.get(k, getattr(defaults, k)) for k in RULE_KEYS}, str(candidate)
+    return None
+
+
+def resolve_rules(
+    checkpoint: str | Path | None,
+    seats: int | None,
+    overrides: Mapping[str, Any],
+) -> tuple[dict[str, Any], str]:
+    """The :class:`GameConfig` keyword arguments of an evaluation, and a sentence saying where they come from.
+
+    Args:
+        checkpoint: the (first) checkpoint evaluated, or ``None``.
+        seats: the number of agents listed (``None``: not fixed by the command, as with the default opponents).
+        overrides: rule values given on the command line (``num_players``, ``variant``, ``row_choice``,
+            ``episode``, ``end_score``); ``None`` values are ignored.
+
+    Returns:
+        ``(game, source)``: ``game`` holds every field of :data:`RULE_KEYS` with an int ``num_players``.
+
+    Raises:
+        ValueError: when the listed seats do not match the table the checkpoint was trained on and
+            ``--players`` does not confirm the new size.
+    """
+    found = checkpoint_rules(checkpoint) if checkpoint is not None else None
+    if found is None:
+        base: dict[str, Any] = {"num_players": 4, "episode": "round"}
+        source = "defaults (single rounds, standard deck)"
+        if checkpoint is not None:
+            source += f": no training config or metadata found for {checkpoint}"
+    else:
+        base, source = dict(found[0]), f"the training rules of {found[1]}"
+    given = {k: v for k, v in overrides.items() if v is not None}
+    sizes = base["num_players"] if isinstance(base["num_players"], list) else [base["num_players"]]
+    if "num_players" in given:
+        players = given["num_players"]
+        if seats is not None and seats != players:
+            raise ValueError(f"--players {players} but {seats} agents are listed (one per seat)")
+    elif seats is not None:
+        if found is not None and seats not in sizes:
+            trained = " or ".join(map(str, sizes))
+            raise ValueError(
+                f"{checkpoint} was trained for {trained} players (from {found[1]}) but {seats} seats are listed; "
+                f"list {sizes[0]} seats (the checkpoint and {sizes[0] - 1} opponents), or pass --players {seats} to "
+                "evaluate on another table size"
+            )
+        players = seats
+    else:
+        players = sizes[0]
+    game = {**base, **given, "num_players": players}
+    changed = [f"{k}={given[k]}" for k in given if given[k] != base.get(k)]
+    if changed:
+        source += " with " + ", ".join(changed) + " from the command line"
+    return game, source
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m training.evaluate", description=__doc__.split("\n\n")[0])
     p.add_argument("checkpoint", nargs="?", help="a MaskablePPO .zip checkpoint (seated with --opponents)")
-    p.add_argument("--opponents", default="greedy,greedy,greedy", help="opponent specs (default greedy,greedy,greedy)")
+    p.add_argument(
+        "--opponents",
+        help="opponent specs, one per other seat (default: greedy in every other seat of the trained table)",
+    )
+    p.add_argument(
+        "--fill-seats",
+        action="store_true",
+        help="repeat the --opponents list to fill every other seat of the table (e.g. random,lowest,highest)",
+    )
     p.add_argument("--agents", help="every seat's spec instead, e.g. ppo:a.zip,ppo:b.zip,greedy,mc:16")
     p.add_argument("--games", type=int, default=5000, help="games to play (default 5000)")
     p.add_argument("--seed", type=int, default=0, help="arena seed (default 0)")
-    p.add_argument("--episode", default="round", help="round | game (default round)")
-    p.add_argument("--variant", default="standard", help="standard | tactics | logic")
-    p.add_argument("--row-choice", default="player", help="player | cheapest")
+    rules = p.add_argument_group(
+        "rules", "default: the rules the (first) checkpoint was trained on (its run's config.yaml)"
+    )
+    rules.add_argument("--players", type=int, help="players per table")
+    rules.add_argument("--variant", help="standard | tactics | logic")
+    rules.add_argument("--row-choice", help="player | cheapest")
+    rules.add_argument("--episode", help="round | game")
+    rules.add_argument("--end-score", type=int, help="end score of a whole game (R12)")
     p.add_argument("--workers", type=int, default=1, help="arena worker processes (default 1)")
-    p.add_argument("--out", help="folder for results.json/.md/.png (default beside the first checkpoint)")
+    p.add_argument(
+        "--out",
+        help="new folder for results.json/.md/.png (default: a new <run>/evaluations/<stamp>/ beside the "
+        "checkpoint, or runs/eval/<stamp>/)",
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace results already in --out")
+    p.add_argument("--save-games", metavar="FILE", help="write every game to FILE (JSON Lines, sixnimmt_env.records)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
 
@@ -224,32 +368,74 @@ def _specs(text: str, option: str) -> list[str]:
     return specs
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; returns the exit code (2 for bad input)."""
-    args = _parser().parse_args(argv)
-    import torch
+def _run_folder(checkpoint: Path) -> Path:
+    """The run folder a checkpoint belongs to (its folder, or the parent of ``checkpoints/``/``pool/``)."""
+    folder = checkpoint.parent
+    return folder.parent if folder.name in ("checkpoints", "pool") else folder
 
-    torch.set_num_threads(1)  # one-decision forward passes: more threads only fight each other
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; returns the exit code (2 for bad input, 130 when interrupted)."""
+    from sixnimmt_env.arena import check_new_file, check_results_folder, new_results_folder, warn_workers
+
+    args = _parser().parse_args(argv)
     try:
         if args.agents:
-            if args.checkpoint:
+            if args.checkpoint or args.opponents:
                 raise ValueError("give either a checkpoint with --opponents, or --agents, not both")
-            specs = _specs(args.agents, "--agents")
+            specs: list[str] | None = _specs(args.agents, "--agents")
+            first = next((s.split(":", 1)[1] for s in specs if s.startswith(("ppo:", "ppo-sample:"))), None)
         elif args.checkpoint:
-            specs = [f"ppo:{args.checkpoint}", *_specs(args.opponents, "--opponents")]
+            specs = None
+            first = args.checkpoint
         else:
             raise ValueError("give a checkpoint (with --opponents) or --agents")
-        game = {"episode": args.episode, "variant": args.variant, "row_choice": args.row_choice}
-        results = evaluate_agents(specs, args.games, game, args.seed, args.workers)
+        if first is not None and not Path(first).is_file():
+            raise ValueError(f"checkpoint {first!r} not found")
+        overrides = {
+            "num_players": args.players,
+            "variant": args.variant,
+            "row_choice": args.row_choice,
+            "episode": args.episode,
+            "end_score": args.end_score,
+        }
+        opponents = None if args.opponents is None else _specs(args.opponents, "--opponents")
+        seats = len(specs) if specs is not None else None
+        if opponents is not None and not args.fill_seats:
+            seats = len(opponents) + 1
+        game, source = resolve_rules(first, seats, overrides)
+        config = GameConfig(**game)
+        if specs is None:
+            n = config.num_players
+            pool = opponents or ["greedy"]
+            if opponents is None or args.fill_seats:
+                opponents = [pool[i % len(pool)] for i in range(n - 1)]
+            specs = [f"ppo:{args.checkpoint}", *opponents]
+        if args.out:
+            out = Path(args.out)
+        elif first is not None:
+            out = new_results_folder(_run_folder(Path(first)) / "evaluations")
+        else:
+            out = new_results_folder("runs/eval")
+        check_results_folder(out, args.overwrite)  # before any game: nothing is lost and no work is wasted
+        if args.save_games is not None:
+            check_new_file(args.save_games, "--save-games")
+        warn_workers(args.workers)
+        print(f"rules: {source}", file=sys.stderr)
+        import torch
+
+        torch.set_num_threads(1)  # one-decision forward passes: more threads only fight each other
+        results = evaluate_agents(
+            specs, args.games, game, args.seed, args.workers, args.save_games, progress=not args.quiet
+        )
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    first = next((s[s.index(":") + 1 :] for s in specs if s.startswith(("ppo:", "ppo-sample:"))), None)
-    if args.out:
-        out = Path(args.out)
-    else:
-        out = Path(first).with_name(f"eval_{Path(first).stem}") if first else Path("runs/eval")
-    paths = write_results(results, out)
+    except KeyboardInterrupt:
+        print("\ninterrupted: no results written", file=sys.stderr)
+        return 130
+    results["settings"]["rules_from"] = source
+    paths = write_results(results, out, overwrite=args.overwrite)
     print(markdown_table(results))
     decisions = sum(r.get("decisions", 0) for r in results["agents"])
     learned = sum(r.get("decisions", 0) for r in results["agents"] if str(r["agent"]).startswith(("ppo:", "ppo-")))
@@ -257,7 +443,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.workers > 1:
         counted = " (not counted per agent with --workers > 1; the arena stops at the first one)"
     print(f"illegal actions: {results['illegal_actions']}{counted}")
+    print(f"rules: {source}")
     print(f"wrote {paths['json']}, {paths['md']}, {paths['png']}")
+    if args.save_games is not None:
+        print(f"wrote {results['games']:,} game records to {args.save_games}")
     return 0
 
 

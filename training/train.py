@@ -13,8 +13,8 @@ file                       content
 ``config.yaml``            the resolved config (``--set`` applied)
 ``command.txt``            the command line that started (or resumed) the run
 ``checkpoints/``           ``model_<steps>_steps.zip`` every ``checkpoint.every``
-                           steps, at Ctrl-C and at the end
-``pool/``                  self-play snapshots
+                           steps, at Ctrl-C/SIGTERM and at the end
+``pool/``                  self-play snapshots (the newest ``pool_size``)
 ``best_model.zip``         the best score on the first evaluation line-up
 ``final_model.zip``        the model at the end of training
 ``tb/``                    TensorBoard logs
@@ -23,26 +23,48 @@ file                       content
 ``final_eval.csv``         the final arena table (each line-up, every seat)
 ``learning_curve.png``     mean penalty against each line-up over steps
 ``report.md``              the final table, training time and speed
+``evaluations/<stamp>/``   later ``training.evaluate`` runs of its checkpoints
+``run.lock(.json)``        the lock of a run in use, and who holds it
 =========================  ====================================================
 
-Ctrl-C saves a checkpoint and stops; ``--resume RUN_DIR`` continues from the
-last checkpoint of that run with its saved config (overrides are refused), up
-to ``train.total_timesteps``. ``train.max_minutes`` caps the wall time of
-training (the final report comes after it).
+Every checkpoint stores the game rules it was trained on (``sixnimmt_game`` in
+the zip's ``data``), which ``training.evaluate`` plays by default.
+
+Ctrl-C or SIGTERM (``timeout``, a job scheduler) saves a checkpoint and stops.
+``--resume RUN_DIR`` continues from the newest checkpoint of that run that
+loads (a damaged newest one is skipped with a warning) with its saved config,
+up to ``train.total_timesteps``; ``--set train.total_timesteps=N`` (and
+``train.max_minutes``) may be given with it to extend the budget of a run,
+finished or not: its earlier report is kept as ``report_<steps>_steps.md``.
+``train.max_minutes`` caps the wall time of training (the final report comes
+after it). Times and speeds printed after a resume count the resumed part only.
+
+A run folder in use is locked (``run.lock``, an operating-system file lock
+that ends with the process, so a killed run leaves no lock behind; who holds
+it is in ``run.lock.json``): a second ``--resume`` of the same run stops with a
+message instead of training beside the first.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import os
 import shlex
+import signal
+import socket
 import sys
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from training.config import ConfigError, TrainConfig, algo_kwargs, dump_config, load_config
+from training.config import ConfigError, TrainConfig, algo_kwargs, apply_override, dump_config, load_config
+
+RESUME_OVERRIDES = ("train.total_timesteps", "train.max_minutes")
+"""The keys ``--set`` may change with ``--resume``: the budget of the run."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,28 +78,136 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a config key, e.g. algo.learning_rate=1e-4 (VALUE is parsed as YAML)",
     )
-    p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint")
+    p.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="continue the run in RUN_DIR from its last good checkpoint (with --set train.total_timesteps=N to "
+        "extend its budget)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in logs)")
     return p
 
 
+def checkpoints(run_dir: Path) -> list[Path]:
+    """The checkpoints ``run_dir/checkpoints/model_<steps>_steps.zip``, newest (most steps) first."""
+    found = []
+    for p in (run_dir / "checkpoints").glob("model_*_steps.zip"):
+        parts = p.stem.split("_")
+        if len(parts) == 3 and parts[1].isdigit():
+            found.append((int(parts[1]), p))
+    return [p for _, p in sorted(found, reverse=True)]
+
+
 def last_checkpoint(run_dir: Path) -> Path | None:
     """The checkpoint of ``run_dir/checkpoints`` with the most steps, or ``None``."""
-    found = list((run_dir / "checkpoints").glob("model_*_steps.zip"))
+    found = checkpoints(run_dir)
+    return found[0] if found else None
+
+
+def last_good_checkpoint(run_dir: Path) -> tuple[Path, list[str]]:
+    """The newest checkpoint of ``run_dir`` that loads, and one warning per newer damaged one skipped.
+
+    Raises:
+        ConfigError: no checkpoint, or none that loads (naming each and why).
+    """
+    from training.agent import load_policy_agent
+
+    found = checkpoints(run_dir)
     if not found:
-        return None
-    return max(found, key=lambda p: int(p.stem.split("_")[1]))
+        raise ConfigError(f"{run_dir}: no checkpoint to resume from in {run_dir / 'checkpoints'}")
+    skipped = []
+    for path in found:
+        try:  # a damaged checkpoint or one of an earlier policy layout: skip it, say so
+            load_policy_agent(f"ppo:{path}")
+        except ValueError as e:
+            skipped.append(f"skipping damaged checkpoint {path.name}: {str(e).splitlines()[0]}")
+            continue
+        return path, skipped
+    raise ConfigError(f"--resume {run_dir}: no checkpoint loads; " + "; ".join(skipped))
+
+
+def _check_output_dir(output_dir: str) -> None:
+    """``train.output_dir`` must be a folder that exists or can be created, and writable (checked before work)."""
+    path = Path(output_dir)
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(f"train.output_dir {output_dir!r}: {str(probe)!r} is a file, not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"train.output_dir {output_dir!r}: {str(probe)!r} is not writable")
 
 
 def _new_run_dir(cfg: TrainConfig) -> Path:
+    _check_output_dir(cfg.train.output_dir)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = Path(cfg.train.output_dir) / cfg.name / stamp
     k = 1
     while run_dir.exists():
         run_dir = Path(cfg.train.output_dir) / cfg.name / f"{stamp}-{k}"
         k += 1
-    run_dir.mkdir(parents=True)
+    try:
+        run_dir.mkdir(parents=True)
+    except OSError as e:
+        raise ConfigError(f"train.output_dir {cfg.train.output_dir!r}: cannot create {run_dir}: {e}") from None
     return run_dir
+
+
+class RunInUse(ConfigError):
+    """Another process is training in this run folder."""
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path, command: str) -> Iterator[None]:
+    """Hold the run folder's lock while training (``run.lock``; holder details in ``run.lock.json``).
+
+    The lock is an operating-system lock (``filelock``): it ends with the process that holds it, so a
+    killed run leaves nothing that blocks a later ``--resume``; ``run.lock.json`` is only informative.
+
+    Raises:
+        RunInUse: naming the process (pid, host, start time, command) that trains in ``run_dir``.
+    """
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(run_dir / "run.lock")
+    info = run_dir / "run.lock.json"
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        holder = ""
+        with contextlib.suppress(OSError, ValueError):
+            h = json.loads(info.read_text())
+            holder = f" (pid {h['pid']} on {h['host']} since {h['started']}: {h['command']})"
+        raise RunInUse(
+            f"run folder {run_dir} is in use by another training{holder}; wait for it to end or stop it first"
+        ) from None
+    try:
+        started = datetime.now().isoformat(timespec="seconds")
+        host = socket.gethostname()
+        info.write_text(json.dumps({"pid": os.getpid(), "host": host, "started": started, "command": command}) + "\n")
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            info.unlink()
+        lock.release()
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM received: handled like Ctrl-C (a checkpoint is saved)."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`_Terminated` (a ``KeyboardInterrupt``) in the main thread."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise _Terminated()
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, progress: bool = True) -> dict[str, Any]:
@@ -90,13 +220,15 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
         progress: show the tqdm bar.
 
     Returns:
-        ``{"run_dir", "steps", "seconds", "steps_per_second", "interrupted", "final_model", "best_model"}``.
+        ``{"run_dir", "steps", "start_steps", "session_steps", "seconds", "steps_per_second", "interrupted",
+        "signal", "timed_out", "checkpoint", "final_model", "best_model"}``: ``seconds`` and
+        ``steps_per_second`` count this session only (``session_steps`` steps from ``start_steps``).
     """
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import CallbackList
 
-    from training.callbacks import ArenaEval, CheckpointEvery, Progress, SelfPlayPool, save_model
+    from training.callbacks import ArenaEval, CheckpointEvery, Progress, SelfPlayPool, prune_pool, save_model
     from training.evaluate import evaluate_lineups, write_report
     from training.vec import build_vec_env, sampler_from_config
 
@@ -105,8 +237,9 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     pool: list[str] = []
     if cfg.self_play.enabled:
         pool_dir.mkdir(exist_ok=True)
-        pool = [str(p) for p in sorted(pool_dir.glob("snapshot_*.zip"), key=lambda p: int(p.stem.split("_")[1]))]
-        pool = pool[-cfg.self_play.pool_size :]
+        pool = prune_pool(pool_dir, cfg.self_play.pool_size)
+    if resume_from is not None:
+        _set_aside_monitor_logs(run_dir / "monitor", resume_from)
     venv = build_vec_env(cfg, run_dir / "monitor", pool)
     seed = cfg.train.seed
     if resume_from is not None:
@@ -131,6 +264,8 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
             **algo_kwargs(cfg),
         )
     game = cfg.env.game_kwargs()
+    # the rules travel with every checkpoint (the zip's data JSON): training.evaluate reads them
+    model.sixnimmt_game = {**game, "num_players": cfg.env.num_players}
 
     def evaluate(path: Path) -> list[dict[str, Any]]:
         return evaluate_lineups(f"ppo:{path}", cfg.eval.opponents, cfg.eval.games, game, seed=cfg.train.seed)
@@ -156,16 +291,19 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     start = time.perf_counter()
     start_steps = model.num_timesteps
     interrupted = False
+    stop_signal = None
     try:
-        if remaining > 0:
-            model.learn(
-                remaining,
-                callback=CallbackList(callbacks),
-                reset_num_timesteps=resume_from is None,
-                tb_log_name="ppo",
-            )
-    except KeyboardInterrupt:
+        with _sigterm_as_interrupt():
+            if remaining > 0:
+                model.learn(
+                    remaining,
+                    callback=CallbackList(callbacks),
+                    reset_num_timesteps=resume_from is None,
+                    tb_log_name="ppo",
+                )
+    except KeyboardInterrupt as e:
         interrupted = True
+        stop_signal = "SIGTERM" if isinstance(e, _Terminated) else "Ctrl-C"
         if bar.bar is not None:
             bar.bar.close()
     seconds = time.perf_counter() - start
@@ -176,15 +314,22 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     summary: dict[str, Any] = {
         "run_dir": str(run_dir),
         "steps": steps,
+        "start_steps": start_steps,
+        "session_steps": steps - start_steps,
         "seconds": seconds,
         "steps_per_second": (steps - start_steps) / max(seconds, 1e-9),
         "interrupted": interrupted,
+        "signal": stop_signal,
         "timed_out": bar.timed_out,
         "checkpoint": str(ckpt),
     }
     if interrupted:
-        print(f"\ninterrupted at {steps} steps: checkpoint {ckpt}; continue with --resume {run_dir}", file=sys.stderr)
+        print(
+            f"\nstopped by {stop_signal} at {steps:,} steps: checkpoint {ckpt}; continue with --resume {run_dir}",
+            file=sys.stderr,
+        )
         return summary
+    _keep_earlier_report(run_dir)
     final = save_model(model, run_dir / "final_model.zip")
     best = run_dir / "best_model.zip"
     if not best.is_file():  # no evaluation ran during training (tiny budget): the final model is the best known
@@ -195,47 +340,134 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     return summary
 
 
+def _set_aside_monitor_logs(monitor_dir: Path, resume_from: Path) -> None:
+    """Rename a resumed run's Monitor CSVs to ``<name>.until_<steps>_steps.monitor.csv``: each session writes
+    its own files, each with the header SB3's ``load_results`` reads (it reads every ``*monitor.csv``)."""
+    steps = resume_from.stem.split("_")[1]
+    if not monitor_dir.is_dir():
+        return
+    for path in monitor_dir.glob("*.monitor.csv"):
+        if ".until_" in path.name:
+            continue
+        target = path.with_name(path.name.replace(".monitor.csv", f".until_{steps}_steps.monitor.csv"))
+        k = 1
+        while target.exists():
+            target = path.with_name(path.name.replace(".monitor.csv", f".until_{steps}_steps-{k}.monitor.csv"))
+            k += 1
+        path.rename(target)
+
+
+def _keep_earlier_report(run_dir: Path) -> None:
+    """Before an extended run writes its final files, keep the earlier report as ``report_<steps>_steps.md``
+    (and ``final_eval_<steps>_steps.csv``); the earlier final model stays as ``checkpoints/model_<steps>_steps.zip``."""
+    report = run_dir / "report.md"
+    if not report.is_file():
+        return
+    import re
+
+    found = re.search(r"- steps: ([\d,]+)", report.read_text())
+    steps = found.group(1).replace(",", "") if found else "earlier"
+    for name, suffix in (("report", ".md"), ("final_eval", ".csv")):
+        old = run_dir / f"{name}{suffix}"
+        if old.is_file():
+            old.rename(run_dir / f"{name}_{steps}_steps{suffix}")
+
+
+def _resume_config(run_dir: Path, overrides: list[str]) -> tuple[TrainConfig, list[str]]:
+    """The saved config of ``run_dir`` with the allowed budget overrides applied (written back to config.yaml
+    by the caller); returns it and a note per change."""
+    import yaml
+
+    from training.config import parse_config
+
+    for assignment in overrides:
+        key = assignment.split("=", 1)[0].strip()
+        if key not in RESUME_OVERRIDES:
+            raise ConfigError(
+                f"--resume continues a run with its saved config: --set {key} is not allowed (only "
+                f"{', '.join(RESUME_OVERRIDES)}, to extend its budget); start a new run to change anything else"
+            )
+    path = run_dir / "config.yaml"
+    cfg = load_config(path)
+    if not overrides:
+        return cfg, []
+    raw = yaml.safe_load(path.read_text())
+    for assignment in overrides:
+        apply_override(raw, assignment, f"{path} (--set {assignment})")
+    new = parse_config(raw, str(path))
+    notes = [
+        f"{key}: {old} -> {value}"
+        for key, old, value in (
+            ("train.total_timesteps", cfg.train.total_timesteps, new.train.total_timesteps),
+            ("train.max_minutes", cfg.train.max_minutes, new.train.max_minutes),
+        )
+        if old != value
+    ]
+    return new, notes
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point; returns the exit code (2 for a config error)."""
+    """Command-line entry point; returns the exit code (2 for a config error or a run in use, 130 when stopped)."""
     args = _parser().parse_args(argv)
     import training.agent  # noqa: F401  (registers the ppo: agent specs before configs are checked)
 
     command = "python -m training.train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    try:
-        if args.resume:
-            run_dir = Path(args.resume)
-            if args.overrides or args.config:
-                raise ConfigError("--resume continues a run with its saved config: give no config file and no --set")
-            cfg = load_config(run_dir / "config.yaml")
-            resume_from = last_checkpoint(run_dir)
-            if resume_from is None:
-                raise ConfigError(f"{run_dir}: no checkpoint to resume from in {run_dir / 'checkpoints'}")
-            from training.agent import load_policy_agent
-
-            try:  # a damaged checkpoint or one of an earlier policy layout: a clear message, not a traceback
-                load_policy_agent(f"ppo:{resume_from}")
-            except ValueError as e:
-                raise ConfigError(f"--resume {run_dir}: {e}") from None
-        else:
-            if not args.config:
-                raise ConfigError("give a config file, e.g. configs/ppo_4p.yaml")
-            cfg = load_config(args.config, args.overrides)
-            run_dir = _new_run_dir(cfg)
-            resume_from = None
-            dump_config(cfg, run_dir / "config.yaml")
-    except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
-    with (run_dir / "command.txt").open("a") as f:
-        f.write(command + "\n")
-    print(f"run folder: {run_dir}", file=sys.stderr)
-    summary = train(cfg, run_dir, resume_from, progress=not args.no_progress)
+    with contextlib.ExitStack() as stack:
+        try:
+            if args.resume:
+                run_dir = Path(args.resume)
+                if args.config:
+                    raise ConfigError("--resume continues a run with its saved config: give no config file")
+                if not (run_dir / "config.yaml").is_file():
+                    raise ConfigError(f"--resume {run_dir}: no config.yaml there; is it a run folder?")
+                stack.enter_context(run_lock(run_dir, command))
+                cfg, changes = _resume_config(run_dir, args.overrides)
+                resume_from, skipped = last_good_checkpoint(run_dir)
+                for warning in skipped:
+                    print(f"warning: {warning}", file=sys.stderr)
+                done = _steps_of_checkpoint(resume_from)
+                if changes and cfg.train.total_timesteps <= done:
+                    raise ConfigError(
+                        f"--resume {run_dir}: train.total_timesteps={cfg.train.total_timesteps:,} is not above the "
+                        f"{done:,} steps already trained ({resume_from.name}); give a larger budget"
+                    )
+                if changes:
+                    dump_config(cfg, run_dir / "config.yaml")
+                    print("extending the run: " + "; ".join(changes), file=sys.stderr)
+                elif done >= cfg.train.total_timesteps and (run_dir / "final_model.zip").is_file():
+                    raise ConfigError(
+                        f"--resume {run_dir}: the run is finished ({done:,} of train.total_timesteps="
+                        f"{cfg.train.total_timesteps:,} steps); extend it with "
+                        f"--set train.total_timesteps=<more than {done}>"
+                    )
+            else:
+                if not args.config:
+                    raise ConfigError("give a config file, e.g. configs/ppo_4p.yaml")
+                cfg = load_config(args.config, args.overrides)
+                run_dir = _new_run_dir(cfg)
+                stack.enter_context(run_lock(run_dir, command))
+                resume_from = None
+                dump_config(cfg, run_dir / "config.yaml")
+        except ConfigError as e:
+            print(f"{'error' if isinstance(e, RunInUse) else 'config error'}: {e}", file=sys.stderr)
+            return 2
+        with (run_dir / "command.txt").open("a") as f:
+            f.write(command + "\n")
+        print(f"run folder: {run_dir}", file=sys.stderr)
+        if resume_from is not None:
+            print(f"resuming from {resume_from}", file=sys.stderr)
+        summary = train(cfg, run_dir, resume_from, progress=not args.no_progress)
+    resumed = f" (resumed at {summary['start_steps']:,})" if summary["start_steps"] else ""
     print(
-        f"{summary['steps']} steps in {summary['seconds']:.0f} s ({summary['steps_per_second']:,.0f} steps/s); "
-        f"run folder {run_dir}",
+        f"{summary['session_steps']:,} steps in {summary['seconds']:.0f} s ({summary['steps_per_second']:,.0f} "
+        f"steps/s){resumed}; {summary['steps']:,} in all; run folder {run_dir}",
         file=sys.stderr,
     )
     return 130 if summary["interrupted"] else 0
+
+
+def _steps_of_checkpoint(path: Path) -> int:
+    return int(path.stem.split("_")[1])
 
 
 if __name__ == "__main__":

@@ -137,7 +137,9 @@ class EnvFactory:
 
             torch.set_num_threads(self.torch_threads)
         env = make_env(opponents=self.sampler, learner_seat=self.learner_seat, **self.game)  # type: ignore[arg-type]
-        return Monitor(env, self.monitor_file, override_existing=False)  # --resume appends to the run's logs
+        # a new file gets SB3's two header lines (load_results needs them); an existing one is appended to
+        fresh = self.monitor_file is None or not Path(self.monitor_file).is_file()
+        return Monitor(env, self.monitor_file, override_existing=fresh)
 
 
 def _worker(remote: Any, parent_remote: Any, env_fns: list[Callable[[], gym.Env]]) -> None:
