@@ -574,7 +574,7 @@ def test_tui_replays_a_record(records_file):
 
 
 def test_a_trained_checkpoint_plays_at_the_table(tmp_path):
-    from tests.test_training import _tiny_model
+    from test_training import _tiny_model
 
     path = _tiny_model(tmp_path)
     config = E.GameConfig(num_players=3, episode="round")

@@ -12,11 +12,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_play import _engine_game, _lowest_choice
 
 from sixnimmt_env import engine as E
 from sixnimmt_env.play.server import BackgroundServer, create_app
 from sixnimmt_env.play.settings import PlaySettings
-from tests.test_play import _engine_game, _lowest_choice
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
