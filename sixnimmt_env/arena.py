@@ -45,13 +45,14 @@ objects.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import math
 import multiprocessing
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -253,6 +254,24 @@ def _games(job: _Job, agents: Sequence[Agent], start: int, stop: int) -> _Chunk:
 _WORKER: dict[str, Any] = {}
 
 
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Ignore SIGINT while worker processes start: they inherit the ignored signal (Python installs its
+    KeyboardInterrupt handler only where SIGINT is not ignored at start-up), so Ctrl-C, which reaches the
+    whole process group, stops only the parent, which then ends the pool; no worker prints a traceback."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def _init_worker(registry: dict[str, tuple[Callable[[str], Agent], str]], entries: Sequence[Any], job: _Job) -> None:
     import signal
 
@@ -353,7 +372,9 @@ def _run(
         else:
             ctx = multiprocessing.get_context("spawn")
             init = (agents_module.registered_factories(), list(entries), job)
-            with ctx.Pool(workers, initializer=_init_worker, initargs=init) as pool:
+            with _workers_ignore_ctrl_c():
+                pool = ctx.Pool(workers, initializer=_init_worker, initargs=init)
+            with pool:
                 for part in pool.imap_unordered(_worker_games, chunks):
                     store(part)
     finally:

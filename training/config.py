@@ -446,6 +446,12 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
                 f"{source}: key 'eval.opponents[{i}]' must name 1..9 opponents (the table is them plus the learner), "
                 f"got {lineup!r}"
             )
+        if len(specs) + 1 not in sizes:
+            allowed = " or ".join(str(n - 1) for n in sizes)
+            raise ConfigError(
+                f"{source}: key 'eval.opponents[{i}]' seats {len(specs) + 1} players (the learner and {len(specs)} "
+                f"opponents) but env.num_players is {cfg.env.num_players!r}: list {allowed} opponents"
+            )
         for spec in specs:
             check_agent_spec(spec, f"eval.opponents[{i}]", source)
     for key, value in [

@@ -433,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 if changes:
                     dump_config(cfg, run_dir / "config.yaml")
-                    print("extending the run: " + "; ".join(changes), file=sys.stderr)
+                    print("new budget: " + "; ".join(changes), file=sys.stderr)
                 elif done >= cfg.train.total_timesteps and (run_dir / "final_model.zip").is_file():
                     raise ConfigError(
                         f"--resume {run_dir}: the run is finished ({done:,} of train.total_timesteps="
