@@ -218,11 +218,13 @@ def _games(job: _Job, agents: Sequence[Agent], start: int, stop: int) -> _Chunk:
 
     ``penalties[k, i]`` and ``tables[k, i]`` are the bullheads and the listed
     agent position of seat ``i`` in game ``start + k``; ``records`` the game
-    records (``job.record``, reference engine only) or ``None``.
+    records (``job.record``) or ``None``.
     """
-    if job.engine != "reference" and not job.record:
-        from sixnimmt_env.batched.arena import arena_chunk
+    if job.engine != "reference":
+        from sixnimmt_env.batched.arena import arena_chunk, supports
 
+        if job.record and supports(agents):
+            return _batched_recorded(job, agents, start, stop)
         fast = arena_chunk(job, agents, start, stop)
         if fast is not None:
             return (*fast, None)
@@ -249,6 +251,48 @@ def _games(job: _Job, agents: Sequence[Agent], start: int, stop: int) -> _Chunk:
         if recorder is not None:
             records.append(recorder.finish())
     return start, penalties, rounds, tables, records
+
+
+def _batched_recorded(job: _Job, agents: Sequence[Agent], start: int, stop: int) -> _Chunk:
+    """Games ``start..stop-1`` on the batched engine, as :func:`sixnimmt_env.batched.arena.play_games` plays
+    them (the same deals, agents and random streams, so the same results), with a game record of each: the
+    state of every unfinished game is read (:meth:`BatchedGames.get_state`) before and after every step."""
+    from sixnimmt_env.batched.agents import KINDS, HeuristicPlayers
+    from sixnimmt_env.batched.arena import spec_of, streams
+    from sixnimmt_env.batched.core import BatchedGames
+
+    config = job.config
+    n = config.num_players
+    count = stop - start
+    games = np.arange(start, stop, dtype=np.int64)
+    if job.league:
+        tables = np.array(
+            [np.random.default_rng([TABLE_TAG, job.seed, g]).permutation(job.num_agents)[:n] for g in games], np.int64
+        ).reshape(count, n)
+    else:
+        tables = (np.arange(n)[None, :] + games[:, None]) % job.num_agents
+    specs = [spec_of(a) for a in agents]
+    kinds_of = np.array([KINDS[s] for s in specs], np.int8)
+    deals = games // n if job.duplicate else games
+    batch = BatchedGames(config, count, seed=0)
+    batch.reset(streams=streams(DEAL_TAG, job.seed, deals))
+    players = HeuristicPlayers(batch, kinds_of[tables])
+    players.rng[:] = streams(AGENT_TAG, job.seed, games)
+    recorders = [
+        GameRecorder(config, [specs[p] for p in tables[k]], job.seed, int(g), int(deals[k]), tables[k].tolist())
+        for k, g in enumerate(games)
+    ]
+    actions = np.zeros((count, n), np.int64)
+    while not batch.done.all():
+        live = np.flatnonzero(~batch.done).tolist()
+        before = [batch.get_state(b) for b in live]
+        players.act(actions)
+        chosen = actions.copy()
+        penalties = batch.step(actions, check=False)
+        for b, state in zip(live, before, strict=True):
+            recorders[b].observe(state, chosen[b].tolist(), penalties[b].tolist(), batch.get_state(b))
+    records = [r.finish() for r in recorders]
+    return start, batch.totals.astype(np.int64), batch.round.astype(np.int64) + 1, tables, records
 
 
 _WORKER: dict[str, Any] = {}
@@ -338,12 +382,7 @@ def _run(
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {job.engine!r}")
     from sixnimmt_env.batched.arena import CHUNK, supports
 
-    if job.record and job.engine == "batched":
-        raise ValueError(
-            "saving games needs the reference engine (the batched engine does not record decisions): "
-            "use engine 'auto' or 'reference'"
-        )
-    batched = job.engine != "reference" and not job.record and supports(built)
+    batched = job.engine != "reference" and supports(built)
     if job.engine == "batched" and not batched:
         raise ValueError(
             "engine='batched' needs every agent to be random, lowest, highest or greedy; "
@@ -486,8 +525,9 @@ def run_arena(
         duplicate: replay each deal with the seats rotated through every position.
         progress: show a tqdm progress bar on stderr.
         engine: ``"auto"``, ``"reference"`` or ``"batched"`` (:data:`ENGINES`).
-        save_games: a new ``.jsonl`` file for every game's record (:mod:`sixnimmt_env.records`); the games
-            are then played on the reference engine. Checked before any game is played.
+        save_games: a new ``.jsonl`` file for every game's record (:mod:`sixnimmt_env.records`), on either
+            engine (the batched one reads every game's state at every step, which costs most of its speed).
+            Checked before any game is played.
         keep_games: also return ``per_game``: ``penalties`` (games x agents,
             bullheads by listed position) and ``rounds`` (per game).
 
@@ -958,7 +998,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--save-games",
         metavar="FILE",
-        help="write every game to FILE (JSON Lines, sixnimmt_env.records; plays on the reference engine); "
+        help="write every game to FILE (JSON Lines, sixnimmt_env.records); "
         "view one with python -m sixnimmt_env.replay FILE --game N",
     )
     p.add_argument("--duplicate", action="store_true", help="replay each deal with seats rotated through all positions")
@@ -1026,6 +1066,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     except KeyboardInterrupt:
         print("\ninterrupted: no results written", file=sys.stderr)
         raise SystemExit(130) from None
+    if args.out is None and out.exists():  # another run took this stamped name meanwhile: the next free one
+        out = new_results_folder(out.parent)
     paths = write_results(results, out, overwrite=args.overwrite)
     print(markdown_table(results))
     if results["mode"] == "league":

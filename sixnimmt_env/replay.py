@@ -37,7 +37,7 @@ def format_rows(rows: Sequence[Sequence[int]], indent: str = "    ") -> list[str
     lines = []
     for r, row in enumerate(rows):
         cards = " ".join(f"{c:>3}" for c in row)
-        lines.append(f"{indent}row {r}: {cards:<20}  {_bh(row_bullheads(row)):>12}")
+        lines.append(f"{indent}row {r}: {cards:<20}  {_bh(row_bullheads(row))}")
     return lines
 
 

@@ -141,13 +141,31 @@ def test_league_and_workers_record_in_game_order(tmp_path):
         assert len(set(r.positions)) == 4
 
 
-def test_save_games_picks_the_reference_engine_and_refuses_batched(tmp_path):
-    results = run_arena(["greedy", "lowest", "random"], 6, 0, save_games=tmp_path / "a.jsonl")
-    assert results["settings"]["save_games"] == str(tmp_path / "a.jsonl")
-    with pytest.raises(ValueError, match="saving games needs the reference engine"):
-        run_arena(["greedy", "lowest", "random"], 6, 0, engine="batched", save_games=tmp_path / "b.jsonl")
+@pytest.mark.parametrize(
+    "config",
+    [
+        E.GameConfig(num_players=4, episode="round"),
+        E.GameConfig(num_players=3, variant="logic", episode="game", end_score=30),
+        E.GameConfig(num_players=4, row_choice="cheapest", episode="game", end_score=40),
+    ],
+    ids=["round", "logic-game", "cheapest-game"],
+)
+def test_batched_engine_games_are_recorded_with_the_same_results(tmp_path, config):
+    """Recording on the batched engine changes nothing in its results, and every game it recorded replays
+    exactly through the reference engine."""
+    agents = ["greedy", "lowest", "highest", "random"][: config.num_players]
+    plain = run_arena(agents, 30, 5, config, keep_games=True, engine="batched")
+    path = tmp_path / "b.jsonl"
+    recorded = run_arena(agents, 30, 5, config, keep_games=True, engine="batched", save_games=path)
+    assert recorded["per_game"] == plain["per_game"]
+    records = read_records(path)
+    assert [r.game for r in records] == list(range(30))
+    for g, record in enumerate(records):
+        replay(record)
+        by_position = [record.totals[record.positions.index(p)] for p in range(config.num_players)]
+        assert by_position == plain["per_game"]["penalties"][g]
     with pytest.raises(ValueError, match="already exists"):
-        run_arena(["greedy", "lowest", "random"], 6, 0, save_games=tmp_path / "a.jsonl")
+        run_arena(agents, 6, 0, config, save_games=path)
 
 
 def test_replay_command_prints_the_game(tmp_path, capsys):

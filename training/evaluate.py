@@ -435,6 +435,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\ninterrupted: no results written", file=sys.stderr)
         return 130
     results["settings"]["rules_from"] = source
+    if not args.out and out.exists():  # another run took this stamped name meanwhile: the next free one
+        out = new_results_folder(out.parent)
     paths = write_results(results, out, overwrite=args.overwrite)
     print(markdown_table(results))
     decisions = sum(r.get("decisions", 0) for r in results["agents"])

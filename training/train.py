@@ -141,16 +141,17 @@ def _check_output_dir(output_dir: str) -> None:
 def _new_run_dir(cfg: TrainConfig) -> Path:
     _check_output_dir(cfg.train.output_dir)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    run_dir = Path(cfg.train.output_dir) / cfg.name / stamp
-    k = 1
-    while run_dir.exists():
-        run_dir = Path(cfg.train.output_dir) / cfg.name / f"{stamp}-{k}"
-        k += 1
-    try:
-        run_dir.mkdir(parents=True)
-    except OSError as e:
-        raise ConfigError(f"train.output_dir {cfg.train.output_dir!r}: cannot create {run_dir}: {e}") from None
-    return run_dir
+    base = Path(cfg.train.output_dir) / cfg.name
+    for k in range(1000):  # two runs started in the same second get -1, -2, ...: mkdir decides who has which
+        run_dir = base / (stamp if k == 0 else f"{stamp}-{k}")
+        try:
+            run_dir.mkdir(parents=True)
+            return run_dir
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise ConfigError(f"train.output_dir {cfg.train.output_dir!r}: cannot create {run_dir}: {e}") from None
+    raise ConfigError(f"train.output_dir {cfg.train.output_dir!r}: no free run folder name under {base}")
 
 
 class RunInUse(ConfigError):
