@@ -1,0 +1,117 @@
+"""The play table in a real browser: Debian's headless Chromium driven by Playwright plays a whole round by
+clicking, and the scores on the page are checked against the engine (issue 14).
+
+Playwright never downloads a browser here: it starts ``/usr/bin/chromium`` (Debian's ``chromium`` package, which
+``.ci/run`` installs where missing). Set ``SIXNIMMT_SCREENSHOTS=DIR`` to keep the screenshots in ``DIR``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from test_play import _engine_game, _lowest_choice
+
+from sixnimmt_env import engine as E
+from sixnimmt_env.play.server import BackgroundServer, create_app
+from sixnimmt_env.play.settings import PlaySettings
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not shutil.which(CHROMIUM):
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium package")
+        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (CI installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def _screenshot_dir(tmp_path: Path) -> Path:
+    out = Path(os.environ.get("SIXNIMMT_SCREENSHOTS", tmp_path))
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def test_a_whole_round_by_clicking(browser, tmp_path):
+    config = E.GameConfig(num_players=4, episode="round")
+    specs = ("human", "greedy", "mc:16", "random")
+    app = create_app(PlaySettings(config, specs, seed=1, coach_samples=200))  # seed 1: three low cards of yours
+    shots = _screenshot_dir(tmp_path)
+    errors: list[str] = []
+    with BackgroundServer(app) as url:
+        page = browser.new_page(viewport={"width": 1360, "height": 900})
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url + "/?anim=0")  # no pause between placed cards
+        page.wait_for_selector("button[data-card]:not([disabled])")
+        page.check("#coach-box")
+        clicks = row_clicks = 0
+        while True:
+            page.wait_for_selector("button[data-card]:not([disabled]), [data-row], #final:not([hidden])")
+            if page.is_visible("#final"):
+                break
+            if page.query_selector("[data-row]"):
+                page.wait_for_selector(".coach-row.best")  # the coach rates every row
+                page.click("[data-row] >> nth=0")  # a low card: take row 1
+                row_clicks += 1
+            else:
+                page.wait_for_selector(".ev.best")  # the coach has answered
+                if clicks == 4:
+                    page.screenshot(path=str(shots / "play_table_midgame.png"))
+                page.click("button[data-card]:not([disabled]) >> nth=0")  # the lowest card
+            clicks += 1
+            assert clicks < 40
+        page.screenshot(path=str(shots / "play_table_final.png"))
+        expected = _engine_game(config, list(specs), 1, _lowest_choice).totals
+        assert row_clicks == 3
+        shown = [int(page.inner_text(f"[data-final='{s}']")) for s in range(4)]
+        assert shown == list(expected)
+        assert [int(page.inner_text(f"[data-total='{s}']").split()[0]) for s in range(4)] == list(expected)
+        assert page.inner_text("#final-title").startswith("Game over:")
+        # the same game opened in a second tab: a clear error, and the game is not touched
+        game_url = page.url
+        other = browser.new_page()
+        other.goto(game_url)
+        other.wait_for_selector("#error:not([hidden])")
+        assert "open in another tab" in other.inner_text("#error-text")
+        assert other.is_visible("#error-claim")
+        other.close()
+        page.close()
+    assert errors == []
+    assert (shots / "play_table_final.png").stat().st_size > 10_000
+
+
+def test_watching_agents_play_on_by_themselves(browser):
+    config = E.GameConfig(num_players=4, end_score=40)
+    specs = ("mc:8", "greedy", "random", "lowest")
+    app = create_app(PlaySettings(config, specs, seed=3))
+    with BackgroundServer(app) as url:
+        page = browser.new_page(viewport={"width": 1360, "height": 900})
+        page.goto(url + "/?anim=0")
+        page.wait_for_selector("#step-btn:not([disabled])")
+        assert page.is_hidden("#coach-toggle") and page.is_hidden("#hand-area")
+        page.click("#step-btn")  # one turn by hand ...
+        page.wait_for_function("document.querySelectorAll('#hands .card').length === 36")  # every hand, 9 left
+        page.select_option("#speed", "120")
+        page.click("#auto-btn")  # ... then the rest on their own
+        page.wait_for_selector("#final:not([hidden])", timeout=60_000)
+        expected = _engine_game(config, list(specs), 3, None).totals
+        assert [int(page.inner_text(f"[data-final='{s}']")) for s in range(4)] == list(expected)
+        page.close()
