@@ -131,5 +131,5 @@ def test_heuristic_kernels_agree_with_the_reference_agents_on_the_light_rows() -
         free = [c for c in range(1, 105) if all(c not in r for r in rows)]
         hand = sorted(rng.choice(free, size=int(rng.integers(1, 11)), replace=False).tolist())
         ends, lens, costs = _light(rows)
-        j = greedy_index(np.array(hand, np.int64), len(hand), ends, lens, costs)
+        j = greedy_index(np.array([hand], np.int64), 0, len(hand), ends, lens, costs)
         assert hand[j] == ref_agents.greedy_card(hand, rows, [E.row_bullheads(r) for r in rows])

@@ -60,15 +60,15 @@ def kind_codes(specs: Sequence[str]) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def greedy_index(hand: np.ndarray, k: int, ends: np.ndarray, lens: np.ndarray, costs: np.ndarray) -> int:
-    """Index into the ascending ``hand[:k]`` of its card of lowest immediate cost, ties to the lower card.
+def greedy_index(hands: np.ndarray, s: int, k: int, ends: np.ndarray, lens: np.ndarray, costs: np.ndarray) -> int:
+    """Index into the ascending hand ``hands[s, :k]`` of its card of lowest immediate cost, ties to the lower card.
 
     The cost is :func:`~sixnimmt_env.batched.kernel.immediate_cost` on the light rows ``ends``, ``lens``,
     ``costs`` (as :func:`sixnimmt_env.agents.greedy_card`): the first card that takes nothing is played at once.
     """
     best, best_cost = 0, 1 << 30
     for i in range(k):
-        cost = immediate_cost(ends, lens, costs, hand[i])
+        cost = immediate_cost(ends, lens, costs, hands[s, i])
         if cost == 0:
             return i
         if cost < best_cost:
@@ -113,19 +113,29 @@ def _display_card(display: np.ndarray, deck_size: int, kind: int, rng: np.ndarra
 
 @njit(cache=True, inline="always")
 def card_index(
-    kind: int, hand: np.ndarray, k: int, ends: np.ndarray, lens: np.ndarray, costs: np.ndarray, rng: np.ndarray, b: int
+    kind: int,
+    hands: np.ndarray,
+    s: int,
+    k: int,
+    ends: np.ndarray,
+    lens: np.ndarray,
+    costs: np.ndarray,
+    rng: np.ndarray,
+    b: int,
 ) -> int:
-    """Card selection (R5) of a heuristic ``kind``: an index into the ascending hand ``hand[:k]`` (k >= 1).
+    """Card selection (R5) of a heuristic ``kind`` for seat ``s``: an index into its ascending hand ``hands[s, :k]``
+    (k >= 1).
 
     ``random`` draws once from ``rng[b]``; ``greedy`` reads the light rows (:func:`greedy_index`).
     """
-    if kind == RANDOM:
-        return random_below(rng, b, k)
-    if kind == LOWEST:
-        return 0
+    j = 0  # LOWEST
     if kind == HIGHEST:
-        return k - 1
-    return greedy_index(hand, k, ends, lens, costs)
+        j = k - 1
+    elif kind == RANDOM:
+        j = random_below(rng, b, k)
+    elif kind == GREEDY:
+        j = greedy_index(hands, s, k, ends, lens, costs)
+    return j
 
 
 @njit(cache=True, inline="always")
@@ -169,7 +179,7 @@ def heuristic_game_actions(
         if p == DONE or (p != SELECT and S.chooser[b] != s):
             out[b, s] = NOOP
         elif p == SELECT:
-            j = card_index(kind, S.hand[b, s], S.hand_len[b, s], S.row_end[b], S.row_len[b], S.row_bull[b], rng, b)
+            j = card_index(kind, S.hand[b], s, S.hand_len[b, s], S.row_end[b], S.row_len[b], S.row_bull[b], rng, b)
             out[b, s] = S.hand[b, s, j] - 1
         elif p == CHOOSE_ROW:
             out[b, s] = ROW_ACTION + row_index(kind, S.row_bull[b], rng, b)

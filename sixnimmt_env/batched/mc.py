@@ -81,7 +81,7 @@ def _rollout(
     for t in range(k):
         left = k - t
         for s in range(n):
-            j = greedy_index(hands[s], left, ends, lens, costs)
+            j = greedy_index(hands, s, left, ends, lens, costs)
             plays[s] = hands[s, j]
             for i in range(j, left - 1):
                 hands[s, i] = hands[s, i + 1]
@@ -103,7 +103,7 @@ def _select_scores(
     out[:] = 0
     for w in range(worlds.shape[0]):
         for j in range(n - 1):
-            opp_plays[j] = worlds[w, j, greedy_index(worlds[w, j], k, ends0, lens0, costs0)]
+            opp_plays[j] = worlds[w, j, greedy_index(worlds[w], j, k, ends0, lens0, costs0)]
         for i in range(k):
             ends[:] = ends0
             lens[:] = lens0
