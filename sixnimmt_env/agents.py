@@ -122,9 +122,16 @@ def greedy_card(hand: Sequence[int], rows: Sequence[Sequence[int]], row_costs: S
         The card value (not the action index): the first card that takes nothing, else the cheapest.
     """
     best, best_cost = hand[0], 1 << 30
+    low = -1  # the cheapest row's bullheads, computed once (this runs on every greedy decision)
     for card in hand:
-        cost = immediate_cost(rows, row_costs, card)
-        if cost == 0:
+        r = row_for(rows, card)  # :func:`immediate_cost`, inlined
+        if r < 0:
+            if low < 0:
+                low = min(row_costs)
+            cost = low
+        elif len(rows[r]) == ROW_LIMIT:
+            cost = row_costs[r]
+        else:
             return card
         if cost < best_cost:
             best, best_cost = card, cost
