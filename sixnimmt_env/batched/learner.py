@@ -155,7 +155,7 @@ class LearnerTables:
         g = self.games
         new_games(g.arrays, g.cfg, np.ascontiguousarray(which, np.bool_), g.deals, g.deal_next, g.deal_rng)
 
-    def learnerdecides(self) -> np.ndarray:
+    def learner_decides(self) -> np.ndarray:
         """``bool (B,)``: games whose learner has a real decision now (phase select, or it is the chooser)."""
         g = self.games
         return (g.phase == SELECT) | ((g.phase != DONE) & (g.chooser == self.seat))
