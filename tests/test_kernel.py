@@ -57,7 +57,7 @@ def test_row_functions_match_the_engine_on_random_positions() -> None:
 
 @pytest.mark.parametrize("num_players", [2, 4, 7, 10])
 def test_play_turn_matches_the_engine_on_random_positions(num_players: int) -> None:
-    """Light rows (``keep=False``) and full rows (``keep=True``) after one turn: the engine's rows and penalties."""
+    """The rows (light and full), piles and penalties after one turn are the engine's."""
     rng = np.random.default_rng(num_players)
     cfg = E.GameConfig(num_players=num_players, row_choice="cheapest", episode="round")
     checked_low = 0
@@ -74,12 +74,9 @@ def test_play_turn_matches_the_engine_on_random_positions(num_players: int) -> N
         pile = np.full(105, -1, np.int8)
         got = np.zeros(num_players, np.int64)
         low = K.lowest_play(plays, num_players)
-        low_row = -1
         if K.target_row(ends, plays[low]) < 0:
-            low_row = K.cheapest_row(costs)
             checked_low += 1
-        K.play_turn(ends, lens, costs, full, pile, True, plays.astype(np.int64), num_players, got,
-                    low if low_row >= 0 else -1, max(low_row, 0))  # fmt: skip
+        K.play_turn(ends, lens, costs, full, pile, plays.astype(np.int64), num_players, got, K.cheapest_row(costs))
         assert got.tolist() == list(pen)
         assert [full[r, : lens[r]].tolist() for r in range(4)] == [list(r) for r in after.rows]
         assert ends.tolist() == [r[-1] for r in after.rows]

@@ -32,7 +32,7 @@ from sixnimmt_env.batched.kernel import (
     target_row,
 )
 from sixnimmt_env.batched.kinds import HIGHEST, LOWEST, RANDOM
-from sixnimmt_env.engine import HAND_SIZE, NUM_CARDS, NUM_ROWS, ROW_LIMIT
+from sixnimmt_env.engine import HAND_SIZE, NUM_CARDS, NUM_ROWS
 
 
 @njit(cache=True)
@@ -119,8 +119,6 @@ def play_chunk(
     ends = np.zeros(NUM_ROWS, np.int64)
     lens = np.zeros(NUM_ROWS, np.int64)
     costs = np.zeros(NUM_ROWS, np.int64)
-    rows = np.zeros((NUM_ROWS, ROW_LIMIT), np.int16)  # not kept (keep=False): only the light rows matter here
-    pile = np.zeros(NUM_CARDS + 1, np.int8)
     display = np.zeros(NUM_CARDS + 1, np.bool_)
     plays = np.zeros(n, np.int64)
     totals = np.zeros(n, np.int64)
@@ -158,11 +156,10 @@ def play_chunk(
                     for i in range(j, k - 1):
                         hand[s, i] = hand[s, i + 1]
                 low = lowest_play(plays, n)
-                if target_row(ends, plays[low]) < 0:  # R9, R9a, R9b
+                r = 0
+                if target_row(ends, plays[low]) < 0:  # a low card: its row (R9, R9a, R9b)
                     r = cheapest_row_or_choice(cfg, kinds, g, low, costs, agent_rng)
-                    play_turn(ends, lens, costs, rows, pile, False, plays, n, totals, low, r)
-                else:
-                    play_turn(ends, lens, costs, rows, pile, False, plays, n, totals, -1, 0)
+                play_turn(ends, lens, costs, None, None, plays, n, totals, r)
             played += 1
             if game_over(cfg, totals, played):  # R12
                 break

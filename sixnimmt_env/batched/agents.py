@@ -36,11 +36,11 @@ from sixnimmt_env.batched.kernel import (
     SELECT,
     GameArrays,
     cheapest_row,
-    immediate_cost,
     random_below,
+    target_row,
 )
 from sixnimmt_env.batched.kinds import EXTERNAL, GREEDY, HIGHEST, KINDS, LOWEST, RANDOM
-from sixnimmt_env.engine import NOOP, NUM_ROWS, ROW_ACTION
+from sixnimmt_env.engine import NOOP, NUM_ROWS, ROW_ACTION, ROW_LIMIT
 
 __all__ = ["EXTERNAL", "GREEDY", "HIGHEST", "KINDS", "LOWEST", "RANDOM", "HeuristicPlayers", "kind_codes"]
 
@@ -64,12 +64,18 @@ def greedy_index(hands: np.ndarray, s: int, k: int, ends: np.ndarray, lens: np.n
     """Index into the ascending hand ``hands[s, :k]`` of its card of lowest immediate cost, ties to the lower card.
 
     The cost is :func:`~sixnimmt_env.batched.kernel.immediate_cost` on the light rows ``ends``, ``lens``,
-    ``costs`` (as :func:`sixnimmt_env.agents.greedy_card`): the first card that takes nothing is played at once.
+    ``costs`` (as :func:`sixnimmt_env.agents.greedy_card`), written out with the cheapest row computed once: the
+    first card that takes nothing is played at once.
     """
+    low = costs[cheapest_row(costs)]  # immediate_cost of every low card, computed once
     best, best_cost = 0, 1 << 30
     for i in range(k):
-        cost = immediate_cost(ends, lens, costs, hands[s, i])
-        if cost == 0:
+        r = target_row(ends, hands[s, i])
+        if r < 0:
+            cost = low
+        elif lens[r] == ROW_LIMIT:
+            cost = costs[r]
+        else:
             return i
         if cost < best_cost:
             best, best_cost = i, cost
@@ -171,20 +177,23 @@ def heuristic_game_actions(
 
     Seats are served in seat order, each ``random`` decision drawing once from ``rng[b]``.
     """
-    p = S.phase[b]
+    phase, hand, hand_len, row_len, row_end, row_bull, display, chooser = (
+        S.phase, S.hand, S.hand_len, S.row_len, S.row_end, S.row_bull, S.display, S.chooser
+    )  # fmt: skip
+    p = phase[b]
     for s in range(cfg[C_N]):
         kind = kinds[b, s]
         if kind < 0:
             continue
-        if p == DONE or (p != SELECT and S.chooser[b] != s):
+        if p == DONE or (p != SELECT and chooser[b] != s):
             out[b, s] = NOOP
         elif p == SELECT:
-            j = card_index(kind, S.hand[b], s, S.hand_len[b, s], S.row_end[b], S.row_len[b], S.row_bull[b], rng, b)
-            out[b, s] = S.hand[b, s, j] - 1
+            j = card_index(kind, hand[b], s, hand_len[b, s], row_end[b], row_len[b], row_bull[b], rng, b)
+            out[b, s] = hand[b, s, j] - 1
         elif p == CHOOSE_ROW:
-            out[b, s] = ROW_ACTION + row_index(kind, S.row_bull[b], rng, b)
+            out[b, s] = ROW_ACTION + row_index(kind, row_bull[b], rng, b)
         elif p == DRAFT:
-            out[b, s] = draft_card(kind, S.hand[b, s], S.hand_len[b, s], S.display[b], cfg[C_DECK], rng, b) - 1
+            out[b, s] = draft_card(kind, hand[b, s], hand_len[b, s], display[b], cfg[C_DECK], rng, b) - 1
 
 
 class HeuristicPlayers:

@@ -14,8 +14,8 @@ row), ``lens`` (cards in it, 1..5) and ``costs`` (its bullheads, R2). They are a
 - :func:`play_turn` places a whole turn ascending (R6-R9a).
 
 The batched engine also keeps every row's cards and who holds each taken card (``rows``, ``pile``): the functions
-that change rows take them too, with ``keep=True``; rollouts and the arena's games pass ``keep=False`` and
-scratch arrays, and play on the light rows alone.
+that change rows take them too; rollouts and the arena's games pass ``None`` for both and play on the light rows
+alone (numba compiles the ``None`` case without the bookkeeping).
 
 **Game state.** :class:`GameArrays` names the arrays of B games (``B`` games, ``n`` seats; cards 1..104, 0 = empty
 slot; scores in bullheads):
@@ -203,18 +203,17 @@ def take_row(
     costs: np.ndarray,
     rows: np.ndarray,
     pile: np.ndarray,
-    keep: bool,
     r: int,
     card: int,
     seat: int,
 ) -> int:
     """``seat`` takes row ``r`` into its penalty pile and ``card`` starts the row afresh (R8, R9).
 
-    Returns the bullheads taken. With ``keep``, ``rows`` (4, 5) and ``pile`` (105,) are kept too: the row's cards
-    go to ``pile[c] = seat``.
+    Returns the bullheads taken. Unless they are ``None``, ``rows`` (4, 5) and ``pile`` (105,) are kept too: the
+    row's cards go to ``pile[c] = seat``.
     """
     taken = costs[r]
-    if keep:
+    if rows is not None:  # a compile-time branch: None for the light rows alone
         for j in range(lens[r]):
             pile[rows[r, j]] = seat
             rows[r, j] = 0
@@ -232,15 +231,14 @@ def add_card(
     costs: np.ndarray,
     rows: np.ndarray,
     pile: np.ndarray,
-    keep: bool,
     r: int,
     card: int,
     seat: int,
 ) -> int:
     """Put ``card`` on its target row ``r`` (R7); the sixth card takes the row (R8). Returns the bullheads taken."""
     if lens[r] == ROW_LIMIT:
-        return take_row(ends, lens, costs, rows, pile, keep, r, card, seat)
-    if keep:
+        return take_row(ends, lens, costs, rows, pile, r, card, seat)
+    if rows is not None:  # a compile-time branch: None for the light rows alone
         rows[r, lens[r]] = card
     ends[r] = card
     lens[r] += 1
@@ -263,33 +261,32 @@ def play_turn(
     ends: np.ndarray,
     lens: np.ndarray,
     costs: np.ndarray,
-    rows: np.ndarray,
-    pile: np.ndarray,
-    keep: bool,
+    rows: np.ndarray | None,
+    pile: np.ndarray | None,
     plays: np.ndarray,
     n: int,
     pen: np.ndarray,
-    low_seat: int,
     low_row: int,
 ) -> None:
-    """Place one turn's revealed cards ``plays`` (one per seat 0..n-1) ascending (R6-R9a); ``pen[s]`` += bullheads.
+    """Place one turn's revealed cards ``plays`` (one per seat 0..n-1, distinct) ascending (R6-R9a); ``pen[s]`` +=
+    the bullheads seat ``s`` takes.
 
-    ``low_seat >= 0``: that seat's card is the turn's low card and takes row ``low_row`` first (R9; the caller
-    has checked it is low with :func:`target_row` and made the row choice, R9a, R9b). Otherwise every card has a
-    target row. ``rows`` and ``pile`` are kept with ``keep`` (see :func:`take_row`).
+    Each card joins its target row (:func:`add_card`, R7, R8). Only the first, lowest card can be a low card
+    (R9a): then it takes row ``low_row`` (R9), the choice its owner (or the rule R9b) made on the rows as they
+    stand at the start of the turn. ``rows`` and ``pile`` are kept unless ``None`` (see :func:`take_row`).
     """
-    if low_seat >= 0:
-        pen[low_seat] += take_row(ends, lens, costs, rows, pile, keep, low_row, plays[low_seat], low_seat)
     last = 0
     for _ in range(n):  # the next smallest card each time (n <= 10)
         seat, card = -1, 1 << 20
         for s in range(n):
             c = plays[s]
-            if s != low_seat and last < c < card:
+            if last < c < card:
                 seat, card = s, c
-        if seat < 0:
-            break
-        pen[seat] += add_card(ends, lens, costs, rows, pile, keep, target_row(ends, card), card, seat)
+        r = target_row(ends, card)
+        if r < 0:
+            pen[seat] += take_row(ends, lens, costs, rows, pile, low_row, card, seat)
+        else:
+            pen[seat] += add_card(ends, lens, costs, rows, pile, r, card, seat)
         last = card
 
 
@@ -342,33 +339,51 @@ def deal(
     The deal is ``deals[b, deal_next[b]]`` if that is an injected deal (not all zeros), else drawn from the
     game's generator; ``deck`` is scratch space of 104 int16.
     """
+    phase, hand, hand_len, rows, row_len, row_end, row_bull = (
+        S.phase,
+        S.hand,
+        S.hand_len,
+        S.rows,
+        S.row_len,
+        S.row_end,
+        S.row_bull,
+    )
+    pile, display, revealed, round_pen, chooser, turn, rnd = (
+        S.pile,
+        S.display,
+        S.revealed,
+        S.round_pen,
+        S.chooser,
+        S.turn,
+        S.round,
+    )
     n = cfg[C_N]
     size = cfg[C_DECK]
     for s in range(n):
-        S.round_pen[b, s] = 0
-        S.revealed[b, s] = 0
+        round_pen[b, s] = 0
+        revealed[b, s] = 0
         for j in range(HAND_SIZE):
-            S.hand[b, s, j] = 0
-        S.hand_len[b, s] = 0
+            hand[b, s, j] = 0
+        hand_len[b, s] = 0
     for c in range(NUM_CARDS + 1):
-        S.pile[b, c] = -1
-        S.display[b, c] = False
+        pile[b, c] = -1
+        display[b, c] = False
     for r in range(NUM_ROWS):
-        S.row_len[b, r] = 0
-        S.row_end[b, r] = 0
-        S.row_bull[b, r] = 0
+        row_len[b, r] = 0
+        row_end[b, r] = 0
+        row_bull[b, r] = 0
         for j in range(ROW_LIMIT):
-            S.rows[b, r, j] = 0
-    S.turn[b] = 0
-    S.round[b] = round_index
+            rows[b, r, j] = 0
+    turn[b] = 0
+    rnd[b] = round_index
     if cfg[C_LOGIC]:
         for c in range(1, size + 1):
-            S.display[b, c] = True
-        S.phase[b] = DRAFT
-        S.chooser[b] = round_index % n
+            display[b, c] = True
+        phase[b] = DRAFT
+        chooser[b] = round_index % n
         return
-    S.phase[b] = SELECT
-    S.chooser[b] = -1
+    phase[b] = SELECT
+    chooser[b] = -1
     k = n * HAND_SIZE
     d = deal_next[b]
     if d < deals.shape[1] and deals[b, d, 0] != 0:  # an injected deal
@@ -380,8 +395,8 @@ def deal(
     sort_hands(deck, n)
     for s in range(n):
         for j in range(HAND_SIZE):
-            S.hand[b, s, j] = deck[s * HAND_SIZE + j]
-        S.hand_len[b, s] = HAND_SIZE
+            hand[b, s, j] = deck[s * HAND_SIZE + j]
+        hand_len[b, s] = HAND_SIZE
     for r in range(NUM_ROWS):
         start_row(S, b, r, deck[k + r])
 
@@ -389,10 +404,11 @@ def deal(
 @njit(cache=True, inline="always")
 def start_row(S: GameArrays, b: int, r: int, card: int) -> None:
     """Row ``r`` of game ``b`` becomes ``[card]`` (a new round, or the end of the draft)."""
-    S.rows[b, r, 0] = card
-    S.row_len[b, r] = 1
-    S.row_end[b, r] = card
-    S.row_bull[b, r] = BULL[card]
+    rows, row_len, row_end, row_bull = S.rows, S.row_len, S.row_end, S.row_bull
+    rows[b, r, 0] = card
+    row_len[b, r] = 1
+    row_end[b, r] = card
+    row_bull[b, r] = BULL[card]
 
 
 @njit(cache=True)
@@ -400,11 +416,12 @@ def new_games(
     S: GameArrays, cfg: np.ndarray, which: np.ndarray, deals: np.ndarray, deal_next: np.ndarray, rng: np.ndarray
 ) -> None:
     """Start a new game (round 0, totals 0) in every game ``b`` with ``which[b]``."""
+    totals = S.totals
     deck = np.zeros(NUM_CARDS, np.int16)
     for b in range(which.shape[0]):
         if which[b]:
             for s in range(cfg[C_N]):
-                S.totals[b, s] = 0
+                totals[b, s] = 0
             deal(S, cfg, b, 0, deck, deals, deal_next, rng)
 
 
@@ -434,7 +451,6 @@ def _resolve(
     S: GameArrays,
     cfg: np.ndarray,
     b: int,
-    low_seat: int,
     low_row: int,
     pen: np.ndarray,
     deck: np.ndarray,
@@ -443,23 +459,30 @@ def _resolve(
     rng: np.ndarray,
 ) -> None:
     """Place the revealed cards (:func:`play_turn`), book penalties, end the turn/round/game (R11, R12, R14)."""
+    phase, hand_len, rows, row_len, row_end, row_bull = S.phase, S.hand_len, S.rows, S.row_len, S.row_end, S.row_bull
+    pile, revealed, round_pen, totals, chooser, turn, rnd = (
+        S.pile,
+        S.revealed,
+        S.round_pen,
+        S.totals,
+        S.chooser,
+        S.turn,
+        S.round,
+    )
     n = cfg[C_N]
-    play_turn(
-        S.row_end[b], S.row_len[b], S.row_bull[b], S.rows[b], S.pile[b], True, S.revealed[b], n, pen[b],
-        low_seat, low_row,
-    )  # fmt: skip
+    play_turn(row_end[b], row_len[b], row_bull[b], rows[b], pile[b], revealed[b], n, pen[b], low_row)
     for s in range(n):
-        S.round_pen[b, s] += pen[b, s]
-        S.totals[b, s] += pen[b, s]
-    S.phase[b] = SELECT
-    S.chooser[b] = -1
-    S.turn[b] += 1
-    if S.hand_len[b, 0] > 0:
+        round_pen[b, s] += pen[b, s]
+        totals[b, s] += pen[b, s]
+    phase[b] = SELECT
+    chooser[b] = -1
+    turn[b] += 1
+    if hand_len[b, 0] > 0:
         return
-    if game_over(cfg, S.totals[b], S.round[b] + 1):
-        S.phase[b] = DONE
+    if game_over(cfg, totals[b], rnd[b] + 1):
+        phase[b] = DONE
         return
-    deal(S, cfg, b, S.round[b] + 1, deck, deals, deal_next, rng)
+    deal(S, cfg, b, rnd[b] + 1, deck, deals, deal_next, rng)
 
 
 @njit(cache=True, inline="always")
@@ -475,58 +498,61 @@ def _select(
     rng: np.ndarray,
 ) -> None:
     """Every seat plays a card at once (R5); a low card waits for its row choice (R9) or takes the cheapest."""
-    n = cfg[C_N]
     hand = S.hand
+    phase, hand_len, row_end = S.phase, S.hand_len, S.row_end
+    row_bull, revealed, chooser = S.row_bull, S.revealed, S.chooser
+    n = cfg[C_N]
     for s in range(n):
         card = actions[b, s] + 1
-        S.revealed[b, s] = card
-        k = S.hand_len[b, s]
+        revealed[b, s] = card
+        k = hand_len[b, s]
         j = 0
         while hand[b, s, j] != card:
             j += 1
         for i in range(j, k - 1):
             hand[b, s, i] = hand[b, s, i + 1]
         hand[b, s, k - 1] = 0
-        S.hand_len[b, s] = k - 1
-    low = lowest_play(S.revealed[b], n)
-    if target_row(S.row_end[b], S.revealed[b, low]) < 0:  # R9, R9a
+        hand_len[b, s] = k - 1
+    low = lowest_play(revealed[b], n)
+    if target_row(row_end[b], revealed[b, low]) < 0:  # R9, R9a
         if cfg[C_CHEAPEST]:
-            _resolve(S, cfg, b, low, cheapest_row(S.row_bull[b]), pen, deck, deals, deal_next, rng)
+            _resolve(S, cfg, b, cheapest_row(row_bull[b]), pen, deck, deals, deal_next, rng)
         else:
-            S.phase[b] = CHOOSE_ROW
-            S.chooser[b] = low
+            phase[b] = CHOOSE_ROW
+            chooser[b] = low
         return
-    _resolve(S, cfg, b, -1, 0, pen, deck, deals, deal_next, rng)
+    _resolve(S, cfg, b, 0, pen, deck, deals, deal_next, rng)
 
 
 @njit(cache=True, inline="always")
 def _draft(S: GameArrays, cfg: np.ndarray, b: int, card: int) -> None:
     """The picker takes ``card`` from the display (V2); after the last pick the 4 cards left start the rows."""
-    n = cfg[C_N]
-    seat = S.chooser[b]
     hand = S.hand
-    S.display[b, card] = False
-    k = S.hand_len[b, seat]
+    phase, hand_len, display, chooser = S.phase, S.hand_len, S.display, S.chooser
+    n = cfg[C_N]
+    seat = chooser[b]
+    display[b, card] = False
+    k = hand_len[b, seat]
     j = k
     while j > 0 and hand[b, seat, j - 1] > card:
         hand[b, seat, j] = hand[b, seat, j - 1]
         j -= 1
     hand[b, seat, j] = card
-    S.hand_len[b, seat] = k + 1
+    hand_len[b, seat] = k + 1
     left = 0
     for s in range(n):
-        left += HAND_SIZE - S.hand_len[b, s]
+        left += HAND_SIZE - hand_len[b, s]
     if left > 0:
-        S.chooser[b] = (seat + 1) % n
+        chooser[b] = (seat + 1) % n
         return
     r = 0
     for c in range(1, cfg[C_DECK] + 1):
-        if S.display[b, c]:
-            S.display[b, c] = False
+        if display[b, c]:
+            display[b, c] = False
             start_row(S, b, r, c)
             r += 1
-    S.phase[b] = SELECT
-    S.chooser[b] = -1
+    phase[b] = SELECT
+    chooser[b] = -1
 
 
 @njit(cache=True, inline="always")
@@ -545,16 +571,17 @@ def step_game(
 
     The actions must be legal (:func:`is_legal`). ``deck`` is scratch space of ``NUM_CARDS`` int16 for a new deal.
     """
+    phase, chooser = S.phase, S.chooser
     for s in range(cfg[C_N]):
         pen[b, s] = 0
-    p = S.phase[b]
+    p = phase[b]
     if p == SELECT:
         _select(S, cfg, b, actions, pen, deck, deals, deal_next, rng)
     elif p == CHOOSE_ROW:
-        ch = S.chooser[b]
-        _resolve(S, cfg, b, ch, actions[b, ch] - ROW_ACTION, pen, deck, deals, deal_next, rng)
+        ch = chooser[b]
+        _resolve(S, cfg, b, actions[b, ch] - ROW_ACTION, pen, deck, deals, deal_next, rng)
     elif p == DRAFT:
-        _draft(S, cfg, b, actions[b, S.chooser[b]] + 1)
+        _draft(S, cfg, b, actions[b, chooser[b]] + 1)
 
 
 # --------------------------------------------------------------------------- legal actions
@@ -564,51 +591,54 @@ def step_game(
 def is_legal(S: GameArrays, cfg: np.ndarray, b: int, seat: int, a: int) -> bool:
     """Whether action ``a`` is legal for ``seat`` in game ``b`` (as ``engine.legal_actions``; any action of a
     finished game counts as legal: it is ignored)."""
-    p = S.phase[b]
+    phase, hand, hand_len, display, chooser = S.phase, S.hand, S.hand_len, S.display, S.chooser
+    p = phase[b]
     if p == DONE:
         return True
     if p == SELECT:
         if a < 0 or a >= NUM_CARDS:
             return False
-        for j in range(S.hand_len[b, seat]):  # noqa: SIM110 (numba: no generator in any())
-            if S.hand[b, seat, j] == a + 1:
+        for j in range(hand_len[b, seat]):  # noqa: SIM110 (numba: no generator in any())
+            if hand[b, seat, j] == a + 1:
                 return True
         return False
-    if seat != S.chooser[b]:
+    if seat != chooser[b]:
         return a == NOOP
     if p == CHOOSE_ROW:
         return ROW_ACTION <= a < ROW_ACTION + NUM_ROWS
-    return 0 <= a < NUM_CARDS and S.display[b, a + 1]
+    return 0 <= a < NUM_CARDS and display[b, a + 1]
 
 
 @njit(cache=True, inline="always")
 def legal_mask(S: GameArrays, cfg: np.ndarray, b: int, seat: int, m: np.ndarray) -> None:
     """Write the 0/1 legal-action mask of ``seat`` in game ``b`` into the zeroed vector ``m`` (109,) (as
     ``observation.action_mask``; all zeros when the game is over)."""
-    p = S.phase[b]
+    phase, hand, hand_len, display, chooser = S.phase, S.hand, S.hand_len, S.display, S.chooser
+    p = phase[b]
     if p == SELECT:
-        for j in range(S.hand_len[b, seat]):
-            m[S.hand[b, seat, j] - 1] = 1
+        for j in range(hand_len[b, seat]):
+            m[hand[b, seat, j] - 1] = 1
     elif p == DONE:
         return
-    elif seat != S.chooser[b]:
+    elif seat != chooser[b]:
         m[NOOP] = 1
     elif p == CHOOSE_ROW:
         for r in range(NUM_ROWS):
             m[ROW_ACTION + r] = 1
     else:
         for c in range(1, cfg[C_DECK] + 1):
-            if S.display[b, c]:
+            if display[b, c]:
                 m[c - 1] = 1
 
 
 @njit(cache=True, inline="always")
 def decides(S: GameArrays, b: int, s: int) -> bool:
     """Whether seat ``s`` of game ``b`` has a real decision now (every seat in card selection, else the chooser)."""
-    p = S.phase[b]
+    phase, chooser = S.phase, S.chooser
+    p = phase[b]
     if p == DONE:
         return False
-    return p == SELECT or S.chooser[b] == s
+    return p == SELECT or chooser[b] == s
 
 
 # --------------------------------------------------------------------------- observations
@@ -635,32 +665,34 @@ O_NUM_PLAYERS = SLICES["num_players"].start
 @njit(cache=True, inline="always")
 def encode_public(S: GameArrays, cfg: np.ndarray, b: int, o: np.ndarray) -> None:
     """Write the pieces every seat of game ``b`` shares into the zeroed vector ``o`` (402,) (``observation.PIECES``)."""
+    rows, row_len, row_end, row_bull, pile, display = S.rows, S.row_len, S.row_end, S.row_bull, S.pile, S.display
+    phase, revealed, turn, rnd = S.phase, S.revealed, S.turn, S.round
     n = cfg[C_N]
-    p = S.phase[b]
+    p = phase[b]
     for r in range(NUM_ROWS):
-        k = S.row_len[b, r]
+        k = row_len[b, r]
         if k == 0:
             continue
         for j in range(k):
-            c = S.rows[b, r, j]
+            c = rows[b, r, j]
             o[O_ROWS + r * ROW_LIMIT + j] = c / 104.0
             o[O_SEEN + c - 1] = 1.0
         o[O_ROW_LEN + r] = k / 5.0
-        o[O_ROW_END + r] = S.row_end[b, r] / 104.0
-        o[O_ROW_BULL + r] = S.row_bull[b, r] / 10.0
+        o[O_ROW_END + r] = row_end[b, r] / 104.0
+        o[O_ROW_BULL + r] = row_bull[b, r] / 10.0
     for c in range(1, NUM_CARDS + 1):
-        if S.pile[b, c] >= 0:
+        if pile[b, c] >= 0:
             o[O_SEEN + c - 1] = 1.0
     if p == CHOOSE_ROW:
         for s in range(n):
-            o[O_SEEN + S.revealed[b, s] - 1] = 1.0
+            o[O_SEEN + revealed[b, s] - 1] = 1.0
     o[O_PHASE + p] = 1.0
     if p == DRAFT:
         for c in range(1, cfg[C_DECK] + 1):
-            if S.display[b, c]:
+            if display[b, c]:
                 o[O_DISPLAY + c - 1] = 1.0
-    o[O_TURN] = S.turn[b] / 10.0
-    o[O_ROUND] = S.round[b] / 10.0
+    o[O_TURN] = turn[b] / 10.0
+    o[O_ROUND] = rnd[b] / 10.0
     o[O_NUM_PLAYERS] = n / 10.0
 
 
@@ -670,17 +702,19 @@ def encode_seat(S: GameArrays, cfg: np.ndarray, b: int, seat: int, o: np.ndarray
 
     ``o`` holds the public pieces (:func:`encode_public`) and zeros in ``hand`` and ``chooser``.
     """
+    hand, revealed, totals, round_pen = S.hand, S.revealed, S.totals, S.round_pen
+    phase, hand_len, chooser = S.phase, S.hand_len, S.chooser
     n = cfg[C_N]
-    p = S.phase[b]
-    for j in range(S.hand_len[b, seat]):
-        o[O_HAND + S.hand[b, seat, j] - 1] = 1.0
+    p = phase[b]
+    for j in range(hand_len[b, seat]):
+        o[O_HAND + hand[b, seat, j] - 1] = 1.0
     for k in range(n):
         s = (seat + k) % n
-        o[O_REVEALED + k] = S.revealed[b, s] / 104.0
-        o[O_TOTALS + k] = S.totals[b, s] / 66.0
-        o[O_ROUND_PEN + k] = S.round_pen[b, s] / 66.0
+        o[O_REVEALED + k] = revealed[b, s] / 104.0
+        o[O_TOTALS + k] = totals[b, s] / 66.0
+        o[O_ROUND_PEN + k] = round_pen[b, s] / 66.0
         o[O_SEAT_PRESENT + k] = 1.0
-    ch = S.chooser[b]
+    ch = chooser[b]
     o[O_MUST_ACT] = 1.0 if (p == SELECT or (p != DONE and ch == seat)) else 0.0
     if ch >= 0:
         o[O_CHOOSER + (ch - seat) % n] = 1.0

@@ -56,6 +56,7 @@ def _play(
     deal_next: np.ndarray,
     rng: np.ndarray,
 ) -> None:
+    phase, chooser = S.phase, S.chooser
     deck = np.zeros(NUM_CARDS, np.int16)
     n = cfg[C_N]
     for b in range(active.shape[0]):
@@ -69,10 +70,10 @@ def _play(
             step_game(S, cfg, b, actions, pen, deck, deals, deal_next, rng)
             me = seat[b]
             reward[b] -= pen[b, me]
-            if S.phase[b] == DONE or decides(S, b, me):
+            if phase[b] == DONE or decides(S, b, me):
                 active[b] = False
                 break
-            if ext[b, S.chooser[b]] >= 0:  # an opponent-only step whose chooser is external: the caller decides
+            if ext[b, chooser[b]] >= 0:  # an opponent-only step whose chooser is external: the caller decides
                 break
 
 

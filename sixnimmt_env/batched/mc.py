@@ -34,13 +34,11 @@ from sixnimmt_env.batched.kernel import (
     SELECT,
     GameArrays,
     cheapest_row,
-    lowest_play,
     play_turn,
     random_below,
     sort_small,
-    target_row,
 )
-from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_CARDS, NUM_ROWS, ROW_ACTION, ROW_LIMIT
+from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_CARDS, NUM_ROWS, ROW_ACTION
 
 # --------------------------------------------------------------------------- rollouts on the kernel's light rows
 
@@ -50,18 +48,12 @@ def _turn(
     ends: np.ndarray,
     lens: np.ndarray,
     costs: np.ndarray,
-    rows: np.ndarray,
-    pile: np.ndarray,
     plays: np.ndarray,
     n: int,
     pen: np.ndarray,
 ) -> None:
     """One turn of ``plays`` (one card per local seat) on the light rows; a low card takes the cheapest row (R6-R9)."""
-    low = lowest_play(plays, n)
-    if target_row(ends, plays[low]) < 0:
-        play_turn(ends, lens, costs, rows, pile, False, plays, n, pen, low, cheapest_row(costs))
-    else:
-        play_turn(ends, lens, costs, rows, pile, False, plays, n, pen, -1, 0)
+    play_turn(ends, lens, costs, None, None, plays, n, pen, cheapest_row(costs))
 
 
 @njit(cache=True, inline="always")
@@ -69,8 +61,6 @@ def _rollout(
     ends: np.ndarray,
     lens: np.ndarray,
     costs: np.ndarray,
-    rows: np.ndarray,
-    pile: np.ndarray,
     hands: np.ndarray,
     k: int,
     n: int,
@@ -85,7 +75,7 @@ def _rollout(
             plays[s] = hands[s, j]
             for i in range(j, left - 1):
                 hands[s, i] = hands[s, i + 1]
-        _turn(ends, lens, costs, rows, pile, plays, n, pen)
+        _turn(ends, lens, costs, plays, n, pen)
 
 
 @njit(cache=True)
@@ -99,7 +89,6 @@ def _select_scores(
     plays = np.empty(n, np.int64)
     hands = np.empty((n, max(k - 1, 1)), np.int64)
     pen = np.empty(n, np.int64)
-    rows, pile = np.empty((NUM_ROWS, ROW_LIMIT), np.int16), np.empty(NUM_CARDS + 1, np.int8)  # unused: keep=False
     out[:] = 0
     for w in range(worlds.shape[0]):
         for j in range(n - 1):
@@ -111,7 +100,7 @@ def _select_scores(
             pen[:] = 0
             plays[0] = hand[i]
             plays[1:] = opp_plays
-            _turn(ends, lens, costs, rows, pile, plays, n, pen)
+            _turn(ends, lens, costs, plays, n, pen)
             m = 0
             for q in range(k):
                 if q != i:
@@ -123,7 +112,7 @@ def _select_scores(
                     if worlds[w, j, q] != opp_plays[j]:
                         hands[j + 1, m] = worlds[w, j, q]
                         m += 1
-            _rollout(ends, lens, costs, rows, pile, hands, k - 1, n, pen)
+            _rollout(ends, lens, costs, hands, k - 1, n, pen)
             out[i] += n * pen[0] - pen.sum()
 
 
@@ -146,7 +135,6 @@ def _row_scores(
     plays = np.empty(n, np.int64)
     plays[0] = own
     plays[1:] = others
-    rows, pile = np.empty((NUM_ROWS, ROW_LIMIT), np.int16), np.empty(NUM_CARDS + 1, np.int8)  # unused: keep=False
     out[:] = 0
     for w in range(worlds.shape[0]):
         for r in range(NUM_ROWS):
@@ -154,11 +142,11 @@ def _row_scores(
             lens[:] = lens0
             costs[:] = costs0
             pen[:] = 0
-            play_turn(ends, lens, costs, rows, pile, False, plays, n, pen, 0, r)  # the low card takes row r (R9)
+            play_turn(ends, lens, costs, None, None, plays, n, pen, r)  # the low card takes row r (R9)
             hands[0, :k] = hand
             for j in range(n - 1):
                 hands[j + 1, :k] = worlds[w, j, :k]
-            _rollout(ends, lens, costs, rows, pile, hands, k, n, pen)
+            _rollout(ends, lens, costs, hands, k, n, pen)
             out[r] += n * pen[0] - pen.sum()
 
 
@@ -216,8 +204,11 @@ def row_scores(
 
 @njit(cache=True)
 def _mc_actions(S: GameArrays, cfg: np.ndarray, mc: np.ndarray, samples: int, out: np.ndarray, rng: np.ndarray) -> None:
+    phase, hand, hand_len, rows, row_len, row_end, row_bull, pile, display, revealed, chooser = (
+        S.phase, S.hand, S.hand_len, S.rows, S.row_len, S.row_end, S.row_bull, S.pile, S.display, S.revealed, S.chooser
+    )  # fmt: skip
     phase, hand, hand_len, rows, row_len, pile, display, revealed, chooser = (
-        S.phase, S.hand, S.hand_len, S.rows, S.row_len, S.pile, S.display, S.revealed, S.chooser,
+        phase, hand, hand_len, rows, row_len, pile, display, revealed, chooser,
     )  # fmt: skip
     n = cfg[C_N]
     size = cfg[C_DECK]
@@ -255,9 +246,9 @@ def _mc_actions(S: GameArrays, cfg: np.ndarray, mc: np.ndarray, samples: int, ou
             for r in range(NUM_ROWS):
                 for j in range(row_len[b, r]):
                     known[rows[b, r, j]] = True
-                ends[r] = S.row_end[b, r]
+                ends[r] = row_end[b, r]
                 lens[r] = row_len[b, r]
-                costs[r] = S.row_bull[b, r]
+                costs[r] = row_bull[b, r]
             if p == CHOOSE_ROW:
                 for q in range(n):
                     known[revealed[b, q]] = True
