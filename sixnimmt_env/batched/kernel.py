@@ -44,6 +44,11 @@ field              shape, dtype     meaning
 :func:`legal_mask` and :func:`is_legal` give the legal actions; :func:`encode_public` and :func:`encode_seat`
 write the observation (:mod:`sixnimmt_env.observation`'s layout).
 
+**Compiled-code cache.** Every function is compiled with ``cache=True`` and the kernel's functions are inlined into
+their callers (``inline="always"``). Numba checks a cached function against its own source file only, so after
+editing this module delete the caches (``find sixnimmt_env training -name '*.nb[ic]' -delete``) or the callers
+in other modules keep running the old inlined code.
+
 **Random numbers.** Each game draws from its own splitmix64 counter (:func:`next_random`, :func:`random_below`),
 a ``uint64`` per game, so a game's deals do not depend on the batch it is played in.
 """
