@@ -7,10 +7,9 @@ Usage::
 
 Prints the Markdown tables of each run and a summary. Games per second are
 wall-clock figures on a possibly shared machine; the single-worker runs also
-give games per CPU-second of this process (closer to "one core"). mc is timed
-with its default rollouts (compiled by :mod:`sixnimmt_env.batched.mc` when
-numba imports) and with the pure-Python loops.
-Targets (pure-Python path, one core): heuristic >= 3,000 games/s, mc:64 >= 2 games/s.
+give games per CPU-second of this process (closer to "one core"). mc's rollouts
+run compiled (:mod:`sixnimmt_env.batched.mc`). ``benchmarks/arena_command.py``
+times the whole command, start-up included.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from sixnimmt_env import agents as agents_module
 from sixnimmt_env.agents import MonteCarloAgent
 from sixnimmt_env.arena import markdown_table, run_arena
 from sixnimmt_env.engine import GameConfig
@@ -80,15 +78,10 @@ def main() -> None:
 
     mc_spec = f"mc:{args.samples}"
     mc_table = f"{mc_spec},greedy,greedy,greedy"
-    paths = ["compiled", "python"] if agents_module._compiled_mc() is not None else ["python"]
     timed: dict[str, _TimedAgent] = {}
-    compiled_mc = agents_module._compiled_mc
-    for path in paths if args.mc_timing_games >= 2 else []:
-        if path == "python":  # force the pure-Python rollouts
-            agents_module._compiled_mc = lambda: None
+    for path in ["compiled"] if args.mc_timing_games >= 2 else []:
         timed[path] = _TimedAgent(MonteCarloAgent(args.samples))
         res, cpu_rate = _timed_run([timed[path], "greedy", "greedy", "greedy"], args.mc_timing_games, args.seed, 1)
-        agents_module._compiled_mc = compiled_mc
         print(markdown_table(res))
         summary.append(
             f"| {mc_table} ({path} rollouts) | {args.mc_timing_games:,} | 1 | {res['games_per_s']:,.2f} "

@@ -12,8 +12,7 @@ Figures:
   (one process), and on the reference path for comparison;
 - ``mc:64`` against three greedy, 4 players, single rounds: games/s of the batched player
   (:class:`sixnimmt_env.batched.mc.MonteCarloPlayers` with the vectorised greedy agents, the ``mc:64`` seat rotating),
-  of the reference agent with its rollouts in numba (the arena's reference path), and of the reference agent with
-  its pure-Python rollouts;
+  and of the reference agent (its rollouts compiled on the rules kernel: the arena's reference path);
 - MaskablePPO ``learn``: environment steps/s of ``configs/ppo_4p.yaml`` (512 Gymnasium envs in 2 worker
   processes) and of ``configs/ppo_4p_batched.yaml`` (``train.vec_env: batched``, 1024 games in lockstep),
   ``--train-steps`` each (default 131,072), rollouts and updates together;
@@ -134,20 +133,6 @@ def mc_batched(games: int, samples: int = 64) -> float:
     play(games, 1)
     WALL["mc_batched"] = games / (time.perf_counter() - w0)
     return games / (_clock() - t0)
-
-
-def mc_reference_python(games: int) -> float:
-    """Games/s of the reference ``mc:64`` agent with its pure-Python rollouts (numba switched off)."""
-    from sixnimmt_env import agents
-
-    compiled = agents._compiled_mc
-    agents._compiled_mc = lambda: None
-    try:
-        rate = arena_reference("mc:64,greedy,greedy,greedy", games)
-    finally:
-        agents._compiled_mc = compiled
-    WALL["mc_python"] = WALL["mc:64,greedy,greedy,greedy"]
-    return rate
 
 
 def _tree_cpu() -> float:
@@ -275,9 +260,6 @@ def main() -> None:
         mc = arena_reference("mc:64,greedy,greedy,greedy", 8 if quick else 40)
         rows.append(("mc:64,greedy,greedy,greedy (reference agent, numba rollouts)", f"{mc:,.1f} games/s", None))
         rows.append(("  same, wall clock", f"{WALL['mc:64,greedy,greedy,greedy']:,.1f} games/s", None))
-        mc = mc_reference_python(2 if quick else 4)
-        rows.append(("mc:64,greedy,greedy,greedy (reference agent, Python rollouts)", f"{mc:,.2f} games/s", None))
-        rows.append(("  same, wall clock", f"{WALL['mc_python']:,.2f} games/s", None))
     if "train" in parts:
         rate = vec_env_rate(256, 1.0 if quick else 3.0)
         rows.append(("SixNimmtVecEnv alone, B=256 (no policy)", f"{rate:,.0f} steps/s", None))

@@ -50,7 +50,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from sixnimmt_env.engine import BULLHEADS, CHOOSE_ROW, DRAFT, NOOP, NUM_ROWS, ROW_ACTION, ROW_LIMIT, SELECT
+from sixnimmt_env.engine import CHOOSE_ROW, DRAFT, NOOP, NUM_ROWS, ROW_ACTION, ROW_LIMIT, SELECT, row_for
 
 __all__ = [
     "Agent",
@@ -61,6 +61,7 @@ __all__ = [
     "RandomAgent",
     "balanced_draft",
     "greedy_card",
+    "immediate_cost",
     "known_agents",
     "make_agent",
     "register_agent",
@@ -97,8 +98,20 @@ def cheapest_row_index(row_costs: Sequence[int]) -> int:
     return best
 
 
+def immediate_cost(rows: Sequence[Sequence[int]], row_costs: Sequence[int], card: int) -> int:
+    """Bullheads ``card`` would take now against ``rows``, the other cards of the turn ignored.
+
+    The bullheads of its row if that row holds 5 cards (R8), the cheapest row's if it is a low card (R9), else 0;
+    its row is the engine's :func:`~sixnimmt_env.engine.row_for` (R7). ``row_costs``: each row's bullheads (R2).
+    """
+    r = row_for(rows, card)
+    if r < 0:
+        return min(row_costs)
+    return row_costs[r] if len(rows[r]) == ROW_LIMIT else 0
+
+
 def greedy_card(hand: Sequence[int], rows: Sequence[Sequence[int]], row_costs: Sequence[int]) -> int:
-    """The card of ``hand`` with the lowest immediate cost against ``rows`` (ties to the lower card).
+    """The card of ``hand`` with the lowest :func:`immediate_cost` against ``rows`` (ties to the lower card).
 
     Args:
         hand: the cards 1..104, sorted ascending, at least one.
@@ -106,53 +119,22 @@ def greedy_card(hand: Sequence[int], rows: Sequence[Sequence[int]], row_costs: S
         row_costs: the bullheads of each row (R2).
 
     Returns:
-        The card value (not the action index). Its cost is the bullheads of its
-        row if that row holds 5 cards (R8), the cheapest row's bullheads if it is
-        lower than every row end (R9), else 0 (R7).
+        The card value (not the action index): the first card that takes nothing, else the cheapest.
     """
-    return hand[_greedy_index(hand, [r[-1] for r in rows], [len(r) for r in rows], row_costs)]
-
-
-def _interval_costs(ends: Sequence[int], lens: Sequence[int], costs: Sequence[int]) -> tuple[list[int], list[int]]:
-    """Sorted row ends and the immediate cost of a card in each gap between them.
-
-    ``icost[0]`` is the cost of a low card (the cheapest row, R9); ``icost[j]``
-    for ``j >= 1`` the cost of a card just above the ``j``-th smallest end
-    (that row's bullheads if it is full, R8, else 0).
-    """
-    order = sorted(range(NUM_ROWS), key=ends.__getitem__)
-    icost = [min(costs)]
-    for i in order:
-        icost.append(costs[i] if lens[i] == ROW_LIMIT else 0)
-    return [ends[i] for i in order], icost
-
-
-def _greedy_index(hand: Sequence[int], ends: Sequence[int], lens: Sequence[int], costs: Sequence[int]) -> int:
-    """Index into ascending ``hand`` of the greedy card (see :func:`greedy_card`)."""
-    sorted_ends, icost = _interval_costs(ends, lens, costs)
-    return _cheapest_index(hand, sorted_ends, icost)
-
-
-def _cheapest_index(hand: Sequence[int], sorted_ends: Sequence[int], icost: Sequence[int]) -> int:
-    """Index into ascending ``hand`` of the first card of lowest cost, given :func:`_interval_costs`' output."""
-    e0, e1, e2, e3 = sorted_ends
-    best, best_cost = 0, 1 << 30
-    for k, c in enumerate(hand):
-        if c > e3:
-            j = 4
-        elif c > e2:
-            j = 3
-        elif c > e1:
-            j = 2
-        elif c > e0:
-            j = 1
+    best, best_cost = hand[0], 1 << 30
+    low = -1  # the cheapest row's bullheads, computed once (this runs on every greedy decision)
+    for card in hand:
+        r = row_for(rows, card)  # :func:`immediate_cost`, inlined
+        if r < 0:
+            if low < 0:
+                low = min(row_costs)
+            cost = low
+        elif len(rows[r]) == ROW_LIMIT:
+            cost = row_costs[r]
         else:
-            j = 0
-        cost = icost[j]
+            return card
         if cost < best_cost:
-            if cost == 0:
-                return k
-            best, best_cost = k, cost
+            best, best_cost = card, cost
     return best
 
 
@@ -260,60 +242,6 @@ class GreedyAgent(_RuleAgent):
 # --------------------------------------------------------------------------- Monte Carlo search
 
 
-def _place(ends: list[int], lens: list[int], costs: list[int], card: int) -> int:
-    """Place ``card`` (not a low card) on rows given as ends/lengths/bullheads (R7, R8); return the bullheads taken."""
-    r, best_end = -1, 0
-    for i in range(NUM_ROWS):
-        e = ends[i]
-        if best_end < e < card:
-            r, best_end = i, e
-    ends[r] = card
-    if lens[r] == ROW_LIMIT:
-        taken = costs[r]
-        lens[r] = 1
-        costs[r] = BULLHEADS[card]
-        return taken
-    lens[r] += 1
-    costs[r] += BULLHEADS[card]
-    return 0
-
-
-def _play_turn(ends: list[int], lens: list[int], costs: list[int], plays: list[int], pen: list[int]) -> None:
-    """Resolve one turn of ``plays`` (one card per local seat) in place; a low card takes the cheapest row (R6-R9)."""
-    order = sorted(range(len(plays)), key=plays.__getitem__)
-    first = order[0]
-    card = plays[first]
-    if card < min(ends):
-        r = cheapest_row_index(costs)
-        pen[first] += costs[r]
-        ends[r], lens[r], costs[r] = card, 1, BULLHEADS[card]
-    else:
-        pen[first] += _place(ends, lens, costs, card)
-    for s in order[1:]:
-        pen[s] += _place(ends, lens, costs, plays[s])
-
-
-def _rollout(ends: list[int], lens: list[int], costs: list[int], hands: list[list[int]], pen: list[int]) -> None:
-    """Play the rest of the round with every local seat greedy (mutates every argument)."""
-    n = len(hands)
-    for _ in range(len(hands[0])):
-        plays = [0] * n
-        sorted_ends, icost = _interval_costs(ends, lens, costs)
-        for s in range(n):
-            hand = hands[s]
-            plays[s] = hand.pop(_cheapest_index(hand, sorted_ends, icost))
-        _play_turn(ends, lens, costs, plays, pen)
-
-
-def _compiled_mc() -> Any:
-    """:mod:`sixnimmt_env.batched.mc` (the rollouts in numba, the same integer sums) if numba imports, else ``None``."""
-    try:
-        from sixnimmt_env.batched import mc
-    except ImportError:
-        return None
-    return mc
-
-
 class MonteCarloAgent:
     """Determinized Monte Carlo search over ``samples`` sampled worlds (spec ``mc:N``).
 
@@ -329,10 +257,9 @@ class MonteCarloAgent:
     worlds. Scores are summed as integers, ``(n - 1)`` times the mean, so ties
     are exact.
 
-    The rollouts use a light internal simulation of R6-R9 (each row as its last
-    card, length and bullheads); the tests check it against rollouts through
-    :func:`sixnimmt_env.engine.step`. When numba imports, the same sums are
-    computed in compiled code (:mod:`sixnimmt_env.batched.mc`) on the same worlds.
+    The rollouts run in compiled code (:func:`sixnimmt_env.batched.mc.select_scores`
+    and :func:`~sixnimmt_env.batched.mc.row_scores`, on the rules kernel); the
+    tests check their scores against rollouts through :func:`sixnimmt_env.engine.step`.
 
     Low-card row choice (R9): the same search over the 4 rows, with the turn's
     revealed cards known (R9a). Draft (V2): the greedy rule
@@ -386,41 +313,20 @@ class MonteCarloAgent:
 
     def _table(
         self, view: Mapping[str, Any], hand: list[int], rng: np.random.Generator
-    ) -> tuple[list[int], list[int], list[int], int, np.ndarray]:
-        """Row ends, lengths and bullheads, the player count and the sampled worlds of one decision."""
+    ) -> tuple[list[int], list[int], list[int], np.ndarray]:
+        """Row ends, lengths and bullheads (the kernel's light rows) and the sampled worlds of one decision."""
         rows = view["rows"]
-        return (
-            [r[-1] for r in rows],
-            [len(r) for r in rows],
-            list(view["row_bullheads"]),
-            view["num_players"],
-            self._worlds(view, hand, rng),
-        )
+        return [r[-1] for r in rows], [len(r) for r in rows], list(view["row_bullheads"]), self._worlds(view, hand, rng)
 
     def _select(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
         hand = view["hand"]
         if len(hand) == 1:
             return hand[0]
-        ends0, lens0, costs0, n, worlds = self._table(view, hand, rng)
-        compiled = _compiled_mc()
-        if compiled is not None:  # the same sums, in numba
-            scores = compiled.select_scores(hand, ends0, lens0, costs0, worlds)
-            return hand[int(np.argmin(scores))]  # the first lowest: ties to the lower card
-        totals = [0] * len(hand)
-        for opp_hands in worlds.tolist():
-            opp_plays = [h[_greedy_index(h, ends0, lens0, costs0)] for h in opp_hands]
-            opp_rest = [[c for c in h if c != p] for h, p in zip(opp_hands, opp_plays, strict=True)]
-            for i, card in enumerate(hand):
-                ends, lens, costs = ends0[:], lens0[:], costs0[:]
-                pen = [0] * n
-                _play_turn(ends, lens, costs, [card, *opp_plays], pen)
-                _rollout(ends, lens, costs, [hand[:i] + hand[i + 1 :], *[h[:] for h in opp_rest]], pen)
-                totals[i] += n * pen[0] - sum(pen)  # (n - 1) * (own - mean opponent), exact in integers
-        best = 0
-        for i in range(1, len(hand)):
-            if totals[i] < totals[best]:
-                best = i
-        return hand[best]
+        ends0, lens0, costs0, worlds = self._table(view, hand, rng)
+        from sixnimmt_env.batched import mc  # numba: loaded on the first search, not with this module
+
+        scores = mc.select_scores(hand, ends0, lens0, costs0, worlds)
+        return hand[int(np.argmin(scores))]  # the first lowest: ties to the lower card
 
     def _choose_row(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
         seat = view["seat"]
@@ -428,22 +334,10 @@ class MonteCarloAgent:
         revealed = view["revealed"]
         own = revealed[seat]
         others = [c for s, c in enumerate(revealed) if s != seat]
-        ends0, lens0, costs0, n, worlds = self._table(view, hand, rng)
-        compiled = _compiled_mc()
-        if compiled is not None:  # the same sums, in numba
-            return cheapest_row_index(compiled.row_scores(own, others, hand, ends0, lens0, costs0, worlds).tolist())
-        totals = [0] * NUM_ROWS
-        for opp_hands in worlds.tolist():
-            for r in range(NUM_ROWS):
-                ends, lens, costs = ends0[:], lens0[:], costs0[:]
-                pen = [0] * n
-                pen[0] = costs[r]
-                ends[r], lens[r], costs[r] = own, 1, BULLHEADS[own]
-                for s, c in sorted(enumerate(others, start=1), key=lambda sc: sc[1]):
-                    pen[s] += _place(ends, lens, costs, c)
-                _rollout(ends, lens, costs, [hand[:], *[h[:] for h in opp_hands]], pen)
-                totals[r] += n * pen[0] - sum(pen)
-        return cheapest_row_index(totals)
+        ends0, lens0, costs0, worlds = self._table(view, hand, rng)
+        from sixnimmt_env.batched import mc
+
+        return cheapest_row_index(mc.row_scores(own, others, hand, ends0, lens0, costs0, worlds).tolist())
 
 
 # --------------------------------------------------------------------------- registry

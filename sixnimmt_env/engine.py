@@ -439,7 +439,7 @@ def row_for(rows: Sequence[Sequence[int]], card: int) -> int:
     best, best_end = -1, 0
     for i, r in enumerate(rows):
         end = r[-1]
-        if best_end < end < card:
+        if end < card and end > best_end:
             best, best_end = i, end
     return best
 

@@ -22,11 +22,9 @@ from sixnimmt_env.agents import (
 HEURISTICS = ("random", "lowest", "highest", "greedy")
 
 
-@pytest.fixture(params=["default", "python"])
-def mc_path(request, monkeypatch):
-    """Run an mc test on the default rollouts (compiled when numba imports) and on the pure-Python loops."""
-    if request.param == "python":
-        monkeypatch.setattr(agents_module, "_compiled_mc", lambda: None)
+@pytest.fixture(params=["default"])
+def mc_path(request):
+    """The mc rollouts: compiled on the rules kernel (the pure-Python copy is gone; numba is a dependency)."""
     return request.param
 
 

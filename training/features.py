@@ -32,8 +32,10 @@ Two uses:
 - :class:`CardFeatures` (``algo.policy_kwargs.features_extractor_class: card_features``
   with ``MlpPolicy``): the observation followed by the features of all 104 cards.
 
-The torch computation is :func:`_card_features_torch`; the numpy paths use the numba
-kernel :func:`_card_features_kernel`, tested equal.
+The torch computation is :func:`_card_features_torch` (R7 as a sorted search over the row
+ends, for batches of tensors); the numpy paths use the numba kernel :func:`_card_features_kernel`,
+which takes the target row from the rules kernel (:func:`sixnimmt_env.batched.kernel.target_row`);
+the two are tested equal, and the numba features against the reference engine on random positions.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistrib
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
+from sixnimmt_env.batched.kernel import target_row
 from sixnimmt_env.engine import HAND_SIZE, NUM_ACTIONS, NUM_CARDS, NUM_ROWS, ROW_LIMIT
 from sixnimmt_env.observation import BULLHEAD_ROW_SCALE, CARD_SCALE, OBS_SIZE, SLICES
 
@@ -66,22 +69,21 @@ _HAND, _ENDS, _LENGTHS, _BULLS, _SEEN = (
 def _card_features_kernel(obs: np.ndarray, cards: np.ndarray, out: np.ndarray) -> None:
     """Fill ``out[b, j, :8]`` with the :data:`CARD_FEATURES` of card index ``cards[b, j]`` in ``obs[b]``."""
     counts = np.zeros(NUM_CARDS + 1)
+    ends = np.zeros(NUM_ROWS, np.int64)
     for b in range(obs.shape[0]):
         has_rows, cheapest = False, np.inf
         for r in range(NUM_ROWS):
-            has_rows |= obs[b, _ENDS + r] > 0
+            ends[r] = int(np.rint(obs[b, _ENDS + r] * CARD_SCALE))  # card values, 0 = no row (the draft)
+            has_rows |= ends[r] > 0
             cheapest = min(cheapest, obs[b, _BULLS + r] * BULLHEAD_ROW_SCALE)
         for k in range(NUM_CARDS):  # counts[k]: unseen cards among 1..k
             unseen = min(max(1.0 - obs[b, _SEEN + k] - obs[b, _HAND + k], 0.0), 1.0)
             counts[k + 1] = counts[k] + unseen
         for j in range(cards.shape[1]):
             i = cards[b, j]
-            target, t_end = -1, 0
-            for r in range(NUM_ROWS):  # the row whose end is the largest below the card (R7)
-                end = int(np.rint(obs[b, _ENDS + r] * CARD_SCALE))
-                if t_end < end < i + 1:
-                    target, t_end = r, end
+            target = target_row(ends, i + 1)  # the kernel's R7
             low = target < 0  # R9
+            t_end = 0 if low else ends[target]
             t_len = 0.0 if low else obs[b, _LENGTHS + target] * ROW_LIMIT
             t_bull = 0.0 if low else obs[b, _BULLS + target] * BULLHEAD_ROW_SCALE
             full = not low and t_len >= ROW_LIMIT - 0.5  # R8

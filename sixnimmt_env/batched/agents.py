@@ -26,23 +26,23 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.batched.core import (
+from sixnimmt_env.batched.core import BatchedGames
+from sixnimmt_env.batched.kernel import (
     C_DECK,
     C_N,
     CHOOSE_ROW,
     DONE,
     DRAFT,
     SELECT,
-    BatchedGames,
-    _cheapest_row,
-    _row_cost,
+    GameArrays,
+    cheapest_row,
     random_below,
+    target_row,
 )
+from sixnimmt_env.batched.kinds import EXTERNAL, GREEDY, HIGHEST, KINDS, LOWEST, RANDOM
 from sixnimmt_env.engine import NOOP, NUM_ROWS, ROW_ACTION, ROW_LIMIT
 
-EXTERNAL, RANDOM, LOWEST, HIGHEST, GREEDY = -1, 0, 1, 2, 3
-KINDS: dict[str, int] = {"random": RANDOM, "lowest": LOWEST, "highest": HIGHEST, "greedy": GREEDY}
-"""Agent spec -> kind code of the ``kinds`` arrays; ``EXTERNAL`` (-1) marks a seat whose action comes from elsewhere."""
+__all__ = ["EXTERNAL", "GREEDY", "HIGHEST", "KINDS", "LOWEST", "RANDOM", "HeuristicPlayers", "kind_codes"]
 
 
 def kind_codes(specs: Sequence[str]) -> np.ndarray:
@@ -60,81 +60,126 @@ def kind_codes(specs: Sequence[str]) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def greedy_index(hand: np.ndarray, hand_len: np.ndarray, rows: np.ndarray, row_len: np.ndarray, b: int, s: int) -> int:
-    """Index into seat ``s``'s ascending hand of its card of lowest immediate cost (ties to the lower card).
+def greedy_index(hands: np.ndarray, s: int, k: int, ends: np.ndarray, lens: np.ndarray, costs: np.ndarray) -> int:
+    """Index into the ascending hand ``hands[s, :k]`` of its card of lowest immediate cost, ties to the lower card.
 
-    Cost (as :func:`sixnimmt_env.agents.greedy_card`): the bullheads of the card's row if it holds 5 cards
-    (R8), the cheapest row's bullheads for a low card (R9), else 0.
+    The cost is :func:`~sixnimmt_env.batched.kernel.immediate_cost` on the light rows ``ends``, ``lens``,
+    ``costs`` (as :func:`sixnimmt_env.agents.greedy_card`), written out with the cheapest row computed once: the
+    first card that takes nothing is played at once.
     """
-    low = 1 << 30
-    for r in range(NUM_ROWS):
-        low = min(low, _row_cost(rows, row_len, b, r))
+    low = costs[cheapest_row(costs)]  # immediate_cost of every low card, computed once
     best, best_cost = 0, 1 << 30
-    for k in range(hand_len[b, s]):
-        c = hand[b, s, k]
-        row, row_end = -1, 0
-        for r in range(NUM_ROWS):
-            end = rows[b, r, row_len[b, r] - 1]
-            if row_end < end < c:
-                row, row_end = r, end
-        if row < 0:
+    for i in range(k):
+        r = target_row(ends, hands[s, i])
+        if r < 0:
             cost = low
-        elif row_len[b, row] == ROW_LIMIT:
-            cost = _row_cost(rows, row_len, b, row)
+        elif lens[r] == ROW_LIMIT:
+            cost = costs[r]
         else:
-            return k
+            return i
         if cost < best_cost:
-            best, best_cost = k, cost
+            best, best_cost = i, cost
     return best
 
 
 @njit(cache=True, inline="always")
-def balanced_draft_low(hand: np.ndarray, hand_len: np.ndarray, deck_size: int, b: int, s: int) -> bool:
+def balanced_draft_low(hand: np.ndarray, k: int, deck_size: int) -> bool:
     """Whether the greedy draft rule (:func:`sixnimmt_env.agents.balanced_draft`, V2) takes the lowest display card:
-    at most half of seat ``s``'s hand is low (a card ``c`` with ``2 c <= deck_size``); else it takes the highest."""
-    k = hand_len[b, s]
+    at most half of the hand ``hand[:k]`` is low (a card ``c`` with ``2 c <= deck_size``); else it takes the highest."""
     low = 0
     for j in range(k):
-        if 2 * hand[b, s, j] <= deck_size:
+        if 2 * hand[j] <= deck_size:
             low += 1
     return 2 * low <= k
 
 
 @njit(cache=True, inline="always")
-def _display_card(display: np.ndarray, deck_size: int, kind: int, b: int, rng: np.ndarray) -> int:
-    """The draft pick of ``kind`` (``random``, ``lowest`` or ``highest``) from game ``b``'s display (V2)."""
+def _display_card(display: np.ndarray, deck_size: int, kind: int, rng: np.ndarray, b: int) -> int:
+    """The draft pick of ``kind`` (``random``, ``lowest`` or ``highest``) from the display (105,) (V2); a random
+    pick draws from ``rng[b]``."""
     if kind == RANDOM:
         count = 0
         for c in range(1, deck_size + 1):
-            count += display[b, c]
+            count += display[c]
         k = random_below(rng, b, count)
         for c in range(1, deck_size + 1):
-            if display[b, c]:
+            if display[c]:
                 if k == 0:
                     return c
                 k -= 1
     if kind == LOWEST:
         for c in range(1, deck_size + 1):
-            if display[b, c]:
+            if display[c]:
                 return c
     for c in range(deck_size, 0, -1):  # HIGHEST
-        if display[b, c]:
+        if display[c]:
             return c
     return 0
 
 
+@njit(cache=True, inline="always")
+def card_index(
+    kind: int,
+    hands: np.ndarray,
+    s: int,
+    k: int,
+    ends: np.ndarray,
+    lens: np.ndarray,
+    costs: np.ndarray,
+    rng: np.ndarray,
+    b: int,
+) -> int:
+    """Card selection (R5) of a heuristic ``kind`` for seat ``s``: an index into its ascending hand ``hands[s, :k]``
+    (k >= 1).
+
+    ``random`` draws once from ``rng[b]``; ``greedy`` reads the light rows (:func:`greedy_index`).
+    """
+    j = 0  # LOWEST
+    if kind == HIGHEST:
+        j = k - 1
+    elif kind == RANDOM:
+        j = random_below(rng, b, k)
+    elif kind == GREEDY:
+        j = greedy_index(hands, s, k, ends, lens, costs)
+    return j
+
+
+@njit(cache=True, inline="always")
+def row_index(kind: int, costs: np.ndarray, rng: np.ndarray, b: int) -> int:
+    """Low-card row choice (R9) of a heuristic ``kind``: a random row (one draw from ``rng[b]``), else the
+    cheapest row (:func:`~sixnimmt_env.batched.kernel.cheapest_row`)."""
+    if kind == RANDOM:
+        return random_below(rng, b, NUM_ROWS)
+    return cheapest_row(costs)
+
+
+@njit(cache=True, inline="always")
+def draft_card(
+    kind: int, hand: np.ndarray, k: int, display: np.ndarray, deck_size: int, rng: np.ndarray, b: int
+) -> int:
+    """Draft pick (V2) of a heuristic ``kind`` from ``display`` (105,) bool, holding ``hand[:k]``: a card value."""
+    if kind == GREEDY:
+        kind = LOWEST if balanced_draft_low(hand, k, deck_size) else HIGHEST
+    return _display_card(display, deck_size, kind, rng, b)
+
+
 @njit(cache=True)
-def _heuristic_actions(S: tuple, cfg: np.ndarray, kinds: np.ndarray, out: np.ndarray, rng: np.ndarray) -> None:
+def _heuristic_actions(S: GameArrays, cfg: np.ndarray, kinds: np.ndarray, out: np.ndarray, rng: np.ndarray) -> None:
     for b in range(out.shape[0]):
         heuristic_game_actions(S, cfg, kinds, out, rng, b)
 
 
 @njit(cache=True, inline="always")
 def heuristic_game_actions(
-    S: tuple, cfg: np.ndarray, kinds: np.ndarray, out: np.ndarray, rng: np.ndarray, b: int
+    S: GameArrays, cfg: np.ndarray, kinds: np.ndarray, out: np.ndarray, rng: np.ndarray, b: int
 ) -> None:
-    """Write the action of every heuristic seat (``kinds[b, s] >= 0``) of game ``b`` into ``out[b]``."""
-    phase, hand, hand_len, rows, row_len, display, chooser = S[0], S[1], S[2], S[3], S[4], S[6], S[10]
+    """Write the action of every heuristic seat (``kinds[b, s] >= 0``) of game ``b`` into ``out[b]``.
+
+    Seats are served in seat order, each ``random`` decision drawing once from ``rng[b]``.
+    """
+    phase, hand, hand_len, row_len, row_end, row_bull, display, chooser = (
+        S.phase, S.hand, S.hand_len, S.row_len, S.row_end, S.row_bull, S.display, S.chooser
+    )  # fmt: skip
     p = phase[b]
     for s in range(cfg[C_N]):
         kind = kinds[b, s]
@@ -143,25 +188,12 @@ def heuristic_game_actions(
         if p == DONE or (p != SELECT and chooser[b] != s):
             out[b, s] = NOOP
         elif p == SELECT:
-            k = hand_len[b, s]
-            if kind == RANDOM:
-                j = random_below(rng, b, k)
-            elif kind == LOWEST:
-                j = 0
-            elif kind == HIGHEST:
-                j = k - 1
-            else:
-                j = greedy_index(hand, hand_len, rows, row_len, b, s)
+            j = card_index(kind, hand[b], s, hand_len[b, s], row_end[b], row_len[b], row_bull[b], rng, b)
             out[b, s] = hand[b, s, j] - 1
         elif p == CHOOSE_ROW:
-            if kind == RANDOM:
-                out[b, s] = ROW_ACTION + random_below(rng, b, NUM_ROWS)
-            else:
-                out[b, s] = ROW_ACTION + _cheapest_row(rows, row_len, b)
+            out[b, s] = ROW_ACTION + row_index(kind, row_bull[b], rng, b)
         elif p == DRAFT:
-            if kind == GREEDY:
-                kind = LOWEST if balanced_draft_low(hand, hand_len, cfg[C_DECK], b, s) else HIGHEST
-            out[b, s] = _display_card(display, cfg[C_DECK], kind, b, rng) - 1
+            out[b, s] = draft_card(kind, hand[b, s], hand_len[b, s], display[b], cfg[C_DECK], rng, b) - 1
 
 
 class HeuristicPlayers:
@@ -196,7 +228,7 @@ class HeuristicPlayers:
         Seats without a decision get the no-op 108; ``EXTERNAL`` seats are not touched.
         """
         g = self.games
-        _heuristic_actions(g._S, g._cfg, self.kinds, out, self.rng)
+        _heuristic_actions(g.arrays, g.cfg, self.kinds, out, self.rng)
         return out
 
 

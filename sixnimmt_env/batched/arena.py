@@ -1,14 +1,23 @@
-"""The arena's fast path: whole chunks of games between heuristic agents on the batched engine.
+"""The arena's fast path: whole chunks of games between heuristic agents in one compiled loop.
 
-:func:`play_games` plays games ``start..stop-1`` of an arena run in one batch (every seat a ``random``,
-``lowest``, ``highest`` or ``greedy`` agent) and returns what :func:`sixnimmt_env.arena` needs: per-seat
-penalties, rounds played and the listed agent position of every seat. The arena calls it when every agent of
-the run has a batched version (:func:`supports`).
+:func:`play_games` plays games ``start..stop-1`` of an arena run (every seat a ``random``, ``lowest``, ``highest``
+or ``greedy`` agent) in ONE compiled call, :func:`play_chunk`: for each game it deals, asks the agents
+(:func:`sixnimmt_env.batched.agents.heuristic_game_actions`) and applies their joint action with the kernel
+(:func:`sixnimmt_env.batched.kernel.step_game`) until the game is over, with no Python in between. It returns
+what :mod:`sixnimmt_env.arena` needs: per-seat penalties, rounds played and the listed agent position of every
+seat. The arena calls it through :func:`arena_chunk` when every agent of the run has a batched version
+(:func:`supports`). The compiled code is cached on disk (numba ``cache=True``): after the first run, a new process
+loads it instead of compiling.
 
 Reproducibility: game ``g`` depends on ``(seed, g)`` only, as in the reference path, but its deals and the
-random agents' choices come from the batched engine's splitmix64 streams (seeded from ``(DEAL_TAG, seed,
-deal)`` and ``(AGENT_TAG, seed, g)``), not from ``numpy.random.default_rng``: the fast path plays other deals
-than the reference path for the same seed, with the same rules and the same agents.
+random agents' choices come from the kernel's splitmix64 streams (seeded from ``(DEAL_TAG, seed, deal)`` and
+``(AGENT_TAG, seed, g)``), not from ``numpy.random.default_rng``: the fast path plays other deals than the
+reference path for the same seed, with the same rules and the same agents. The games are those that
+:class:`~sixnimmt_env.batched.core.BatchedGames` stepped with
+:class:`~sixnimmt_env.batched.agents.HeuristicPlayers` plays from the same streams (tested).
+
+Importing this module is cheap (numpy only): numba and the kernels are loaded by the first :func:`play_games`, so
+the arena's main process does not pay for them when worker processes play the games.
 """
 
 from __future__ import annotations
@@ -16,16 +25,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
 
-from sixnimmt_env.batched.agents import KINDS, HeuristicPlayers
-from sixnimmt_env.batched.core import BatchedGames, next_random
+from sixnimmt_env.batched.kinds import KINDS
 from sixnimmt_env.engine import GameConfig
 
-_DEAL_TAG = 0x6DEA1  # the arena's tags (sixnimmt_env.arena.DEAL_TAG / AGENT_TAG), repeated to avoid an import cycle
+_DEAL_TAG = 0x6DEA1  # the arena's tags (sixnimmt_env.arena.DEAL_TAG / AGENT_TAG / TABLE_TAG; tested equal)
 _AGENT_TAG = 0x6A6E7
 _TABLE_TAG = 0x67AB1
-CHUNK = 4096
+CHUNK = 8192
 """Games per batch that :func:`arena_chunk` is best fed with."""
 
 
@@ -46,19 +53,12 @@ def spec_of(entry: object) -> str:
     return entry.strip() if isinstance(entry, str) else str(entry.spec)  # type: ignore[attr-defined]
 
 
-@njit(cache=True)
-def _mix_streams(key: np.uint64, ids: np.ndarray) -> np.ndarray:
-    rng = np.empty(ids.shape[0], np.uint64)
-    for b in range(ids.shape[0]):
-        rng[b] = key ^ np.uint64(ids[b])
-        rng[b] = next_random(rng, b)
-    return rng
-
-
 def streams(tag: int, seed: int, ids: np.ndarray) -> np.ndarray:
     """``uint64`` generator states, one per id: a hash of ``(tag, seed, id)``, independent of any batch."""
+    from sixnimmt_env.batched._fused import mix_streams
+
     key = np.random.SeedSequence([tag, seed]).generate_state(1, np.uint64)[0]
-    return _mix_streams(key, np.asarray(ids, np.int64))
+    return mix_streams(key, np.asarray(ids, np.int64))
 
 
 def play_games(
@@ -100,14 +100,20 @@ def play_games(
     if (kinds_of < 0).any():
         bad = [spec_of(s) for s, k in zip(specs, kinds_of, strict=True) if k < 0]
         raise ValueError(f"agents {bad} have no batched version; batched agents: {', '.join(KINDS)}")
-    batch = BatchedGames(config, count, seed=0)
-    batch.reset(streams=streams(_DEAL_TAG, seed, games // n if duplicate else games))
-    players = HeuristicPlayers(batch, kinds_of[tables])
-    players.rng[:] = streams(_AGENT_TAG, seed, games)
-    actions = np.zeros((count, n), np.int64)
-    while not batch.done.all():
-        batch.step(players.act(actions), check=False)
-    return start, batch.totals.astype(np.int64), batch.round.astype(np.int64) + 1, tables
+    from sixnimmt_env.batched._fused import play_chunk
+    from sixnimmt_env.batched.kernel import config_vector
+
+    penalties = np.zeros((count, n), np.int64)
+    rounds = np.zeros(count, np.int64)
+    play_chunk(
+        config_vector(config),
+        np.ascontiguousarray(kinds_of[tables]),
+        streams(_DEAL_TAG, seed, games // n if duplicate else games),
+        streams(_AGENT_TAG, seed, games),
+        penalties,
+        rounds,
+    )
+    return start, penalties, rounds, tables
 
 
 def arena_chunk(job: object, agents: Sequence[object], start: int, stop: int) -> tuple | None:

@@ -21,15 +21,17 @@ import numpy as np
 from numba import njit
 
 from sixnimmt_env.batched.agents import HeuristicPlayers, heuristic_game_actions
-from sixnimmt_env.batched.core import (
+from sixnimmt_env.batched.core import BatchedGames
+from sixnimmt_env.batched.kernel import (
     C_N,
     DONE,
     SELECT,
-    BatchedGames,
-    _encode_public,
-    _encode_seat,
-    _mask,
-    _new_games,
+    GameArrays,
+    decides,
+    encode_public,
+    encode_seat,
+    legal_mask,
+    new_games,
     step_game,
 )
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, NUM_CARDS, GameConfig
@@ -38,18 +40,9 @@ from sixnimmt_env.observation import OBS_SIZE
 _AGENT_TAG = 0x5EA7
 
 
-@njit(cache=True, inline="always")
-def _decides(S: tuple, b: int, s: int) -> bool:
-    """Whether seat ``s`` of game ``b`` has a real decision now (every seat in card selection, else the chooser)."""
-    p = S[0][b]
-    if p == DONE:
-        return False
-    return p == SELECT or S[10][b] == s
-
-
 @njit(cache=True)
 def _play(
-    S: tuple,
+    S: GameArrays,
     cfg: np.ndarray,
     kinds: np.ndarray,
     ext: np.ndarray,
@@ -63,6 +56,7 @@ def _play(
     deal_next: np.ndarray,
     rng: np.ndarray,
 ) -> None:
+    phase, chooser = S.phase, S.chooser
     deck = np.zeros(NUM_CARDS, np.int16)
     n = cfg[C_N]
     for b in range(active.shape[0]):
@@ -71,26 +65,26 @@ def _play(
         while True:
             heuristic_game_actions(S, cfg, kinds, actions, hrng, b)
             for s in range(n):
-                if kinds[b, s] < 0 and not _decides(S, b, s):
+                if kinds[b, s] < 0 and not decides(S, b, s):
                     actions[b, s] = NOOP
             step_game(S, cfg, b, actions, pen, deck, deals, deal_next, rng)
             me = seat[b]
             reward[b] -= pen[b, me]
-            if S[0][b] == DONE or _decides(S, b, me):
+            if phase[b] == DONE or decides(S, b, me):
                 active[b] = False
                 break
-            if ext[b, S[10][b]] >= 0:  # an opponent-only step whose chooser is external: the caller decides
+            if ext[b, chooser[b]] >= 0:  # an opponent-only step whose chooser is external: the caller decides
                 break
 
 
 @njit(cache=True)
-def _pending(S: tuple, ext: np.ndarray, active: np.ndarray, games: np.ndarray, seats: np.ndarray) -> int:
+def _pending(S: GameArrays, ext: np.ndarray, active: np.ndarray, games: np.ndarray, seats: np.ndarray) -> int:
     k = 0
     for b in range(active.shape[0]):
         if not active[b]:
             continue
         for s in range(ext.shape[1]):
-            if ext[b, s] >= 0 and _decides(S, b, s):
+            if ext[b, s] >= 0 and decides(S, b, s):
                 games[k] = b
                 seats[k] = s
                 k += 1
@@ -98,20 +92,20 @@ def _pending(S: tuple, ext: np.ndarray, active: np.ndarray, games: np.ndarray, s
 
 
 @njit(cache=True)
-def _observe_pairs(S: tuple, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
+def _observe_pairs(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
     for i in range(games.shape[0]):
         o = out[i]
         o[:] = 0.0
-        _encode_public(S, cfg, games[i], o)
-        _encode_seat(S, cfg, games[i], seats[i], o)
+        encode_public(S, cfg, games[i], o)
+        encode_seat(S, cfg, games[i], seats[i], o)
 
 
 @njit(cache=True)
-def _mask_pairs(S: tuple, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
+def _mask_pairs(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
     for i in range(games.shape[0]):
         m = out[i]
         m[:] = 0
-        _mask(S, cfg, games[i], seats[i], m)
+        legal_mask(S, cfg, games[i], seats[i], m)
 
 
 def _agent_streams(seed: int | None, count: int) -> np.ndarray:
@@ -160,7 +154,7 @@ class LearnerTables:
     def restart(self, which: np.ndarray) -> None:
         """Start a new game (a new deal from each game's stream) in every slot with ``which[b]`` (bool (B,))."""
         g = self.games
-        _new_games(g._S, g._cfg, np.ascontiguousarray(which, np.bool_), g._deals, g._deal_next, g._rng)
+        new_games(g.arrays, g.cfg, np.ascontiguousarray(which, np.bool_), g.deals, g.deal_next, g.deal_rng)
 
     def learner_decides(self) -> np.ndarray:
         """``bool (B,)``: games whose learner has a real decision now (phase select, or it is the chooser)."""
@@ -180,23 +174,23 @@ class LearnerTables:
         """
         g = self.games
         _play(
-            g._S, g._cfg, self.kinds, self.ext, self.seat, self._heuristic.rng, actions, active, reward, self._pen,
-            g._deals, g._deal_next, g._rng,
+            g.arrays, g.cfg, self.kinds, self.ext, self.seat, self._heuristic.rng, actions, active, reward, self._pen,
+            g.deals, g.deal_next, g.deal_rng,
         )  # fmt: skip
 
     def pending(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The external decisions due now in the active games: ``(games, seats)``, two ``int64`` arrays."""
-        k = _pending(self.games._S, self.ext, active, self._pair_games, self._pair_seats)
+        k = _pending(self.games.arrays, self.ext, active, self._pair_games, self._pair_seats)
         return self._pair_games[:k].copy(), self._pair_seats[:k].copy()
 
     def observe_pairs(self, games: np.ndarray, seats: np.ndarray) -> np.ndarray:
         """``float32 (len(games), 402)``: the observation of seat ``seats[i]`` in game ``games[i]`` (= ``encode``)."""
         out = np.empty((len(games), OBS_SIZE), np.float32)
-        _observe_pairs(self.games._S, self.games._cfg, games, seats, out)
+        _observe_pairs(self.games.arrays, self.games.cfg, games, seats, out)
         return out
 
     def mask_pairs(self, games: np.ndarray, seats: np.ndarray) -> np.ndarray:
         """``bool (len(games), 109)``: the legal-action masks of those seats (= ``action_mask``)."""
         out = np.empty((len(games), NUM_ACTIONS), np.int8)
-        _mask_pairs(self.games._S, self.games._cfg, games, seats, out)
+        _mask_pairs(self.games.arrays, self.games.cfg, games, seats, out)
         return out.view(np.bool_)

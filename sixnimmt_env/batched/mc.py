@@ -7,9 +7,10 @@ against the current rows) and then the rest of the round with every seat greedy 
 row); score each candidate by the sum over worlds of ``n * own - sum(all)`` bullheads (``(n - 1)`` times own minus
 mean opponent, exact in integers); play the lowest score, ties to the lower card or row.
 
-- :func:`select_scores` and :func:`row_scores`: the scores of every candidate on given worlds, exactly the integers
-  the reference agent's Python loops compute (``tests/test_batched_mc.py`` compares them); the reference agent
-  calls them for its rollouts.
+- :func:`select_scores` and :func:`row_scores`: the scores of every candidate on given worlds; the reference agent
+  calls them for its rollouts. The rollouts play on the kernel's light rows (:func:`~.kernel.play_turn`, the
+  ``greedy`` pick of :func:`~.agents.greedy_index`); ``tests/test_batched_mc.py`` compares their scores with
+  rollouts through :func:`sixnimmt_env.engine.step` on random positions.
 - :class:`MonteCarloPlayers`: ``mc:N`` for chosen seats of a :class:`~sixnimmt_env.batched.core.BatchedGames` batch,
   worlds sampled in compiled code from each game's splitmix64 stream (so not the reference agent's worlds for the
   same seed: the same rule, other samples).
@@ -22,105 +23,55 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.batched.agents import balanced_draft_low
-from sixnimmt_env.batched.core import (
-    BULL,
+from sixnimmt_env.batched.agents import balanced_draft_low, greedy_index
+from sixnimmt_env.batched.core import BatchedGames
+from sixnimmt_env.batched.kernel import (
     C_DECK,
     C_N,
     CHOOSE_ROW,
     DONE,
     DRAFT,
     SELECT,
-    BatchedGames,
-    _sort_small,
+    GameArrays,
+    cheapest_row,
+    play_turn,
     random_below,
+    sort_small,
 )
-from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_CARDS, NUM_ROWS, ROW_ACTION, ROW_LIMIT
+from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_CARDS, NUM_ROWS, ROW_ACTION
 
-# --------------------------------------------------------------------------- the light simulation (R6-R9)
-
-
-@njit(cache=True, inline="always")
-def _cheapest(costs: np.ndarray) -> int:
-    best = 0
-    for r in range(1, NUM_ROWS):
-        if costs[r] < costs[best]:
-            best = r
-    return best
+# --------------------------------------------------------------------------- rollouts on the kernel's light rows
 
 
 @njit(cache=True, inline="always")
-def _greedy_pick(hand: np.ndarray, k: int, ends: np.ndarray, lens: np.ndarray, costs: np.ndarray) -> int:
-    """Index into the ascending ``hand[:k]`` of the greedy card (lowest immediate cost, ties to the lower card)."""
-    low = costs[_cheapest(costs)]
-    best, best_cost = 0, 1 << 30
-    for i in range(k):
-        c = hand[i]
-        row, row_end = -1, 0
-        for r in range(NUM_ROWS):
-            if row_end < ends[r] < c:
-                row, row_end = r, ends[r]
-        if row < 0:
-            cost = low
-        elif lens[row] == ROW_LIMIT:
-            cost = costs[row]
-        else:
-            return i
-        if cost < best_cost:
-            best, best_cost = i, cost
-    return best
-
-
-@njit(cache=True, inline="always")
-def _place(ends: np.ndarray, lens: np.ndarray, costs: np.ndarray, card: int) -> int:
-    """Place a card that is not low (R7, R8); returns the bullheads taken."""
-    row, row_end = -1, 0
-    for r in range(NUM_ROWS):
-        if row_end < ends[r] < card:
-            row, row_end = r, ends[r]
-    ends[row] = card
-    if lens[row] == ROW_LIMIT:
-        taken = costs[row]
-        lens[row] = 1
-        costs[row] = BULL[card]
-        return taken
-    lens[row] += 1
-    costs[row] += BULL[card]
-    return 0
-
-
-@njit(cache=True, inline="always")
-def _turn(ends: np.ndarray, lens: np.ndarray, costs: np.ndarray, plays: np.ndarray, n: int, pen: np.ndarray) -> None:
-    """Resolve one turn (one card per local seat) ascending; a low card takes the cheapest row (R6-R9)."""
-    last = 0
-    for _ in range(n):
-        s, card = -1, 1 << 20
-        for q in range(n):
-            if last < plays[q] < card:
-                s, card = q, plays[q]
-        low = True
-        for r in range(NUM_ROWS):
-            if ends[r] < card:
-                low = False
-        if low:
-            r = _cheapest(costs)
-            pen[s] += costs[r]
-            ends[r], lens[r], costs[r] = card, 1, BULL[card]
-        else:
-            pen[s] += _place(ends, lens, costs, card)
-        last = card
+def _turn(
+    ends: np.ndarray,
+    lens: np.ndarray,
+    costs: np.ndarray,
+    plays: np.ndarray,
+    n: int,
+    pen: np.ndarray,
+) -> None:
+    """One turn of ``plays`` (one card per local seat) on the light rows; a low card takes the cheapest row (R6-R9)."""
+    play_turn(ends, lens, costs, None, None, plays, n, pen, cheapest_row(costs))
 
 
 @njit(cache=True, inline="always")
 def _rollout(
-    ends: np.ndarray, lens: np.ndarray, costs: np.ndarray, hands: np.ndarray, k: int, n: int, pen: np.ndarray
+    ends: np.ndarray,
+    lens: np.ndarray,
+    costs: np.ndarray,
+    hands: np.ndarray,
+    k: int,
+    n: int,
+    pen: np.ndarray,
 ) -> None:
     """Play the ``k`` remaining turns with every local seat greedy (``hands`` (n, >= k) ascending, consumed)."""
     plays = np.empty(n, np.int64)
     for t in range(k):
         left = k - t
         for s in range(n):
-            j = _greedy_pick(hands[s], left, ends, lens, costs)
+            j = greedy_index(hands, s, left, ends, lens, costs)
             plays[s] = hands[s, j]
             for i in range(j, left - 1):
                 hands[s, i] = hands[s, i + 1]
@@ -141,7 +92,7 @@ def _select_scores(
     out[:] = 0
     for w in range(worlds.shape[0]):
         for j in range(n - 1):
-            opp_plays[j] = worlds[w, j, _greedy_pick(worlds[w, j], k, ends0, lens0, costs0)]
+            opp_plays[j] = worlds[w, j, greedy_index(worlds[w], j, k, ends0, lens0, costs0)]
         for i in range(k):
             ends[:] = ends0
             lens[:] = lens0
@@ -181,7 +132,9 @@ def _row_scores(
     ends, lens, costs = np.empty(NUM_ROWS, np.int64), np.empty(NUM_ROWS, np.int64), np.empty(NUM_ROWS, np.int64)
     hands = np.empty((n, max(k, 1)), np.int64)
     pen = np.empty(n, np.int64)
-    order = np.argsort(others)
+    plays = np.empty(n, np.int64)
+    plays[0] = own
+    plays[1:] = others
     out[:] = 0
     for w in range(worlds.shape[0]):
         for r in range(NUM_ROWS):
@@ -189,10 +142,7 @@ def _row_scores(
             lens[:] = lens0
             costs[:] = costs0
             pen[:] = 0
-            pen[0] = costs[r]
-            ends[r], lens[r], costs[r] = own, 1, BULL[own]
-            for q in order:
-                pen[q + 1] += _place(ends, lens, costs, others[q])
+            play_turn(ends, lens, costs, None, None, plays, n, pen, r)  # the low card takes row r (R9)
             hands[0, :k] = hand
             for j in range(n - 1):
                 hands[j + 1, :k] = worlds[w, j, :k]
@@ -253,18 +203,13 @@ def row_scores(
 
 
 @njit(cache=True)
-def _mc_actions(S: tuple, cfg: np.ndarray, mc: np.ndarray, samples: int, out: np.ndarray, rng: np.ndarray) -> None:
+def _mc_actions(S: GameArrays, cfg: np.ndarray, mc: np.ndarray, samples: int, out: np.ndarray, rng: np.ndarray) -> None:
+    phase, hand, hand_len, rows, row_len, row_end, row_bull, pile, display, revealed, chooser = (
+        S.phase, S.hand, S.hand_len, S.rows, S.row_len, S.row_end, S.row_bull, S.pile, S.display, S.revealed, S.chooser
+    )  # fmt: skip
     phase, hand, hand_len, rows, row_len, pile, display, revealed, chooser = (
-        S[0],
-        S[1],
-        S[2],
-        S[3],
-        S[4],
-        S[5],
-        S[6],
-        S[7],
-        S[10],
-    )
+        phase, hand, hand_len, rows, row_len, pile, display, revealed, chooser,
+    )  # fmt: skip
     n = cfg[C_N]
     size = cfg[C_DECK]
     known = np.zeros(NUM_CARDS + 1, np.bool_)
@@ -283,7 +228,7 @@ def _mc_actions(S: tuple, cfg: np.ndarray, mc: np.ndarray, samples: int, out: np
                 out[b, s] = NOOP
                 continue
             if p == DRAFT:  # the greedy draft rule (balanced_draft, V2)
-                low = balanced_draft_low(hand, hand_len, size, b, s)
+                low = balanced_draft_low(hand[b, s], hand_len[b, s], size)
                 for i in range(1, size + 1):
                     c = i if low else size + 1 - i
                     if display[b, c]:
@@ -299,13 +244,11 @@ def _mc_actions(S: tuple, cfg: np.ndarray, mc: np.ndarray, samples: int, out: np
             for j in range(k):
                 known[hand[b, s, j]] = True
             for r in range(NUM_ROWS):
-                cost = 0
                 for j in range(row_len[b, r]):
                     known[rows[b, r, j]] = True
-                    cost += BULL[rows[b, r, j]]
-                ends[r] = rows[b, r, row_len[b, r] - 1]
+                ends[r] = row_end[b, r]
                 lens[r] = row_len[b, r]
-                costs[r] = cost
+                costs[r] = row_bull[b, r]
             if p == CHOOSE_ROW:
                 for q in range(n):
                     known[revealed[b, q]] = True
@@ -323,7 +266,7 @@ def _mc_actions(S: tuple, cfg: np.ndarray, mc: np.ndarray, samples: int, out: np
                 for q in range(n - 1):
                     for i in range(k):
                         worlds[w, q, i] = unseen[q * k + i]
-                    _sort_small(worlds[w, q], k)
+                    sort_small(worlds[w, q], k)
             own_hand = hand[b, s, :k].astype(np.int64)
             if p == SELECT:
                 _select_scores(own_hand, ends, lens, costs, worlds[:nw, :, :k], scores[:k])
@@ -339,7 +282,7 @@ def _mc_actions(S: tuple, cfg: np.ndarray, mc: np.ndarray, samples: int, out: np
                         others[m] = revealed[b, q]
                         m += 1
                 _row_scores(revealed[b, s], others, own_hand, ends, lens, costs, worlds[:nw, :, :k], row_totals)
-                out[b, s] = ROW_ACTION + _cheapest(row_totals)
+                out[b, s] = ROW_ACTION + cheapest_row(row_totals)
 
 
 class MonteCarloPlayers:
@@ -373,5 +316,5 @@ class MonteCarloPlayers:
     def act(self, out: np.ndarray) -> np.ndarray:
         """Write the action of every ``mc:N`` seat into ``out`` (``int64 (B, n)``) and return it; others untouched."""
         g = self.games
-        _mc_actions(g._S, g._cfg, self.seats, self.samples, out, self.rng)
+        _mc_actions(g.arrays, g.cfg, self.seats, self.samples, out, self.rng)
         return out

@@ -26,16 +26,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.batched.core import (
+from sixnimmt_env.batched.kernel import (
+    BULL,
     C_N,
     CHOOSE_ROW,
     DONE,
-    _config_vector,
-    _encode_public,
-    _encode_seat,
-    _is_legal,
-    _mask,
-    _new_games,
+    GameArrays,
+    config_vector,
+    encode_public,
+    encode_seat,
+    is_legal,
+    legal_mask,
+    new_games,
     random_below,
     step_game,
 )
@@ -106,9 +108,18 @@ LAYOUT: tuple[tuple[type, tuple[tuple[str, tuple[int | str, ...]], ...]], ...] =
             ("penalties", (1, "n")),
             ("deal_next", (1,)),
             ("taken_at", (_PILE_SIZE,)),
+            ("row_bull", (1, NUM_ROWS)),
         ),
     ),
-    (np.int16, (("hand", (1, "n", HAND_SIZE)), ("rows", (1, NUM_ROWS, ROW_LIMIT)), ("revealed", (1, "n")))),
+    (
+        np.int16,
+        (
+            ("hand", (1, "n", HAND_SIZE)),
+            ("rows", (1, NUM_ROWS, ROW_LIMIT)),
+            ("revealed", (1, "n")),
+            ("row_end", (1, NUM_ROWS)),
+        ),
+    ),
     (
         np.int8,
         (
@@ -123,12 +134,12 @@ LAYOUT: tuple[tuple[type, tuple[tuple[str, tuple[int | str, ...]], ...]], ...] =
     (np.bool_, (("display", (1, _PILE_SIZE)),)),
 )
 """The arrays of one game, grouped by dtype, each a view into one byte buffer (each group starts on 8 bytes):
-the config vector (``core._config_vector``), the action buffer, the deal generator state (``rng``, stored as
-``int64``, viewed as ``uint64``), the 13 state arrays of :class:`BatchedGames` with batch size 1 (``core``'s
-module docstring), this step's penalties, the deal cursor and ``taken_at`` (index 0: the step clock;
-``taken_at[c]``: the step at which card c entered a penalty pile, -1 if it is in none). One buffer crosses into
-numba instead of twenty arrays (a compiled call costs about 0.07 µs per array argument), and inside it one
-view per dtype is cut into the pieces."""
+the config vector (:func:`~sixnimmt_env.batched.kernel.config_vector`), the action buffer, the deal generator
+state (``rng``, stored as ``int64``, viewed as ``uint64``), the 15 arrays of a
+:class:`~sixnimmt_env.batched.kernel.GameArrays` with batch size 1, this step's penalties, the deal cursor and
+``taken_at`` (index 0: the step clock; ``taken_at[c]``: the step at which card c entered a penalty pile, -1 if
+it is in none). One buffer crosses into numba instead of twenty arrays (a compiled call costs about 0.07 µs per
+array argument), and inside it one view per dtype is cut into the pieces."""
 
 
 def _group_sizes(n: int) -> list[list[int]]:
@@ -172,7 +183,7 @@ def _unpack(buf: np.ndarray) -> tuple:
     actions = i64[8 : 8 + n].reshape((1, n))
     rng = buf[o + 8 * (8 + n) : o + 8 * k].view(np.uint64)
     o += 8 * k
-    k = 3 * n + 2 + _PILE_SIZE  # int32: round_pen, totals, round, penalties, deal_next, taken_at
+    k = 3 * n + 2 + _PILE_SIZE + NUM_ROWS  # int32: round_pen, totals, round, penalties, deal_next, taken_at, row_bull
     i32 = buf[o : o + 4 * k].view(np.int32)
     round_pen = i32[0:n].reshape((1, n))
     totals = i32[n : 2 * n].reshape((1, n))
@@ -180,13 +191,15 @@ def _unpack(buf: np.ndarray) -> tuple:
     pen = i32[2 * n + 1 : 3 * n + 1].reshape((1, n))
     deal_next = i32[3 * n + 1 : 3 * n + 2]
     taken_at = i32[3 * n + 2 : 3 * n + 2 + _PILE_SIZE]
+    row_bull = i32[3 * n + 2 + _PILE_SIZE : k].reshape((1, NUM_ROWS))
     o += (4 * k + 7) // 8 * 8
-    k = HAND_SIZE * n + NUM_ROWS * ROW_LIMIT + n  # int16: hand, rows, revealed
+    k = HAND_SIZE * n + NUM_ROWS * ROW_LIMIT + n + NUM_ROWS  # int16: hand, rows, revealed, row_end
     i16 = buf[o : o + 2 * k].view(np.int16)
     hand = i16[0 : HAND_SIZE * n].reshape((1, n, HAND_SIZE))
     j = HAND_SIZE * n
     rows = i16[j : j + NUM_ROWS * ROW_LIMIT].reshape((1, NUM_ROWS, ROW_LIMIT))
-    revealed = i16[j + NUM_ROWS * ROW_LIMIT : k].reshape((1, n))
+    revealed = i16[j + NUM_ROWS * ROW_LIMIT : j + NUM_ROWS * ROW_LIMIT + n].reshape((1, n))
+    row_end = i16[k - NUM_ROWS : k].reshape((1, NUM_ROWS))
     o += (2 * k + 7) // 8 * 8
     k = 1 + n + NUM_ROWS + _PILE_SIZE + 2  # int8: phase, hand_len, row_len, pile, chooser, turn
     i8 = buf[o : o + k].view(np.int8)
@@ -199,7 +212,10 @@ def _unpack(buf: np.ndarray) -> tuple:
     turn = i8[j + _PILE_SIZE + 1 : j + _PILE_SIZE + 2]
     o += (k + 7) // 8 * 8
     display = buf[o : o + _PILE_SIZE].view(np.bool_).reshape((1, _PILE_SIZE))
-    S = (phase, hand, hand_len, rows, row_len, pile, display, revealed, round_pen, totals, chooser, turn, rnd)
+    S = GameArrays(
+        phase, hand, hand_len, rows, row_len, row_end, row_bull, pile, display, revealed, round_pen, totals, chooser,
+        turn, rnd,
+    )  # fmt: skip
     return S, cfg, actions, pen, deal_next, rng, taken_at
 
 
@@ -219,24 +235,26 @@ def _track_piles(pile: np.ndarray, taken_at: np.ndarray) -> None:
 
 
 @njit(cache=True, inline="always")
-def _outputs(S: tuple, cfg: np.ndarray, taken_at: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> None:
+def _outputs(S: GameArrays, cfg: np.ndarray, taken_at: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> None:
     """Write the observations with the snapshot below them (see :func:`step_and_observe`) and the masks."""
-    phase, hand, hand_len, rows, row_len, pile, display, revealed, round_pen, totals, chooser, turn, rnd = S
+    phase, hand, hand_len, rows, row_len = S.phase, S.hand, S.hand_len, S.rows, S.row_len
+    pile, display = S.pile, S.display
+    revealed, round_pen, totals, chooser, turn, rnd = S.revealed, S.round_pen, S.totals, S.chooser, S.turn, S.round
     n = cfg[C_N]
     snap = obs[n:].reshape(-1)  # every entry below is written: zero only the tail past the snapshot
     snap[_HANDS + HAND_SIZE * n + 4 * n + 3 * _PILE_SIZE :] = 0.0
     base = obs[0]  # the shared pieces, copied whole into every other seat's row
     base[:] = 0.0
-    _encode_public(S, cfg, 0, base)
+    encode_public(S, cfg, 0, base)
     for s in range(1, n):
         o = obs[s]
         for i in range(OBS_SIZE):
             o[i] = base[i]
     for s in range(n):
-        _encode_seat(S, cfg, 0, s, obs[s])
+        encode_seat(S, cfg, 0, s, obs[s])
     masks[:] = 0
     for s in range(n):
-        _mask(S, cfg, 0, s, masks[s])
+        legal_mask(S, cfg, 0, s, masks[s])
     snap[_PHASE] = phase[0]
     snap[_CHOOSER] = chooser[0]
     snap[_TURN] = turn[0]
@@ -284,16 +302,16 @@ def step_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, masks:
     S, cfg, actions, pen, deal_next, rng, taken_at = _unpack(buf)
     n = cfg[C_N]
     for s in range(n):
-        if not _is_legal(S, cfg, 0, s, actions[0, s]):
+        if not is_legal(S, cfg, 0, s, actions[0, s]):
             return s
     deck = np.empty(NUM_CARDS, np.int16)
     step_game(S, cfg, 0, actions, pen, deck, deals, deal_next, rng)
-    _track_piles(S[5], taken_at)
+    _track_piles(S.pile, taken_at)
     code = OK
     for s in range(n):
         if pen[0, s] != 0:
             code = PENALTIES
-    if S[0][0] == DONE:
+    if S.phase[0] == DONE:
         code = OVER
     _outputs(S, cfg, taken_at, obs, masks)
     return code
@@ -304,7 +322,7 @@ def new_game_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, ma
     """Deal a new game from the game's generator (or ``deals``) (R3; V1, V2); write ``obs`` and ``masks`` as
     :func:`step_and_observe` does."""
     S, cfg, _, _, deal_next, rng, taken_at = _unpack(buf)
-    _new_games(S, cfg, np.ones(1, np.bool_), deals, deal_next, rng)
+    new_games(S, cfg, np.ones(1, np.bool_), deals, deal_next, rng)
     taken_at[:] = -1
     taken_at[0] = 0
     _outputs(S, cfg, taken_at, obs, masks)
@@ -327,7 +345,7 @@ def play_random(buf: np.ndarray, deals: np.ndarray, policy_rng: np.ndarray, step
     """
     S, cfg, actions, pen, deal_next, rng, _ = _unpack(buf)
     n = cfg[C_N]
-    phase = S[0]
+    phase = S.phase
     m = np.empty(NUM_ACTIONS, np.int8)
     deck = np.empty(NUM_CARDS, np.int16)
     which = np.ones(1, np.bool_)
@@ -335,11 +353,11 @@ def play_random(buf: np.ndarray, deals: np.ndarray, policy_rng: np.ndarray, step
     finished = 0
     for _ in range(steps):
         if phase[0] == DONE:
-            _new_games(S, cfg, which, deals, deal_next, rng)
+            new_games(S, cfg, which, deals, deal_next, rng)
             finished += 1
         for s in range(n):
             m[:] = 0
-            _mask(S, cfg, 0, s, m)
+            legal_mask(S, cfg, 0, s, m)
             count = 0
             for a in range(NUM_ACTIONS):
                 count += m[a]
@@ -450,7 +468,7 @@ class SingleGame:
         self._views = _views(self.buffer, n)
         for name, view in self._views.items():
             setattr(self, name, view)
-        self._views["cfg"][:] = _config_vector(config)
+        self._views["cfg"][:] = config_vector(config)
         self._views["phase"][:] = DONE
         self._views["pile"][:] = -1
         self._views["chooser"][:] = -1
@@ -504,7 +522,7 @@ class SingleGame:
         if state.config != self.config:
             raise ValueError(f"state.config {state.config!r} differs from the game's config {self.config!r}")
         v = self._views
-        for name in ("hand", "rows", "row_len", "hand_len"):
+        for name in ("hand", "rows", "row_len", "hand_len", "row_end", "row_bull"):
             v[name][:] = 0
         v["pile"][:] = -1
         v["display"][:] = False
@@ -520,6 +538,8 @@ class SingleGame:
         for r, row in enumerate(state.rows):
             v["rows"][0, r, : len(row)] = row
             v["row_len"][0, r] = len(row)
+            v["row_end"][0, r] = row[-1]
+            v["row_bull"][0, r] = sum(BULL[c] for c in row)
         v["display"][0, list(state.display)] = True
         v["revealed"][0] = state.revealed
         v["round_pen"][0] = state.round_penalties

@@ -1,0 +1,734 @@
+"""The compiled rules kernel: every fast path plays the rules through these functions (`RULES.md` R1-R14, V1, V2).
+
+:mod:`sixnimmt_env.engine` is the readable specification; this module is its one compiled twin. The batched engine
+(:mod:`.core`), the compiled single-game backend (:mod:`.single`), the learner tables (:mod:`.learner`), the arena's
+heuristic games (:mod:`.arena`), the ``mc:N`` rollouts (:mod:`.mc`), the vectorised agents (:mod:`.agents`) and the
+card features of ``training.features`` call it; none of them places a card, picks a target row or books a penalty
+by itself. A rule changes here and in the engine, and the parity tests compare the two.
+
+**Rows.** A table's rows are read through three arrays of 4 entries, the *light rows*: ``ends`` (last card of each
+row), ``lens`` (cards in it, 1..5) and ``costs`` (its bullheads, R2). They are all that R7-R9 need:
+
+- :func:`target_row` (R7), :func:`cheapest_row` (R9b), :func:`immediate_cost` (what a card would take now);
+- :func:`take_row` (R8, R9) and :func:`add_card` (R7, R8) change one row;
+- :func:`play_turn` places a whole turn ascending (R6-R9a).
+
+The batched engine also keeps every row's cards and who holds each taken card (``rows``, ``pile``): the functions
+that change rows take them too; rollouts and the arena's games pass ``None`` for both and play on the light rows
+alone (numba compiles the ``None`` case without the bookkeeping).
+
+**Game state.** :class:`GameArrays` names the arrays of B games (``B`` games, ``n`` seats; cards 1..104, 0 = empty
+slot; scores in bullheads):
+
+=================  ===============  ==========================================================
+field              shape, dtype     meaning
+=================  ===============  ==========================================================
+``phase``          (B,) int8        0 select, 1 choose_row, 2 draft, 3 done (``engine.PHASES``)
+``hand``           (B, n, 10) int16 each seat's cards ascending, then zeros
+``hand_len``       (B, n) int8      cards in each hand
+``rows``           (B, 4, 5) int16  the rows, each ascending, then zeros
+``row_len``        (B, 4) int8      cards in each row (0 during the draft): the light rows' ``lens``
+``row_end``        (B, 4) int16     last card of each row (0 during the draft): ``ends``
+``row_bull``       (B, 4) int32     bullheads in each row: ``costs``
+``pile``           (B, 105) int8    ``pile[b, c]``: seat whose penalty pile holds card c this round, else -1
+``display``        (B, 105) bool    cards on the open draft display (V2)
+``revealed``       (B, n) int16     as ``State.revealed``
+``round_pen``      (B, n) int32     bullheads taken this round (R11)
+``totals``         (B, n) int32     game totals (R12)
+``chooser``        (B,) int8        as ``State.chooser`` (-1 if none)
+``turn``           (B,) int8        turns completed this round
+``round``          (B,) int32       rounds completed before this one
+=================  ===============  ==========================================================
+
+:func:`step_game` applies one joint action to game ``b`` (R5-R14, V2); :func:`deal` sets up a round (R3, R14);
+:func:`legal_mask` and :func:`is_legal` give the legal actions; :func:`encode_public` and :func:`encode_seat`
+write the observation (:mod:`sixnimmt_env.observation`'s layout).
+
+**Compiled-code cache.** Every function is compiled with ``cache=True`` and the kernel's functions are inlined into
+their callers (``inline="always"``). Numba checks a cached function against its own source file only, so after
+editing this module delete the caches (``find sixnimmt_env training -name '*.nb[ic]' -delete``) or the callers
+in other modules keep running the old inlined code.
+
+**Random numbers.** Each game draws from its own splitmix64 counter (:func:`next_random`, :func:`random_below`),
+a ``uint64`` per game, so a game's deals do not depend on the batch it is played in.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from sixnimmt_env.engine import (
+    BULLHEADS,
+    HAND_SIZE,
+    NOOP,
+    NUM_CARDS,
+    NUM_ROWS,
+    ROW_ACTION,
+    ROW_LIMIT,
+    GameConfig,
+)
+from sixnimmt_env.observation import OBS_SIZE, SLICES
+
+SELECT, CHOOSE_ROW, DRAFT, DONE = 0, 1, 2, 3
+"""Phase codes of the ``phase`` array: indices into ``engine.PHASES``."""
+
+BULL = np.array(BULLHEADS, dtype=np.int32)
+"""``BULL[c]``: bullheads of card c (R2); index 0 is 0."""
+
+C_N, C_DECK, C_LOGIC, C_CHEAPEST, C_END_SCORE, C_MORE_THAN, C_MAX_ROUNDS, C_ROUND_EPISODE = range(8)
+"""Entries of the ``int64`` config vector (:func:`config_vector`)."""
+
+
+def config_vector(config: GameConfig) -> np.ndarray:
+    """The rules of ``config`` as an ``int64 (8,)`` vector for the kernels (entries ``C_*``; -1 for ``None``)."""
+    cfg = np.zeros(8, np.int64)
+    cfg[C_N] = config.num_players
+    cfg[C_DECK] = config.deck_size
+    cfg[C_LOGIC] = config.variant == "logic"
+    cfg[C_CHEAPEST] = config.row_choice == "cheapest"
+    cfg[C_END_SCORE] = -1 if config.end_score is None else config.end_score
+    cfg[C_MORE_THAN] = config.end_rule == "more_than"
+    cfg[C_MAX_ROUNDS] = -1 if config.max_rounds is None else config.max_rounds
+    cfg[C_ROUND_EPISODE] = config.episode == "round"
+    return cfg
+
+
+class GameArrays(NamedTuple):
+    """The state arrays of B games (module docstring); a plain tuple of arrays that numba passes as one value."""
+
+    phase: np.ndarray
+    hand: np.ndarray
+    hand_len: np.ndarray
+    rows: np.ndarray
+    row_len: np.ndarray
+    row_end: np.ndarray
+    row_bull: np.ndarray
+    pile: np.ndarray
+    display: np.ndarray
+    revealed: np.ndarray
+    round_pen: np.ndarray
+    totals: np.ndarray
+    chooser: np.ndarray
+    turn: np.ndarray
+    round: np.ndarray
+
+
+def new_arrays(batch_size: int, num_players: int) -> GameArrays:
+    """Zeroed :class:`GameArrays` of ``batch_size`` finished games (phase done, no piles, no chooser)."""
+    B, n = batch_size, num_players
+    return GameArrays(
+        phase=np.full(B, DONE, np.int8),
+        hand=np.zeros((B, n, HAND_SIZE), np.int16),
+        hand_len=np.zeros((B, n), np.int8),
+        rows=np.zeros((B, NUM_ROWS, ROW_LIMIT), np.int16),
+        row_len=np.zeros((B, NUM_ROWS), np.int8),
+        row_end=np.zeros((B, NUM_ROWS), np.int16),
+        row_bull=np.zeros((B, NUM_ROWS), np.int32),
+        pile=np.full((B, NUM_CARDS + 1), -1, np.int8),
+        display=np.zeros((B, NUM_CARDS + 1), np.bool_),
+        revealed=np.zeros((B, n), np.int16),
+        round_pen=np.zeros((B, n), np.int32),
+        totals=np.zeros((B, n), np.int32),
+        chooser=np.full(B, -1, np.int8),
+        turn=np.zeros(B, np.int8),
+        round=np.zeros(B, np.int32),
+    )
+
+
+# --------------------------------------------------------------------------- random numbers
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+
+
+@njit(cache=True, inline="always")
+def next_random(rng: np.ndarray, b: int) -> np.uint64:
+    """Advance game ``b``'s splitmix64 counter and return 64 random bits."""
+    rng[b] += _GOLDEN
+    z = rng[b]
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    return z ^ (z >> _S31)
+
+
+@njit(cache=True, inline="always")
+def random_below(rng: np.ndarray, b: int, k: int) -> int:
+    """A random integer in ``0..k-1`` from game ``b``'s generator (k <= 109; modulo bias below 1e-17)."""
+    return np.int64(next_random(rng, b) % np.uint64(k))
+
+
+# --------------------------------------------------------------------------- rows (R7-R9)
+
+
+@njit(cache=True, inline="always")
+def target_row(ends: np.ndarray, card: int) -> int:
+    """R7: the row whose last card is the largest value below ``card``; -1 if there is none (a low card, R9).
+
+    ``ends``: the 4 rows' last cards (0 for a missing row, which no card targets).
+    """
+    best, best_end = -1, 0
+    for r in range(NUM_ROWS):
+        end = ends[r]
+        if best_end < end < card:
+            best, best_end = r, end
+    return best
+
+
+@njit(cache=True, inline="always")
+def cheapest_row(costs: np.ndarray) -> int:
+    """R9b ``"cheapest"``: the row with the fewest bullheads, ties to the lowest index."""
+    best = 0
+    for r in range(1, NUM_ROWS):
+        if costs[r] < costs[best]:
+            best = r
+    return best
+
+
+@njit(cache=True, inline="always")
+def immediate_cost(ends: np.ndarray, lens: np.ndarray, costs: np.ndarray, card: int) -> int:
+    """Bullheads ``card`` would take now, the other cards of the turn ignored: its row's if that row is full (R8),
+    the cheapest row's if it is a low card (R9), else 0. The ``greedy`` agent's cost."""
+    r = target_row(ends, card)
+    if r < 0:
+        return costs[cheapest_row(costs)]
+    if lens[r] == ROW_LIMIT:
+        return costs[r]
+    return 0
+
+
+@njit(cache=True, inline="always")
+def take_row(
+    ends: np.ndarray,
+    lens: np.ndarray,
+    costs: np.ndarray,
+    rows: np.ndarray,
+    pile: np.ndarray,
+    r: int,
+    card: int,
+    seat: int,
+) -> int:
+    """``seat`` takes row ``r`` into its penalty pile and ``card`` starts the row afresh (R8, R9).
+
+    Returns the bullheads taken. Unless they are ``None``, ``rows`` (4, 5) and ``pile`` (105,) are kept too: the
+    row's cards go to ``pile[c] = seat``.
+    """
+    taken = costs[r]
+    if rows is not None:  # a compile-time branch: None for the light rows alone
+        for j in range(lens[r]):
+            pile[rows[r, j]] = seat
+            rows[r, j] = 0
+        rows[r, 0] = card
+    ends[r] = card
+    lens[r] = 1
+    costs[r] = BULL[card]
+    return taken
+
+
+@njit(cache=True, inline="always")
+def add_card(
+    ends: np.ndarray,
+    lens: np.ndarray,
+    costs: np.ndarray,
+    rows: np.ndarray,
+    pile: np.ndarray,
+    r: int,
+    card: int,
+    seat: int,
+) -> int:
+    """Put ``card`` on its target row ``r`` (R7); the sixth card takes the row (R8). Returns the bullheads taken."""
+    if lens[r] == ROW_LIMIT:
+        return take_row(ends, lens, costs, rows, pile, r, card, seat)
+    if rows is not None:  # a compile-time branch: None for the light rows alone
+        rows[r, lens[r]] = card
+    ends[r] = card
+    lens[r] += 1
+    costs[r] += BULL[card]
+    return 0
+
+
+@njit(cache=True, inline="always")
+def lowest_play(plays: np.ndarray, n: int) -> int:
+    """The seat of the lowest of the ``n`` cards ``plays`` (distinct, > 0)."""
+    low = 0
+    for s in range(1, n):
+        if plays[s] < plays[low]:
+            low = s
+    return low
+
+
+@njit(cache=True, inline="always")
+def play_turn(
+    ends: np.ndarray,
+    lens: np.ndarray,
+    costs: np.ndarray,
+    rows: np.ndarray | None,
+    pile: np.ndarray | None,
+    plays: np.ndarray,
+    n: int,
+    pen: np.ndarray,
+    low_row: int,
+) -> None:
+    """Place one turn's revealed cards ``plays`` (one per seat 0..n-1, distinct) ascending (R6-R9a); ``pen[s]`` +=
+    the bullheads seat ``s`` takes.
+
+    Each card joins its target row (:func:`add_card`, R7, R8). Only the first, lowest card can be a low card
+    (R9a): then it takes row ``low_row`` (R9), the choice its owner (or the rule R9b) made on the rows as they
+    stand at the start of the turn. ``rows`` and ``pile`` are kept unless ``None`` (see :func:`take_row`).
+    """
+    last = 0
+    for _ in range(n):  # the next smallest card each time (n <= 10)
+        seat, card = -1, 1 << 20
+        for s in range(n):
+            c = plays[s]
+            if last < c < card:
+                seat, card = s, c
+        r = target_row(ends, card)
+        if r < 0:
+            pen[seat] += take_row(ends, lens, costs, rows, pile, low_row, card, seat)
+        else:
+            pen[seat] += add_card(ends, lens, costs, rows, pile, r, card, seat)
+        last = card
+
+
+# --------------------------------------------------------------------------- set-up (R3, R14, V1, V2)
+
+
+@njit(cache=True, inline="always")
+def sort_small(a: np.ndarray, k: int) -> None:
+    """Sort ``a[:k]`` ascending in place (insertion sort: k <= 10)."""
+    for i in range(1, k):
+        x = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
+
+
+@njit(cache=True, inline="always")
+def shuffle_deck(deck: np.ndarray, size: int, rng: np.ndarray, b: int) -> None:
+    """``deck[:size]`` = a uniform permutation of the cards 1..size (Fisher-Yates from game ``b``'s stream)."""
+    for i in range(size):
+        deck[i] = i + 1
+    for i in range(size - 1, 0, -1):
+        j = random_below(rng, b, i + 1)
+        deck[i], deck[j] = deck[j], deck[i]
+
+
+@njit(cache=True, inline="always")
+def sort_hands(deck: np.ndarray, n: int) -> None:
+    """Sort each seat's 10 cards ``deck[10 s : 10 s + 10]`` of a dealt deck ascending (R3: hands of 10, seats in
+    order, then the 4 row cards)."""
+    for s in range(n):
+        sort_small(deck[s * HAND_SIZE : (s + 1) * HAND_SIZE], HAND_SIZE)
+
+
+@njit(cache=True, inline="always")
+def deal(
+    S: GameArrays,
+    cfg: np.ndarray,
+    b: int,
+    round_index: int,
+    deck: np.ndarray,
+    deals: np.ndarray,
+    deal_next: np.ndarray,
+    rng: np.ndarray,
+) -> None:
+    """Set up round ``round_index`` of game ``b`` (R3, R14; V1, V2); totals are kept.
+
+    The deal is ``deals[b, deal_next[b]]`` if that is an injected deal (not all zeros), else drawn from the
+    game's generator; ``deck`` is scratch space of 104 int16.
+    """
+    phase, hand, hand_len, rows, row_len, row_end, row_bull = (
+        S.phase,
+        S.hand,
+        S.hand_len,
+        S.rows,
+        S.row_len,
+        S.row_end,
+        S.row_bull,
+    )
+    pile, display, revealed, round_pen, chooser, turn, rnd = (
+        S.pile,
+        S.display,
+        S.revealed,
+        S.round_pen,
+        S.chooser,
+        S.turn,
+        S.round,
+    )
+    n = cfg[C_N]
+    size = cfg[C_DECK]
+    for s in range(n):
+        round_pen[b, s] = 0
+        revealed[b, s] = 0
+        for j in range(HAND_SIZE):
+            hand[b, s, j] = 0
+        hand_len[b, s] = 0
+    for c in range(NUM_CARDS + 1):
+        pile[b, c] = -1
+        display[b, c] = False
+    for r in range(NUM_ROWS):
+        row_len[b, r] = 0
+        row_end[b, r] = 0
+        row_bull[b, r] = 0
+        for j in range(ROW_LIMIT):
+            rows[b, r, j] = 0
+    turn[b] = 0
+    rnd[b] = round_index
+    if cfg[C_LOGIC]:
+        for c in range(1, size + 1):
+            display[b, c] = True
+        phase[b] = DRAFT
+        chooser[b] = round_index % n
+        return
+    phase[b] = SELECT
+    chooser[b] = -1
+    k = n * HAND_SIZE
+    d = deal_next[b]
+    if d < deals.shape[1] and deals[b, d, 0] != 0:  # an injected deal
+        for i in range(k + NUM_ROWS):
+            deck[i] = deals[b, d, i]
+        deal_next[b] = d + 1
+    else:
+        shuffle_deck(deck, size, rng, b)
+    sort_hands(deck, n)
+    for s in range(n):
+        for j in range(HAND_SIZE):
+            hand[b, s, j] = deck[s * HAND_SIZE + j]
+        hand_len[b, s] = HAND_SIZE
+    for r in range(NUM_ROWS):
+        start_row(S, b, r, deck[k + r])
+
+
+@njit(cache=True, inline="always")
+def start_row(S: GameArrays, b: int, r: int, card: int) -> None:
+    """Row ``r`` of game ``b`` becomes ``[card]`` (a new round, or the end of the draft)."""
+    rows, row_len, row_end, row_bull = S.rows, S.row_len, S.row_end, S.row_bull
+    rows[b, r, 0] = card
+    row_len[b, r] = 1
+    row_end[b, r] = card
+    row_bull[b, r] = BULL[card]
+
+
+@njit(cache=True)
+def new_games(
+    S: GameArrays, cfg: np.ndarray, which: np.ndarray, deals: np.ndarray, deal_next: np.ndarray, rng: np.ndarray
+) -> None:
+    """Start a new game (round 0, totals 0) in every game ``b`` with ``which[b]``."""
+    totals = S.totals
+    deck = np.zeros(NUM_CARDS, np.int16)
+    for b in range(which.shape[0]):
+        if which[b]:
+            for s in range(cfg[C_N]):
+                totals[b, s] = 0
+            deal(S, cfg, b, 0, deck, deals, deal_next, rng)
+
+
+# --------------------------------------------------------------------------- transitions (R5-R14, V2)
+
+
+@njit(cache=True, inline="always")
+def game_over(cfg: np.ndarray, totals: np.ndarray, rounds_played: int) -> bool:
+    """R12, after a round: a one-round episode, the last of ``max_rounds``, or a total (``totals`` (n,)) at the end
+    score."""
+    if cfg[C_ROUND_EPISODE]:
+        return True
+    if cfg[C_MAX_ROUNDS] >= 0 and rounds_played >= cfg[C_MAX_ROUNDS]:
+        return True
+    if cfg[C_END_SCORE] < 0:
+        return False
+    high = 0
+    for s in range(cfg[C_N]):
+        high = max(high, totals[s])
+    if cfg[C_MORE_THAN]:
+        return high > cfg[C_END_SCORE]
+    return high >= cfg[C_END_SCORE]
+
+
+@njit(cache=True, inline="always")
+def _resolve(
+    S: GameArrays,
+    cfg: np.ndarray,
+    b: int,
+    low_row: int,
+    pen: np.ndarray,
+    deck: np.ndarray,
+    deals: np.ndarray,
+    deal_next: np.ndarray,
+    rng: np.ndarray,
+) -> None:
+    """Place the revealed cards (:func:`play_turn`), book penalties, end the turn/round/game (R11, R12, R14)."""
+    phase, hand_len, rows, row_len, row_end, row_bull = S.phase, S.hand_len, S.rows, S.row_len, S.row_end, S.row_bull
+    pile, revealed, round_pen, totals, chooser, turn, rnd = (
+        S.pile,
+        S.revealed,
+        S.round_pen,
+        S.totals,
+        S.chooser,
+        S.turn,
+        S.round,
+    )
+    n = cfg[C_N]
+    play_turn(row_end[b], row_len[b], row_bull[b], rows[b], pile[b], revealed[b], n, pen[b], low_row)
+    for s in range(n):
+        round_pen[b, s] += pen[b, s]
+        totals[b, s] += pen[b, s]
+    phase[b] = SELECT
+    chooser[b] = -1
+    turn[b] += 1
+    if hand_len[b, 0] > 0:
+        return
+    if game_over(cfg, totals[b], rnd[b] + 1):
+        phase[b] = DONE
+        return
+    deal(S, cfg, b, rnd[b] + 1, deck, deals, deal_next, rng)
+
+
+@njit(cache=True, inline="always")
+def _select(
+    S: GameArrays,
+    cfg: np.ndarray,
+    b: int,
+    actions: np.ndarray,
+    pen: np.ndarray,
+    deck: np.ndarray,
+    deals: np.ndarray,
+    deal_next: np.ndarray,
+    rng: np.ndarray,
+) -> None:
+    """Every seat plays a card at once (R5); a low card waits for its row choice (R9) or takes the cheapest."""
+    hand = S.hand
+    phase, hand_len, row_end = S.phase, S.hand_len, S.row_end
+    row_bull, revealed, chooser = S.row_bull, S.revealed, S.chooser
+    n = cfg[C_N]
+    for s in range(n):
+        card = actions[b, s] + 1
+        revealed[b, s] = card
+        k = hand_len[b, s]
+        j = 0
+        while hand[b, s, j] != card:
+            j += 1
+        for i in range(j, k - 1):
+            hand[b, s, i] = hand[b, s, i + 1]
+        hand[b, s, k - 1] = 0
+        hand_len[b, s] = k - 1
+    low = lowest_play(revealed[b], n)
+    if target_row(row_end[b], revealed[b, low]) < 0:  # R9, R9a
+        if cfg[C_CHEAPEST]:
+            _resolve(S, cfg, b, cheapest_row(row_bull[b]), pen, deck, deals, deal_next, rng)
+        else:
+            phase[b] = CHOOSE_ROW
+            chooser[b] = low
+        return
+    _resolve(S, cfg, b, 0, pen, deck, deals, deal_next, rng)
+
+
+@njit(cache=True, inline="always")
+def _draft(S: GameArrays, cfg: np.ndarray, b: int, card: int) -> None:
+    """The picker takes ``card`` from the display (V2); after the last pick the 4 cards left start the rows."""
+    hand = S.hand
+    phase, hand_len, display, chooser = S.phase, S.hand_len, S.display, S.chooser
+    n = cfg[C_N]
+    seat = chooser[b]
+    display[b, card] = False
+    k = hand_len[b, seat]
+    j = k
+    while j > 0 and hand[b, seat, j - 1] > card:
+        hand[b, seat, j] = hand[b, seat, j - 1]
+        j -= 1
+    hand[b, seat, j] = card
+    hand_len[b, seat] = k + 1
+    left = 0
+    for s in range(n):
+        left += HAND_SIZE - hand_len[b, s]
+    if left > 0:
+        chooser[b] = (seat + 1) % n
+        return
+    r = 0
+    for c in range(1, cfg[C_DECK] + 1):
+        if display[b, c]:
+            display[b, c] = False
+            start_row(S, b, r, c)
+            r += 1
+    phase[b] = SELECT
+    chooser[b] = -1
+
+
+@njit(cache=True, inline="always")
+def step_game(
+    S: GameArrays,
+    cfg: np.ndarray,
+    b: int,
+    actions: np.ndarray,
+    pen: np.ndarray,
+    deck: np.ndarray,
+    deals: np.ndarray,
+    deal_next: np.ndarray,
+    rng: np.ndarray,
+) -> None:
+    """Advance game ``b`` by the joint action ``actions[b]`` (nothing if it is over); ``pen[b]`` gets its bullheads.
+
+    The actions must be legal (:func:`is_legal`). ``deck`` is scratch space of ``NUM_CARDS`` int16 for a new deal.
+    """
+    phase, chooser = S.phase, S.chooser
+    for s in range(cfg[C_N]):
+        pen[b, s] = 0
+    p = phase[b]
+    if p == SELECT:
+        _select(S, cfg, b, actions, pen, deck, deals, deal_next, rng)
+    elif p == CHOOSE_ROW:
+        ch = chooser[b]
+        _resolve(S, cfg, b, actions[b, ch] - ROW_ACTION, pen, deck, deals, deal_next, rng)
+    elif p == DRAFT:
+        _draft(S, cfg, b, actions[b, chooser[b]] + 1)
+
+
+# --------------------------------------------------------------------------- legal actions
+
+
+@njit(cache=True, inline="always")
+def is_legal(S: GameArrays, cfg: np.ndarray, b: int, seat: int, a: int) -> bool:
+    """Whether action ``a`` is legal for ``seat`` in game ``b`` (as ``engine.legal_actions``; any action of a
+    finished game counts as legal: it is ignored)."""
+    phase, hand, hand_len, display, chooser = S.phase, S.hand, S.hand_len, S.display, S.chooser
+    p = phase[b]
+    if p == DONE:
+        return True
+    if p == SELECT:
+        if a < 0 or a >= NUM_CARDS:
+            return False
+        for j in range(hand_len[b, seat]):  # noqa: SIM110 (numba: no generator in any())
+            if hand[b, seat, j] == a + 1:
+                return True
+        return False
+    if seat != chooser[b]:
+        return a == NOOP
+    if p == CHOOSE_ROW:
+        return ROW_ACTION <= a < ROW_ACTION + NUM_ROWS
+    return 0 <= a < NUM_CARDS and display[b, a + 1]
+
+
+@njit(cache=True, inline="always")
+def legal_mask(S: GameArrays, cfg: np.ndarray, b: int, seat: int, m: np.ndarray) -> None:
+    """Write the 0/1 legal-action mask of ``seat`` in game ``b`` into the zeroed vector ``m`` (109,) (as
+    ``observation.action_mask``; all zeros when the game is over)."""
+    phase, hand, hand_len, display, chooser = S.phase, S.hand, S.hand_len, S.display, S.chooser
+    p = phase[b]
+    if p == SELECT:
+        for j in range(hand_len[b, seat]):
+            m[hand[b, seat, j] - 1] = 1
+    elif p == DONE:
+        return
+    elif seat != chooser[b]:
+        m[NOOP] = 1
+    elif p == CHOOSE_ROW:
+        for r in range(NUM_ROWS):
+            m[ROW_ACTION + r] = 1
+    else:
+        for c in range(1, cfg[C_DECK] + 1):
+            if display[b, c]:
+                m[c - 1] = 1
+
+
+@njit(cache=True, inline="always")
+def decides(S: GameArrays, b: int, s: int) -> bool:
+    """Whether seat ``s`` of game ``b`` has a real decision now (every seat in card selection, else the chooser)."""
+    phase, chooser = S.phase, S.chooser
+    p = phase[b]
+    if p == DONE:
+        return False
+    return p == SELECT or chooser[b] == s
+
+
+# --------------------------------------------------------------------------- observations
+
+O_HAND = SLICES["hand"].start
+O_ROWS = SLICES["rows"].start
+O_ROW_LEN = SLICES["row_lengths"].start
+O_ROW_END = SLICES["row_ends"].start
+O_ROW_BULL = SLICES["row_bullheads"].start
+O_SEEN = SLICES["seen"].start
+O_REVEALED = SLICES["revealed"].start
+O_PHASE = SLICES["phase"].start
+O_MUST_ACT = SLICES["must_act"].start
+O_CHOOSER = SLICES["chooser"].start
+O_DISPLAY = SLICES["display"].start
+O_TOTALS = SLICES["totals"].start
+O_ROUND_PEN = SLICES["round_penalties"].start
+O_SEAT_PRESENT = SLICES["seat_present"].start
+O_TURN = SLICES["turn"].start
+O_ROUND = SLICES["round"].start
+O_NUM_PLAYERS = SLICES["num_players"].start
+
+
+@njit(cache=True, inline="always")
+def encode_public(S: GameArrays, cfg: np.ndarray, b: int, o: np.ndarray) -> None:
+    """Write the pieces every seat of game ``b`` shares into the zeroed vector ``o`` (402,) (``observation.PIECES``)."""
+    rows, row_len, row_end, row_bull, pile, display = S.rows, S.row_len, S.row_end, S.row_bull, S.pile, S.display
+    phase, revealed, turn, rnd = S.phase, S.revealed, S.turn, S.round
+    n = cfg[C_N]
+    p = phase[b]
+    for r in range(NUM_ROWS):
+        k = row_len[b, r]
+        if k == 0:
+            continue
+        for j in range(k):
+            c = rows[b, r, j]
+            o[O_ROWS + r * ROW_LIMIT + j] = c / 104.0
+            o[O_SEEN + c - 1] = 1.0
+        o[O_ROW_LEN + r] = k / 5.0
+        o[O_ROW_END + r] = row_end[b, r] / 104.0
+        o[O_ROW_BULL + r] = row_bull[b, r] / 10.0
+    for c in range(1, NUM_CARDS + 1):
+        if pile[b, c] >= 0:
+            o[O_SEEN + c - 1] = 1.0
+    if p == CHOOSE_ROW:
+        for s in range(n):
+            o[O_SEEN + revealed[b, s] - 1] = 1.0
+    o[O_PHASE + p] = 1.0
+    if p == DRAFT:
+        for c in range(1, cfg[C_DECK] + 1):
+            if display[b, c]:
+                o[O_DISPLAY + c - 1] = 1.0
+    o[O_TURN] = turn[b] / 10.0
+    o[O_ROUND] = rnd[b] / 10.0
+    o[O_NUM_PLAYERS] = n / 10.0
+
+
+@njit(cache=True, inline="always")
+def encode_seat(S: GameArrays, cfg: np.ndarray, b: int, seat: int, o: np.ndarray) -> None:
+    """Write the pieces of ``seat``'s own view (hand, seat-relative pieces, must_act) into ``o``.
+
+    ``o`` holds the public pieces (:func:`encode_public`) and zeros in ``hand`` and ``chooser``.
+    """
+    hand, revealed, totals, round_pen = S.hand, S.revealed, S.totals, S.round_pen
+    phase, hand_len, chooser = S.phase, S.hand_len, S.chooser
+    n = cfg[C_N]
+    p = phase[b]
+    for j in range(hand_len[b, seat]):
+        o[O_HAND + hand[b, seat, j] - 1] = 1.0
+    for k in range(n):
+        s = (seat + k) % n
+        o[O_REVEALED + k] = revealed[b, s] / 104.0
+        o[O_TOTALS + k] = totals[b, s] / 66.0
+        o[O_ROUND_PEN + k] = round_pen[b, s] / 66.0
+        o[O_SEAT_PRESENT + k] = 1.0
+    ch = chooser[b]
+    o[O_MUST_ACT] = 1.0 if (p == SELECT or (p != DONE and ch == seat)) else 0.0
+    if ch >= 0:
+        o[O_CHOOSER + (ch - seat) % n] = 1.0
+
+
+@njit(cache=True, inline="always")
+def encode(S: GameArrays, cfg: np.ndarray, b: int, seat: int, o: np.ndarray) -> None:
+    """Write ``seat``'s observation of game ``b`` into ``o`` (402,) (zeroed here): ``observation.encode``."""
+    for i in range(OBS_SIZE):
+        o[i] = 0.0
+    encode_public(S, cfg, b, o)
+    encode_seat(S, cfg, b, seat, o)
