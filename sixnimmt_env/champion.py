@@ -112,7 +112,8 @@ class CardActor:
         for i, is_tanh in enumerate(tanh):
             weight, bias = get(f"hidden_w{i}"), get(f"hidden_b{i}")
             if weight.shape != (width, len(bias)):
-                raise ValueError(f"champion weights: hidden_w{i} has shape {weight.shape}, expected ({width}, {len(bias)})")
+                expected_shape = (width, len(bias))
+                raise ValueError(f"champion weights: hidden_w{i} has shape {weight.shape}, expected {expected_shape}")
             self.layers.append((weight, bias, bool(is_tanh)))
             width = len(bias)
         self.card_in_w, self.card_in_b = get("card_in_w"), get("card_in_b")
@@ -168,7 +169,7 @@ def read_weights(path: str | Path) -> tuple[CardActor, dict[str, Any]]:
 
 
 class ChampionAgent:
-    """An :class:`~sixnimmt_env.agents.Agent` that plays the legal action with the highest logit of a :class:`CardActor`.
+    """An :class:`~sixnimmt_env.agents.Agent` playing the legal action of highest logit of a :class:`CardActor`.
 
     Three ways to ask, all giving the same action for the same position:
 

@@ -93,11 +93,11 @@ def test_act_act_observation_and_choose_agree_with_the_env_observation() -> None
 
 def test_gymnasium_opponents_accept_the_spec() -> None:
     env = gymnasium.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["champion"] * 3, episode="round")
-    obs, _ = env.reset(seed=0)
+    env.reset(seed=0)
     done, total = False, 0.0
     while not done:
         legal = np.flatnonzero(env.unwrapped.action_masks())
-        obs, reward, terminated, truncated, _ = env.step(int(legal[0]))
+        _, reward, terminated, truncated, _ = env.step(int(legal[0]))
         total += reward
         done = terminated or truncated
     assert total <= 0

@@ -41,7 +41,7 @@ def weight_arrays(policy: Any) -> dict[str, np.ndarray]:
         raise ValueError(f"champion export needs a card policy (algo.policy: card), got {type(policy).__name__}")
     actor = NumpyCardActor(policy)
     arrays: dict[str, np.ndarray] = {}
-    for i, (weight, bias, tanh) in enumerate(actor.layers):
+    for i, (weight, bias, _) in enumerate(actor.layers):
         arrays[f"hidden_w{i}"], arrays[f"hidden_b{i}"] = weight, bias
     arrays["hidden_tanh"] = np.array([tanh for _, _, tanh in actor.layers], bool)
     arrays["card_in_w"], arrays["card_in_b"] = actor.card_in
