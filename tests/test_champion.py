@@ -163,3 +163,25 @@ def test_strength_against_greedy_and_mc64() -> None:
     me, *others = mc["agents"]
     assert me["win_share"] > 0.25  # above parity
     assert all(me["mean_penalty"] < o["mean_penalty"] for o in others)
+
+
+def test_batched_training_env_asks_the_champion_once_per_engine_step() -> None:
+    pytest.importorskip("torch")
+    from sb3_contrib.common.maskable.utils import get_action_masks
+
+    from training.vec_env import SixNimmtVecEnv
+
+    champion = load_champion("champion")
+    calls: list[int] = []
+    original = champion.choose
+
+    def counting(obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+        calls.append(len(obs))
+        return original(obs, mask, rng)
+
+    champion.choose = counting  # type: ignore[method-assign]
+    env = SixNimmtVecEnv(32, opponents=[champion] * 3, learner_seat=0, seed=0, num_players=4, episode="round")
+    env.reset()
+    calls.clear()
+    env.step((get_action_masks(env).cumsum(axis=1) == 1).argmax(axis=1))
+    assert calls[0] == 3 * 32  # all 96 champion seats in one forward pass
