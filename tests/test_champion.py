@@ -124,7 +124,7 @@ def test_export_matches_the_torch_policy_and_never_overwrites(tmp_path: Path) ->
     from sb3_contrib import MaskablePPO
 
     from training.agent import PolicyAgent
-    from training.champion import export
+    from training.champion import export, main
     from training.features import CardPolicy
 
     env = gymnasium.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["greedy"] * 3, episode="round")
@@ -142,7 +142,10 @@ def test_export_matches_the_torch_policy_and_never_overwrites(tmp_path: Path) ->
     before = out.read_bytes()
     with pytest.raises(ValueError, match="exists; give --force"):
         export(zip_path, out)
+    assert main(["--export", str(zip_path), "--out", str(out)]) == 2
     assert out.read_bytes() == before
+    assert main(["--export", str(zip_path), "--out", str(out), "--force"]) == 0
+    assert load_champion(f"champion:{out}").meta["source"] == str(zip_path)
 
 
 def test_beats_greedy_quickly() -> None:
