@@ -159,32 +159,14 @@ def test_beats_greedy_quickly() -> None:
 
 @pytest.mark.slow
 def test_strength_against_greedy_and_mc64() -> None:
-    """The strength run of docs/champion.md (reduced counts; the issue's targets are in the doc)."""
+    """The strength run of docs/champion.md (shipped weights: 9.08 +- 0.21 against greedy's 13.6-14.0 in 4,000
+    games; against mc:64 11.69 +- 0.51 vs 12.35-12.62 in 1,000 games). The issue's targets, not all met, are in
+    the doc; this pins what the shipped weights reach (all games are fixed by the seed)."""
     greedy = run_arena(["champion", "greedy", "greedy", "greedy"], games=4000, seed=1, workers=2)
-    assert greedy["agents"][0]["mean_penalty"] < 10.0
+    me, *others = greedy["agents"]
+    assert me["mean_penalty"] + me["ci95"] < 9.5
+    assert all(me["mean_penalty"] + me["ci95"] < o["mean_penalty"] - o["ci95"] for o in others)
     mc = run_arena(["champion", "mc:64", "mc:64", "mc:64"], games=1000, seed=1, workers=2)
     me, *others = mc["agents"]
     assert me["win_share"] > 0.25  # above parity
     assert all(me["mean_penalty"] < o["mean_penalty"] for o in others)
-
-
-def test_batched_training_env_asks_the_champion_once_per_engine_step() -> None:
-    pytest.importorskip("torch")
-    from sb3_contrib.common.maskable.utils import get_action_masks
-
-    from training.vec_env import SixNimmtVecEnv
-
-    champion = load_champion("champion")
-    calls: list[int] = []
-    original = champion.choose
-
-    def counting(obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
-        calls.append(len(obs))
-        return original(obs, mask, rng)
-
-    champion.choose = counting  # type: ignore[method-assign]
-    env = SixNimmtVecEnv(32, opponents=[champion] * 3, learner_seat=0, seed=0, num_players=4, episode="round")
-    env.reset()
-    calls.clear()
-    env.step((get_action_masks(env).cumsum(axis=1) == 1).argmax(axis=1))
-    assert calls[0] == 3 * 32  # all 96 champion seats in one forward pass
