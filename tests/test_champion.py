@@ -170,3 +170,22 @@ def test_strength_against_greedy_and_mc64() -> None:
     me, *others = mc["agents"]
     assert me["win_share"] > 0.25  # above parity
     assert all(me["mean_penalty"] < o["mean_penalty"] for o in others)
+
+
+def test_a_training_config_can_train_against_the_champion(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from sb3_contrib.common.maskable.utils import get_action_masks
+
+    from training.config import load_config
+    from training.vec import build_vec_env
+
+    cfg = load_config(
+        "configs/champion.yaml",
+        ["opponents=[{agent: champion, weight: 1.0}]", "self_play.enabled=false", "train.n_envs=8"],
+    )
+    assert [o.agent for o in cfg.opponents] == ["champion"]
+    venv = build_vec_env(cfg, tmp_path / "monitor", [])
+    venv.reset()
+    _, rewards, _, _ = venv.step((get_action_masks(venv).cumsum(axis=1) == 1).argmax(axis=1))
+    assert rewards.shape == (8,) and (rewards <= 0).all()
+    venv.close()
