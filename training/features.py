@@ -32,10 +32,11 @@ Two uses:
 - :class:`CardFeatures` (``algo.policy_kwargs.features_extractor_class: card_features``
   with ``MlpPolicy``): the observation followed by the features of all 104 cards.
 
-The torch computation is :func:`_card_features_torch` (R7 as a sorted search over the row
-ends, for batches of tensors); the numpy paths use the numba kernel :func:`_card_features_kernel`,
-which takes the target row from the rules kernel (:func:`sixnimmt_env.batched.kernel.target_row`);
-the two are tested equal, and the numba features against the reference engine on random positions.
+The torch computation is :func:`_card_features_torch` (R7 as a sorted search over the row ends, for
+batches of tensors); the numpy paths use the numba kernels of :mod:`sixnimmt_env.card_features`
+(torch-free, for the shipped ``champion`` agent), which take the target row from the rules kernel
+(:func:`sixnimmt_env.batched.kernel.target_row`); the two are tested equal, and the numba features
+against the reference engine on random positions.
 """
 
 from __future__ import annotations
@@ -45,65 +46,20 @@ from functools import partial
 import gymnasium
 import numpy as np
 import torch
-from numba import njit
 from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
-from sixnimmt_env.batched.kernel import target_row
+from sixnimmt_env.card_features import CARD_FEATURES, HAND_FEATURES, card_features, hand_features
 from sixnimmt_env.engine import HAND_SIZE, NUM_ACTIONS, NUM_CARDS, NUM_ROWS, ROW_LIMIT
 from sixnimmt_env.observation import BULLHEAD_ROW_SCALE, CARD_SCALE, OBS_SIZE, SLICES
 
-CARD_FEATURES = ("in_hand", "low", "full", "length", "bullheads", "unseen", "cost", "distance")
-"""Names of the per-card features, in order."""
 FEATURES_SIZE = OBS_SIZE + NUM_CARDS * len(CARD_FEATURES)
 """Width of :class:`CardFeatures`' output: the observation, then 104 x 8 card features (card-major)."""
 
 
-_HAND, _ENDS, _LENGTHS, _BULLS, _SEEN = (
-    SLICES[name].start for name in ("hand", "row_ends", "row_lengths", "row_bullheads", "seen")
-)
-
-
-@njit(cache=True)
-def _card_features_kernel(obs: np.ndarray, cards: np.ndarray, out: np.ndarray) -> None:
-    """Fill ``out[b, j, :8]`` with the :data:`CARD_FEATURES` of card index ``cards[b, j]`` in ``obs[b]``."""
-    counts = np.zeros(NUM_CARDS + 1)
-    ends = np.zeros(NUM_ROWS, np.int64)
-    for b in range(obs.shape[0]):
-        has_rows, cheapest = False, np.inf
-        for r in range(NUM_ROWS):
-            ends[r] = int(np.rint(obs[b, _ENDS + r] * CARD_SCALE))  # card values, 0 = no row (the draft)
-            has_rows |= ends[r] > 0
-            cheapest = min(cheapest, obs[b, _BULLS + r] * BULLHEAD_ROW_SCALE)
-        for k in range(NUM_CARDS):  # counts[k]: unseen cards among 1..k
-            unseen = min(max(1.0 - obs[b, _SEEN + k] - obs[b, _HAND + k], 0.0), 1.0)
-            counts[k + 1] = counts[k] + unseen
-        for j in range(cards.shape[1]):
-            i = cards[b, j]
-            target = target_row(ends, i + 1)  # the kernel's R7
-            low = target < 0  # R9
-            t_end = 0 if low else ends[target]
-            t_len = 0.0 if low else obs[b, _LENGTHS + target] * ROW_LIMIT
-            t_bull = 0.0 if low else obs[b, _BULLS + target] * BULLHEAD_ROW_SCALE
-            full = not low and t_len >= ROW_LIMIT - 0.5  # R8
-            cost = (t_bull if full else 0.0) + (cheapest if low and has_rows else 0.0)
-            out[b, j, 0] = obs[b, _HAND + i]
-            out[b, j, 1] = low
-            out[b, j, 2] = full
-            out[b, j, 3] = t_len / ROW_LIMIT
-            out[b, j, 4] = t_bull / BULLHEAD_ROW_SCALE
-            out[b, j, 5] = (counts[i] - counts[t_end]) / 10.0  # unseen cards in (row end, card)
-            out[b, j, 6] = cost / 10.0
-            out[b, j, 7] = (i + 1 - t_end) / CARD_SCALE
-
-
-def _card_features_numpy(obs: np.ndarray, cards: np.ndarray) -> np.ndarray:
-    """``float32 (batch, K, 8)``: the :data:`CARD_FEATURES` of card indices ``cards`` ``(batch, K)`` (card - 1)
-    in observations ``obs`` ``(batch, 402)``, compiled with numba (in torch: :func:`_card_features_torch`)."""
-    out = np.empty((*cards.shape, len(CARD_FEATURES)), np.float32)
-    _card_features_kernel(np.asarray(obs, np.float32), np.ascontiguousarray(cards, np.int64), out)
-    return out
+_card_features_numpy = card_features
+"""The numba card features (:func:`sixnimmt_env.card_features.card_features`), the numpy twin of the torch ones."""
 
 
 def _card_features_torch(obs: torch.Tensor, cards: torch.Tensor) -> torch.Tensor:
@@ -177,8 +133,6 @@ FEATURE_EXTRACTORS = {"card_features": CardFeatures}
 
 # --------------------------------------------------------------------------- a policy that scores every card alike
 
-HAND_FEATURES = (*CARD_FEATURES, "value")
-"""Per held card, what :class:`HandFeatures` gives the card policy: :data:`CARD_FEATURES` and the card / 104."""
 GLOBAL_SIZE = OBS_SIZE + HAND_SIZE * len(HAND_FEATURES)
 """Input width of the card policy's actor and critic MLPs: the observation and the held cards' features (492)."""
 HAND_OUTPUT_SIZE = GLOBAL_SIZE + HAND_SIZE
@@ -215,36 +169,8 @@ class HandFeatures(BaseFeaturesExtractor):
         return torch.cat([obs, feats.reshape(batch, -1), held.to(obs.dtype)], dim=1)
 
 
-@njit(cache=True)
-def _hand_kernel(obs: np.ndarray, held: np.ndarray, out: np.ndarray) -> None:
-    """Fill ``held (batch, 10)`` with the held card indices (lowest first, then distinct cards not in hand)
-    and ``out (batch, 10, 9)`` with their :data:`HAND_FEATURES` (zero rows for the cards not in hand)."""
-    for b in range(obs.shape[0]):
-        n = 0
-        for k in range(NUM_CARDS):
-            if obs[b, _HAND + k] > 0 and n < HAND_SIZE:
-                held[b, n] = k
-                n += 1
-        k = 0
-        while n < HAND_SIZE:
-            if obs[b, _HAND + k] <= 0:
-                held[b, n] = k
-                n += 1
-            k += 1
-    _card_features_kernel(obs, held, out)
-    for b in range(obs.shape[0]):
-        for j in range(HAND_SIZE):
-            out[b, j, len(CARD_FEATURES)] = (held[b, j] + 1) / CARD_SCALE
-            if out[b, j, 0] == 0:
-                out[b, j, :] = 0.0
-
-
-def _held_numpy(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:class:`HandFeatures` in numpy (numba): ``(features float32 (batch, 10, 9), held card indices (batch, 10))``."""
-    held = np.empty((len(obs), HAND_SIZE), np.int64)
-    out = np.empty((len(obs), HAND_SIZE, len(HAND_FEATURES)), np.float32)
-    _hand_kernel(np.asarray(obs, np.float32), held, out)
-    return out, held
+_held_numpy = hand_features
+""":class:`HandFeatures` in numba (:func:`sixnimmt_env.card_features.hand_features`)."""
 
 
 class CardNetworks(torch.nn.Module):

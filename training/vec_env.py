@@ -7,8 +7,9 @@ seats are played inside the batch:
 - the heuristic agents (``random``, ``lowest``, ``highest``, ``greedy``) by the compiled kernel of
   :mod:`sixnimmt_env.batched.agents`, with the rest of the step;
 - checkpoint and self-play opponents (:class:`training.agent.PolicyAgent`, specs ``ppo:PATH`` and
-  ``ppo-sample:PATH``) by ONE forward pass of their network per engine step, over the stacked observations and
-  masks of every game where that opponent must act;
+  ``ppo-sample:PATH``) and the shipped ``champion`` (:class:`sixnimmt_env.champion.ChampionAgent`) by ONE
+  forward pass of their network per engine step, over the stacked observations and masks of every game where
+  that opponent must act;
 - any other agent (e.g. ``mc:N``) through its ``act(view, rng)``, one decision at a time (correct, not fast).
 
 It is the Gymnasium env batched, space for space and value for value:
@@ -54,6 +55,7 @@ from sixnimmt_env import agents as ref_agents
 from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.batched.agents import KINDS
 from sixnimmt_env.batched.learner import LearnerTables
+from sixnimmt_env.champion import ChampionAgent
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, GameConfig, view
 from sixnimmt_env.gym_env import ILLEGAL_PENALTY, check_learner_options
 from training.agent import PolicyAgent
@@ -240,7 +242,7 @@ class SixNimmtVecEnv(VecEnv):
             sel = which == k
             g, s = games[sel], seats[sel]
             agent = self._externals[k]
-            if isinstance(agent, PolicyAgent):
+            if isinstance(agent, PolicyAgent | ChampionAgent):
                 chosen = agent.choose(self.tables.observe_pairs(g, s), self.tables.mask_pairs(g, s), self.np_random)
             else:
                 batch = self.tables.games

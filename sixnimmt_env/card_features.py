@@ -1,0 +1,122 @@
+"""What each card would do on the current rows, computed from an observation (numba, no torch).
+
+The card policy (:mod:`training.features`, ``algo.policy: card``) and the shipped ``champion``
+agent (:mod:`sixnimmt_env.champion`) read these features; they live here so that playing the
+champion needs neither torch nor SB3. Only the observation pieces ``hand``, ``row_lengths``,
+``row_ends``, ``row_bullheads`` and ``seen`` are read (no hidden information, `RULES.md` E4),
+from the raw observation of :mod:`sixnimmt_env.observation`.
+
+Per card ``c`` (8 values, :data:`CARD_FEATURES`; the held-card version adds ``value``):
+
+=========  ================================================================
+in_hand    1 if ``c`` is in the own hand
+low        1 if ``c`` is below every row end (a low card, R9)
+full       1 if its row already holds 5 cards (playing it takes the row, R8)
+length     cards in its row / 5 (0 for a low card)
+bullheads  bullheads in its row / 10 (0 for a low card)
+unseen     unseen cards between its row's end and ``c`` / 10 (cards that
+           another player could slip in first); below ``c`` for a low card
+cost       its immediate cost / 10: the full row's bullheads, or the
+           cheapest row's for a low card, else 0 (the ``greedy`` agent's cost)
+distance   (``c`` - its row's end) / 104 (``c`` / 104 for a low card)
+value      ``c`` / 104 (:data:`HAND_FEATURES` only)
+=========  ================================================================
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from sixnimmt_env.batched.kernel import target_row
+from sixnimmt_env.engine import HAND_SIZE, NUM_CARDS, NUM_ROWS, ROW_LIMIT
+from sixnimmt_env.observation import BULLHEAD_ROW_SCALE, CARD_SCALE, SLICES
+
+__all__ = ["CARD_FEATURES", "HAND_FEATURES", "card_features", "hand_features"]
+
+CARD_FEATURES = ("in_hand", "low", "full", "length", "bullheads", "unseen", "cost", "distance")
+"""Names of the per-card features, in order."""
+HAND_FEATURES = (*CARD_FEATURES, "value")
+"""Per held card: :data:`CARD_FEATURES` and the card / 104."""
+
+_HAND, _ENDS, _LENGTHS, _BULLS, _SEEN = (
+    SLICES[name].start for name in ("hand", "row_ends", "row_lengths", "row_bullheads", "seen")
+)
+
+
+@njit(cache=True)
+def _card_features_kernel(obs: np.ndarray, cards: np.ndarray, out: np.ndarray) -> None:
+    """Fill ``out[b, j, :8]`` with the :data:`CARD_FEATURES` of card index ``cards[b, j]`` in ``obs[b]``."""
+    counts = np.zeros(NUM_CARDS + 1)
+    ends = np.zeros(NUM_ROWS, np.int64)
+    for b in range(obs.shape[0]):
+        has_rows, cheapest = False, np.inf
+        for r in range(NUM_ROWS):
+            ends[r] = int(np.rint(obs[b, _ENDS + r] * CARD_SCALE))  # card values, 0 = no row (the draft)
+            has_rows |= ends[r] > 0
+            cheapest = min(cheapest, obs[b, _BULLS + r] * BULLHEAD_ROW_SCALE)
+        for k in range(NUM_CARDS):  # counts[k]: unseen cards among 1..k
+            unseen = min(max(1.0 - obs[b, _SEEN + k] - obs[b, _HAND + k], 0.0), 1.0)
+            counts[k + 1] = counts[k] + unseen
+        for j in range(cards.shape[1]):
+            i = cards[b, j]
+            target = target_row(ends, i + 1)  # the kernel's R7
+            low = target < 0  # R9
+            t_end = 0 if low else ends[target]
+            t_len = 0.0 if low else obs[b, _LENGTHS + target] * ROW_LIMIT
+            t_bull = 0.0 if low else obs[b, _BULLS + target] * BULLHEAD_ROW_SCALE
+            full = not low and t_len >= ROW_LIMIT - 0.5  # R8
+            cost = (t_bull if full else 0.0) + (cheapest if low and has_rows else 0.0)
+            out[b, j, 0] = obs[b, _HAND + i]
+            out[b, j, 1] = low
+            out[b, j, 2] = full
+            out[b, j, 3] = t_len / ROW_LIMIT
+            out[b, j, 4] = t_bull / BULLHEAD_ROW_SCALE
+            out[b, j, 5] = (counts[i] - counts[t_end]) / 10.0  # unseen cards in (row end, card)
+            out[b, j, 6] = cost / 10.0
+            out[b, j, 7] = (i + 1 - t_end) / CARD_SCALE
+
+
+@njit(cache=True)
+def _hand_kernel(obs: np.ndarray, held: np.ndarray, out: np.ndarray) -> None:
+    """Fill ``held (batch, 10)`` with the held card indices (lowest first, then distinct cards not in hand)
+    and ``out (batch, 10, 9)`` with their :data:`HAND_FEATURES` (zero rows for the cards not in hand)."""
+    for b in range(obs.shape[0]):
+        n = 0
+        for k in range(NUM_CARDS):
+            if obs[b, _HAND + k] > 0 and n < HAND_SIZE:
+                held[b, n] = k
+                n += 1
+        k = 0
+        while n < HAND_SIZE:
+            if obs[b, _HAND + k] <= 0:
+                held[b, n] = k
+                n += 1
+            k += 1
+    _card_features_kernel(obs, held, out)
+    for b in range(obs.shape[0]):
+        for j in range(HAND_SIZE):
+            out[b, j, len(CARD_FEATURES)] = (held[b, j] + 1) / CARD_SCALE
+            if out[b, j, 0] == 0:
+                out[b, j, :] = 0.0
+
+
+def hand_features(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The held cards' :data:`HAND_FEATURES` for observations ``(batch, 402)`` (the card policy's ``HandFeatures``).
+
+    Returns:
+        ``(features float32 (batch, 10, 9), held card indices int64 (batch, 10))``: the held cards in
+        ascending order (card - 1), then distinct cards not in hand whose feature rows are 0.
+    """
+    held = np.empty((len(obs), HAND_SIZE), np.int64)
+    out = np.empty((len(obs), HAND_SIZE, len(HAND_FEATURES)), np.float32)
+    _hand_kernel(np.asarray(obs, np.float32), held, out)
+    return out, held
+
+
+def card_features(obs: np.ndarray, cards: np.ndarray) -> np.ndarray:
+    """``float32 (batch, K, 8)``: the :data:`CARD_FEATURES` of card indices ``cards`` ``(batch, K)`` (card - 1)
+    in observations ``obs`` ``(batch, 402)``, in numba (torch: ``training.features._card_features_torch``)."""
+    out = np.empty((*cards.shape, len(CARD_FEATURES)), np.float32)
+    _card_features_kernel(np.asarray(obs, np.float32), np.ascontiguousarray(cards, np.int64), out)
+    return out

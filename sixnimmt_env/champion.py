@@ -1,0 +1,233 @@
+"""The shipped ``champion`` agent: a trained card policy played in numpy and numba (no torch, no SB3).
+
+The weights (``champion.npz`` beside this module, package data) are the actor of a
+:class:`training.features.CardPolicy` trained with MaskablePPO by ``configs/champion.yaml``;
+``python -m training.champion`` reproduces and exports them (``docs/champion.md``: budget,
+strength tables). The agent is deterministic: it plays the legal action of the highest logit.
+
+==================  ==============================================================
+spec                agent
+==================  ==============================================================
+``champion``        the shipped weights
+``champion:PATH``   the same network with the weights of another ``.npz`` written by
+                    :func:`training.champion.export` (to try new weights before shipping)
+==================  ==============================================================
+
+``make_agent("champion")`` finds the spec through the ``sixnimmt.agents`` entry point
+(``pyproject.toml``); importing this module registers it too.
+
+Every phase and variant: the network reads the 402-float observation
+(:mod:`sixnimmt_env.observation`), whose size does not depend on the table, and the
+illegal actions are masked out, so it plays a legal action in the ``select``,
+``choose_row`` and ``draft`` phases of every variant (``standard``, ``tactics``, ``logic``)
+and table size (2..10 players), single rounds and whole games. It was trained only on
+4-player standard single rounds with the player's row choice (R9b ``"player"``); elsewhere
+it plays but its strength is not measured. In the logic draft (V2) the card scores do not
+apply (display cards are not held) and only the network's linear term ranks the display.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sixnimmt_env.agents import register_agent
+from sixnimmt_env.card_features import HAND_FEATURES, hand_features
+from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_ACTIONS, State
+from sixnimmt_env.observation import OBS_SIZE, encode
+
+__all__ = ["WEIGHTS", "CardActor", "ChampionAgent", "load_champion", "observation_from_view"]
+
+WEIGHTS = Path(__file__).with_name("champion.npz")
+"""The shipped weights (package data)."""
+
+FORMAT = "sixnimmt-card-actor-1"
+"""The ``format`` entry of a weights file this module reads."""
+
+_GLOBAL_SIZE = OBS_SIZE + HAND_SIZE * len(HAND_FEATURES)  # 492: the actor MLP's input
+
+
+def observation_from_view(view: Mapping[str, Any]) -> np.ndarray:
+    """The seat's observation vector (``float32 (402,)``) rebuilt from its readable view.
+
+    The view holds everything the observation shows (own hand, rows, penalty piles, revealed
+    cards, scores, phase, chooser, display, turn, round; R4), so a
+    :class:`~sixnimmt_env.engine.State` with only this seat's hand is enough for the reference
+    encoder :func:`sixnimmt_env.observation.encode`: the result equals the environments'
+    observation of that seat (the same construction as ``training.agent.observation_from_view``).
+    """
+    config = view["config"]
+    seat = view["seat"]
+    hands: list[tuple[int, ...]] = [()] * config.num_players
+    hands[seat] = tuple(view["hand"])
+    state = State(
+        config=config,
+        phase=view["phase"],
+        hands=tuple(hands),
+        rows=tuple(tuple(r) for r in view["rows"]),
+        piles=tuple(tuple(p) for p in view["piles"]),
+        round_penalties=tuple(view["round_penalties"]),
+        totals=tuple(view["totals"]),
+        stock=(),
+        display=tuple(view["display"]),
+        revealed=tuple(view["revealed"]),
+        chooser=view["chooser"],
+        turn=view["turn"],
+        round=view["round"],
+    )
+    return encode(state, seat)
+
+
+class CardActor:
+    """The card policy's actor in numpy: action logits ``float32 (batch, 109)`` for observations ``(batch, 402)``.
+
+    The network (``training.features.CardPolicy``): an MLP over the observation and the held
+    cards' :data:`~sixnimmt_env.card_features.HAND_FEATURES` (492 inputs) gives a global latent
+    ``g``; the logits are ``g @ linear_w + linear_b``, and each held card adds
+    ``relu(card_features @ card_in_w + card_in_b + g @ global_in_w) @ card_out_w + card_out_b``.
+
+    Args:
+        arrays: the weights: ``hidden_w{i}`` ``(in, out)``, ``hidden_b{i}`` ``(out,)`` and
+            ``hidden_tanh`` (one 0/1 per layer: tanh, else ReLU) for the MLP; ``card_in_w`` ``(9, H)``,
+            ``card_in_b`` ``(H,)``, ``global_in_w`` ``(G, H)``, ``card_out_w`` ``(H, 1)``,
+            ``card_out_b`` ``(1,)``, ``linear_w`` ``(G, 109)``, ``linear_b`` ``(109,)``.
+
+    Raises:
+        ValueError: a missing array or shapes that do not chain (the message names the array).
+    """
+
+    def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
+        def get(name: str) -> np.ndarray:
+            if name not in arrays:
+                raise ValueError(f"champion weights: missing array {name!r}; have {sorted(arrays)}")
+            return np.ascontiguousarray(arrays[name], np.float32)
+
+        tanh = np.asarray(arrays.get("hidden_tanh", []), bool).reshape(-1)
+        self.layers: list[tuple[np.ndarray, np.ndarray, bool]] = []
+        width = _GLOBAL_SIZE
+        for i, is_tanh in enumerate(tanh):
+            weight, bias = get(f"hidden_w{i}"), get(f"hidden_b{i}")
+            if weight.shape != (width, len(bias)):
+                expected_shape = (width, len(bias))
+                raise ValueError(f"champion weights: hidden_w{i} has shape {weight.shape}, expected {expected_shape}")
+            self.layers.append((weight, bias, bool(is_tanh)))
+            width = len(bias)
+        self.card_in_w, self.card_in_b = get("card_in_w"), get("card_in_b")
+        self.global_in_w, self.card_out_w, self.card_out_b = get("global_in_w"), get("card_out_w"), get("card_out_b")
+        self.linear_w, self.linear_b = get("linear_w"), get("linear_b")
+        hidden = len(self.card_in_b)
+        expected = {
+            "card_in_w": (len(HAND_FEATURES), hidden),
+            "global_in_w": (width, hidden),
+            "card_out_w": (hidden, 1),
+            "card_out_b": (1,),
+            "linear_w": (width, NUM_ACTIONS),
+            "linear_b": (NUM_ACTIONS,),
+        }
+        for name, shape in expected.items():
+            if getattr(self, name).shape != shape:
+                raise ValueError(f"champion weights: {name} has shape {getattr(self, name).shape}, expected {shape}")
+
+    def logits(self, obs: np.ndarray) -> np.ndarray:
+        """Unmasked logits ``float32 (batch, 109)`` for observations ``float32 (batch, 402)`` (or one ``(402,)``)."""
+        obs = np.asarray(obs, np.float32).reshape(-1, OBS_SIZE)
+        batch = obs.shape[0]
+        feats, held = hand_features(obs)
+        glob = np.concatenate([obs, feats.reshape(batch, -1)], axis=1)
+        for weight, bias, tanh in self.layers:
+            glob = glob @ weight + bias
+            glob = np.tanh(glob) if tanh else np.maximum(glob, 0.0)
+        hidden = np.maximum(feats @ self.card_in_w + self.card_in_b + (glob @ self.global_in_w)[:, None, :], 0.0)
+        scores = (hidden @ self.card_out_w + self.card_out_b)[:, :, 0] * feats[:, :, 0]
+        logits = glob @ self.linear_w + self.linear_b
+        logits[np.arange(batch)[:, None], held] += scores  # held indices are distinct
+        return logits.astype(np.float32)
+
+
+def read_weights(path: str | Path) -> tuple[CardActor, dict[str, Any]]:
+    """The actor and the metadata (``dict`` from the file's ``meta`` JSON) of a weights file.
+
+    Raises:
+        ValueError: a missing or unreadable file, another ``format``, or bad shapes.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"champion weights {str(path)!r} not found")
+    try:
+        with np.load(p, allow_pickle=False) as f:
+            arrays = {k: f[k] for k in f.files}
+    except Exception as e:  # numpy raises several kinds for a damaged archive
+        raise ValueError(f"champion weights {str(path)!r} could not be read as .npz: {e}") from None
+    meta = json.loads(str(arrays.pop("meta"))) if "meta" in arrays else {}
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"champion weights {str(path)!r}: format {meta.get('format')!r}, expected {FORMAT!r}")
+    return CardActor(arrays), meta
+
+
+class ChampionAgent:
+    """An :class:`~sixnimmt_env.agents.Agent` playing the legal action of highest logit of a :class:`CardActor`.
+
+    Three ways to ask, all giving the same action for the same position:
+
+    - :meth:`act` on a seat's readable view (arena, play table);
+    - :meth:`act_observation` on the encoded observation and mask (the Gymnasium env's opponents);
+    - :meth:`choose` on a batch (vector envs).
+
+    The ``rng`` is accepted for the protocol and not used (deterministic play).
+    """
+
+    def __init__(self, actor: CardActor, name: str = "champion", meta: Mapping[str, Any] | None = None) -> None:
+        self.actor = actor
+        self.spec = name
+        self.meta = dict(meta or {})
+
+    def __repr__(self) -> str:
+        return f"ChampionAgent({self.spec!r})"
+
+    def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Best legal actions ``int64 (batch,)`` for ``obs float32 (batch, 402)`` and ``mask (batch, 109)``
+        (nonzero at the legal actions)."""
+        logits = self.actor.logits(obs)
+        logits[np.asarray(mask).reshape(logits.shape) == 0] = -np.inf
+        return logits.argmax(axis=1)
+
+    def act_observation(self, observation: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
+        """The action for one seat's observation (``float32 (402,)``) and mask (``(109,)``)."""
+        return int(self.choose(observation[None], mask[None])[0])
+
+    def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
+        """One legal action for the seat of ``view`` (the no-op 108 without a decision)."""
+        legal = view["legal_actions"]
+        if not view["must_act"] or len(legal) == 1:
+            return int(legal[0]) if len(legal) == 1 else NOOP
+        mask = np.zeros(NUM_ACTIONS, bool)
+        mask[list(legal)] = True
+        return int(self.choose(observation_from_view(view)[None], mask[None])[0])
+
+
+_CACHE: dict[tuple[str, float], tuple[CardActor, dict[str, Any]]] = {}
+"""Per-process cache of read weights, keyed by (resolved path, modification time)."""
+
+
+def load_champion(spec: str = "champion") -> ChampionAgent:
+    """Build the agent of a ``champion`` or ``champion:PATH`` spec (the registered factory).
+
+    Raises:
+        ValueError: another prefix, an empty path, or any error of :func:`read_weights`.
+    """
+    prefix, colon, path = spec.partition(":")
+    if prefix != "champion" or (colon and not path):
+        raise ValueError(f"agent spec {spec!r}: expected 'champion' or 'champion:PATH' (a .npz of weights)")
+    p = Path(path) if path else WEIGHTS
+    key = (str(p.resolve()), p.stat().st_mtime if p.is_file() else 0.0)
+    if key not in _CACHE:
+        _CACHE[key] = read_weights(p)
+    actor, meta = _CACHE[key]
+    return ChampionAgent(actor, name=spec, meta=meta)
+
+
+register_agent("champion", load_champion, "champion[:PATH]")

@@ -1,0 +1,191 @@
+"""The shipped ``champion`` agent (sixnimmt_env/champion.py, training/champion.py; issue 13)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pytest
+
+from sixnimmt_env import parallel_env
+from sixnimmt_env.agents import make_agent
+from sixnimmt_env.arena import run_arena
+from sixnimmt_env.champion import WEIGHTS, ChampionAgent, load_champion, read_weights
+from sixnimmt_env.engine import CHOOSE_ROW, DRAFT, NOOP, SELECT, GameConfig, legal_actions, new_game, step, view
+
+VARIANTS = [
+    GameConfig(num_players=4, episode="round"),
+    GameConfig(num_players=2, episode="game"),
+    GameConfig(num_players=10, episode="round"),
+    GameConfig(num_players=5, variant="tactics", episode="game"),
+    GameConfig(num_players=3, variant="logic", episode="round"),
+    GameConfig(num_players=6, variant="logic", row_choice="cheapest", episode="round"),
+    GameConfig(num_players=4, row_choice="cheapest", episode="game", end_rule="more_than"),
+]
+
+
+def test_shipped_weights_load_as_the_champion_spec() -> None:
+    agent = make_agent("champion")
+    assert isinstance(agent, ChampionAgent)
+    actor, meta = read_weights(WEIGHTS)
+    assert meta["format"] == "sixnimmt-card-actor-1"
+    assert meta["steps"] > 1_000_000  # a trained policy, not a fresh network
+    assert actor.linear_w.shape[1] == 109
+    assert WEIGHTS.stat().st_size < 1_000_000  # small package data
+
+
+def test_playing_the_champion_imports_neither_torch_nor_sb3() -> None:
+    code = (
+        "import sys, numpy as np; from sixnimmt_env.agents import make_agent; from sixnimmt_env.engine import *;"
+        "a = make_agent('champion'); c = GameConfig(num_players=4); s = new_game(c, np.random.default_rng(0));"
+        "a.act(view(s, 0), np.random.default_rng(0));"
+        "bad = [m for m in ('torch', 'stable_baselines3', 'sb3_contrib') if m in sys.modules]; print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("config", VARIANTS, ids=lambda c: f"{c.variant}-{c.num_players}p-{c.row_choice}-{c.episode}")
+def test_legal_moves_in_every_phase(config: GameConfig) -> None:
+    agent = make_agent("champion")
+    rng = np.random.default_rng(3)
+    decisions = {SELECT: 0, CHOOSE_ROW: 0, DRAFT: 0}
+    for _ in range(3):
+        state = new_game(config, rng)
+        while not state.done:
+            actions = []
+            for seat in range(config.num_players):
+                action = agent.act(view(state, seat), rng)
+                legal = legal_actions(state, seat)
+                assert action in legal
+                if action != NOOP:
+                    decisions[state.phase] += 1
+                actions.append(action)
+            state, _ = step(state, actions, rng)
+    assert decisions[SELECT] >= 3 * 10 * config.num_players
+    if config.variant == "logic":
+        assert decisions[DRAFT] > 0
+    if config.row_choice == "player":
+        assert decisions[CHOOSE_ROW] > 0
+
+
+def test_act_act_observation_and_choose_agree_with_the_env_observation() -> None:
+    agent = make_agent("champion")
+    par = parallel_env(num_players=4, row_choice="player")
+    observations, infos = par.reset(seed=5)
+    rng = np.random.default_rng(0)
+    checked = 0
+    while par.agents:
+        actions = {}
+        for name in par.agents:
+            ob = observations[name]
+            a = agent.act(infos[name], rng)
+            assert a == agent.act_observation(ob["observation"], ob["action_mask"], rng)
+            assert a == int(agent.choose(ob["observation"][None], ob["action_mask"][None])[0])
+            checked += a != NOOP
+            actions[name] = a
+        observations, _, _, _, infos = par.step(actions)
+    assert checked >= 40
+
+
+def test_gymnasium_opponents_accept_the_spec() -> None:
+    env = gymnasium.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["champion"] * 3, episode="round")
+    env.reset(seed=0)
+    done, total = False, 0.0
+    while not done:
+        legal = np.flatnonzero(env.unwrapped.action_masks())
+        _, reward, terminated, truncated, _ = env.step(int(legal[0]))
+        total += reward
+        done = terminated or truncated
+    assert total <= 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [("champion:", "expected 'champion' or 'champion:PATH'"), ("champion:/no/such.npz", "not found")],
+)
+def test_bad_specs_name_the_problem(spec: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make_agent(spec)
+
+
+def test_a_foreign_npz_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "w.npz"
+    np.savez(path, x=np.zeros(3))
+    with pytest.raises(ValueError, match="format None, expected 'sixnimmt-card-actor-1'"):
+        load_champion(f"champion:{path}")
+
+
+def test_export_matches_the_torch_policy_and_never_overwrites(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from sb3_contrib import MaskablePPO
+
+    from training.agent import PolicyAgent
+    from training.champion import export, main
+    from training.features import CardPolicy
+
+    env = gymnasium.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["greedy"] * 3, episode="round")
+    model = MaskablePPO(CardPolicy, env, seed=1, policy_kwargs={"net_arch": [32, 16]})
+    zip_path = tmp_path / "m.zip"
+    model.save(zip_path)
+    out = export(zip_path, tmp_path / "w.npz")
+    champion = load_champion(f"champion:{out}")
+    assert champion.meta["steps"] == 0
+    par = parallel_env(num_players=4)
+    observations, _ = par.reset(seed=2)
+    obs = np.stack([o["observation"] for o in observations.values()])
+    torch_logits = PolicyAgent(model.policy).logits(obs)
+    np.testing.assert_allclose(champion.actor.logits(obs), torch_logits, rtol=1e-5, atol=1e-5)
+    before = out.read_bytes()
+    with pytest.raises(ValueError, match="exists; give --force"):
+        export(zip_path, out)
+    assert main(["--export", str(zip_path), "--out", str(out)]) == 2
+    assert out.read_bytes() == before
+    assert main(["--export", str(zip_path), "--out", str(out), "--force"]) == 0
+    assert load_champion(f"champion:{out}").meta["source"] == str(zip_path)
+
+
+def test_beats_greedy_quickly() -> None:
+    """A short statistical check (CI): against three greedy, fewer bullheads than each, beyond the intervals."""
+    results = run_arena(["champion", "greedy", "greedy", "greedy"], games=400, seed=11)
+    me, *others = results["agents"]
+    for other in others:
+        assert me["mean_penalty"] + me["ci95"] < other["mean_penalty"] - other["ci95"]
+    assert me["win_share"] > 0.35
+
+
+@pytest.mark.slow
+def test_strength_against_greedy_and_mc64() -> None:
+    """The strength run of docs/champion.md (shipped weights: 9.08 +- 0.21 against greedy's 13.6-14.0 in 4,000
+    games; against mc:64 11.69 +- 0.51 vs 12.35-12.62 in 1,000 games). The issue's targets, not all met, are in
+    the doc; this pins what the shipped weights reach (all games are fixed by the seed)."""
+    greedy = run_arena(["champion", "greedy", "greedy", "greedy"], games=4000, seed=1, workers=2)
+    me, *others = greedy["agents"]
+    assert me["mean_penalty"] + me["ci95"] < 9.5
+    assert all(me["mean_penalty"] + me["ci95"] < o["mean_penalty"] - o["ci95"] for o in others)
+    mc = run_arena(["champion", "mc:64", "mc:64", "mc:64"], games=1000, seed=1, workers=2)
+    me, *others = mc["agents"]
+    assert me["win_share"] > 0.25  # above parity
+    assert all(me["mean_penalty"] < o["mean_penalty"] for o in others)
+
+
+def test_a_training_config_can_train_against_the_champion(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from sb3_contrib.common.maskable.utils import get_action_masks
+
+    from training.config import load_config
+    from training.vec import build_vec_env
+
+    cfg = load_config(
+        "configs/champion.yaml",
+        ["opponents=[{agent: champion, weight: 1.0}]", "self_play.enabled=false", "train.n_envs=8"],
+    )
+    assert [o.agent for o in cfg.opponents] == ["champion"]
+    venv = build_vec_env(cfg, tmp_path / "monitor", [])
+    venv.reset()
+    _, rewards, _, _ = venv.step((get_action_masks(venv).cumsum(axis=1) == 1).argmax(axis=1))
+    assert rewards.shape == (8,) and (rewards <= 0).all()
+    venv.close()

@@ -1,0 +1,136 @@
+"""Train the ``champion`` agent from scratch and export its weights into the package (issue 13).
+
+Usage::
+
+    python -m training.champion [configs/champion.yaml] [--out sixnimmt_env/champion.npz] [--force]
+    python -m training.champion --export runs/champion/<stamp>/final_model.zip [--out PATH] [--force]
+
+The first form trains the config (``python -m training.train``, a new run folder under
+``runs/``), then writes the final model's actor as numpy weights to ``--out``; the second
+exports an existing MaskablePPO card-policy checkpoint. An existing ``--out`` is never
+replaced without ``--force``. The weights file is what :mod:`sixnimmt_env.champion` plays
+(spec ``champion``, or ``champion:PATH`` for a file elsewhere); ``docs/champion.md`` has the
+budget and the strength tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sixnimmt_env.champion import FORMAT, WEIGHTS, read_weights
+
+__all__ = ["export", "main", "weight_arrays"]
+
+
+def weight_arrays(policy: Any) -> dict[str, np.ndarray]:
+    """The actor of a :class:`training.features.CardPolicy` as the arrays of :class:`sixnimmt_env.champion.CardActor`.
+
+    Raises:
+        ValueError: a policy that is not a card policy, or an activation other than Tanh/ReLU.
+    """
+    from training.features import CardPolicy, NumpyCardActor
+
+    if not isinstance(policy, CardPolicy):
+        raise ValueError(f"champion export needs a card policy (algo.policy: card), got {type(policy).__name__}")
+    actor = NumpyCardActor(policy)
+    arrays: dict[str, np.ndarray] = {}
+    for i, (weight, bias, _) in enumerate(actor.layers):
+        arrays[f"hidden_w{i}"], arrays[f"hidden_b{i}"] = weight, bias
+    arrays["hidden_tanh"] = np.array([tanh for _, _, tanh in actor.layers], bool)
+    arrays["card_in_w"], arrays["card_in_b"] = actor.card_in
+    arrays["global_in_w"] = actor.global_in
+    arrays["card_out_w"], arrays["card_out_b"] = actor.card_out
+    arrays["linear_w"], arrays["linear_b"] = actor.linear
+    return arrays
+
+
+def _steps(checkpoint: str | Path) -> int | None:
+    """The ``num_timesteps`` an SB3 checkpoint was saved at (its ``data`` JSON), or ``None`` if absent."""
+    with zipfile.ZipFile(checkpoint) as z:
+        data = json.loads(z.read("data"))
+    steps = data.get("num_timesteps")
+    return None if steps is None else int(steps)
+
+
+def export(checkpoint: str | Path, out: str | Path, force: bool = False, meta: dict[str, Any] | None = None) -> Path:
+    """Write the actor of a MaskablePPO card-policy ``checkpoint`` (``.zip``) to ``out`` (``.npz``) and read it back.
+
+    Args:
+        checkpoint: the model file.
+        out: the weights file to write.
+        force: replace an existing ``out``.
+        meta: extra metadata stored as JSON (the source checkpoint, steps and format are always stored).
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: ``out`` exists and ``force`` is false, or the checkpoint is not a card policy
+            (errors of :func:`training.agent.load_policy`).
+    """
+    from training.agent import load_policy
+
+    out = Path(out)
+    if out.exists() and not force:
+        raise ValueError(f"{out} exists; give --force to replace it")
+    policy, norm = load_policy(checkpoint)
+    if norm is not None:
+        raise ValueError(f"{checkpoint}: trained with normalize_obs; the champion reads the raw observation")
+    arrays = weight_arrays(policy)
+    info = {"format": FORMAT, "source": str(checkpoint), "steps": _steps(checkpoint), **(meta or {})}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.stem + ".tmp.npz")
+    np.savez_compressed(tmp, meta=np.array(json.dumps(info)), **arrays)
+    read_weights(tmp)  # it loads in the package's reader before it replaces anything
+    tmp.replace(out)
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m training.champion", description=__doc__.split("\n\n")[0])
+    p.add_argument("config", nargs="?", default="configs/champion.yaml", help="training config (default: %(default)s)")
+    p.add_argument("--export", metavar="CHECKPOINT", help="only export this MaskablePPO card-policy checkpoint")
+    p.add_argument("--out", default=str(WEIGHTS), help="weights file to write (default: the package's)")
+    p.add_argument("--force", action="store_true", help="replace an existing --out")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the exit code (2 for a bad argument or config)."""
+    args = _parser().parse_args(argv)
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        print(f"error: {out} exists; give --force to replace it", file=sys.stderr)
+        return 2
+    checkpoint = args.export
+    meta: dict[str, Any] = {}
+    if checkpoint is None:
+        from training.config import load_config
+        from training.train import main as train_main
+
+        cfg = load_config(args.config)
+        before = set(Path(cfg.train.output_dir, cfg.name).glob("*"))
+        code = train_main([args.config, "--no-progress"])
+        if code != 0:
+            return code
+        (run_dir,) = set(Path(cfg.train.output_dir, cfg.name).glob("*")) - before
+        checkpoint = str(run_dir / "final_model.zip")
+        meta["config"] = args.config
+    try:
+        path = export(checkpoint, out, force=args.force, meta=meta)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {path} from {checkpoint}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
