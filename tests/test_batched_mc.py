@@ -101,13 +101,17 @@ def test_scores_by_hand() -> None:
     # Own hand [35, 50]; the one world gives the opponent [60, 70]; its greedy card now is 60 (60 and 70 both
     # cost the full row, ties to the lower card).
     ends, lens, costs = [10, 20, 30, 40], [1, 1, 1, 5], [3, 3, 3, 9]
-    scores = select_scores([35, 50], ends, lens, costs, np.array([[[60, 70]]]))
+    own = np.full(2, -1, np.int64)
+    scores = select_scores([35, 50], ends, lens, costs, np.array([[[60, 70]]]), own)
     # 35: it goes on 30; 60 takes the full row (9). Then 50 on 35, 70 on 60. Own 0, all 9: 2 * 0 - 9 = -9.
     # 50: it takes the full row (9); 60 goes on 50. Then 35 on 30, 70 on 60. Own 9, all 9: 2 * 9 - 9 = 9.
     assert scores.tolist() == [-9, 9]
+    assert own.tolist() == [0, 9]  # the own bullheads alone
     # the low card 5, the other seat's 25 revealed, no cards left: take a 3-bullhead row or the full one
-    rows = row_scores(5, [25], [], ends, lens, costs, np.zeros((1, 1, 0), np.int64))
+    own_rows = np.full(4, -1, np.int64)
+    rows = row_scores(5, [25], [], ends, lens, costs, np.zeros((1, 1, 0), np.int64), own_rows)
     assert rows.tolist() == [2 * 3 - 3, 2 * 3 - 3, 2 * 3 - 3, 2 * 9 - 9]
+    assert own_rows.tolist() == [3, 3, 3, 9]
 
 
 def test_batched_player_prefers_the_same_card_on_clear_positions() -> None:

@@ -346,6 +346,7 @@ def test_coach_scores_every_card_and_marks_the_mc_agents_choice():
     assert MonteCarloAgent(200).act(view, np.random.default_rng(3)) == advice.best - 1
     # own minus the others' mean over the rest of the round: the scores of a turn sum to at most 0 on average
     assert min(advice.expected) < 0
+    assert len(advice.bullheads) == 10 and all(b >= 0 for b in advice.bullheads)
 
 
 def test_coach_reads_only_the_persons_view():
@@ -366,6 +367,8 @@ def test_coach_on_a_row_choice_and_within_a_second():
     table.act(0, "card", 5)
     advice = table.coach(table.version)
     assert advice.kind == "row" and advice.options == (0, 1, 2, 3) and advice.take_now == (3, 3, 3, 3)
+    # whichever row 5 takes (3 bullheads), 71 then 72 and 90 go on rows without a penalty: 3 bullheads in all
+    assert advice.bullheads == (3.0, 3.0, 3.0, 3.0)
     assert advice is table.coach(table.version)  # asked again: the same answer, no new search
     # the time limit: 1,000 worlds on a full 10-player hand, well within a second on this machine
     big = Table(E.GameConfig(num_players=10), ["human", *["greedy"] * 9], seed=1, coach_samples=1000)

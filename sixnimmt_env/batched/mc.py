@@ -80,7 +80,13 @@ def _rollout(
 
 @njit(cache=True)
 def _select_scores(
-    hand: np.ndarray, ends0: np.ndarray, lens0: np.ndarray, costs0: np.ndarray, worlds: np.ndarray, out: np.ndarray
+    hand: np.ndarray,
+    ends0: np.ndarray,
+    lens0: np.ndarray,
+    costs0: np.ndarray,
+    worlds: np.ndarray,
+    out: np.ndarray,
+    own_out: np.ndarray,
 ) -> None:
     k = hand.shape[0]
     n = worlds.shape[1] + 1
@@ -90,6 +96,7 @@ def _select_scores(
     hands = np.empty((n, max(k - 1, 1)), np.int64)
     pen = np.empty(n, np.int64)
     out[:] = 0
+    own_out[:] = 0
     for w in range(worlds.shape[0]):
         for j in range(n - 1):
             opp_plays[j] = worlds[w, j, greedy_index(worlds[w], j, k, ends0, lens0, costs0)]
@@ -114,6 +121,7 @@ def _select_scores(
                         m += 1
             _rollout(ends, lens, costs, hands, k - 1, n, pen)
             out[i] += n * pen[0] - pen.sum()
+            own_out[i] += pen[0]
 
 
 @njit(cache=True)
@@ -126,6 +134,7 @@ def _row_scores(
     costs0: np.ndarray,
     worlds: np.ndarray,
     out: np.ndarray,
+    own_out: np.ndarray,
 ) -> None:
     k = hand.shape[0]
     n = others.shape[0] + 1
@@ -136,6 +145,7 @@ def _row_scores(
     plays[0] = own
     plays[1:] = others
     out[:] = 0
+    own_out[:] = 0
     for w in range(worlds.shape[0]):
         for r in range(NUM_ROWS):
             ends[:] = ends0
@@ -148,19 +158,29 @@ def _row_scores(
                 hands[j + 1, :k] = worlds[w, j, :k]
             _rollout(ends, lens, costs, hands, k, n, pen)
             out[r] += n * pen[0] - pen.sum()
+            own_out[r] += pen[0]
 
 
 def _rows(ends: object, lens: object, costs: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.asarray(ends, np.int64), np.asarray(lens, np.int64), np.asarray(costs, np.int64)
 
 
-def select_scores(hand: object, ends: object, lens: object, costs: object, worlds: np.ndarray) -> np.ndarray:
+def select_scores(
+    hand: object,
+    ends: object,
+    lens: object,
+    costs: object,
+    worlds: np.ndarray,
+    own_out: np.ndarray | None = None,
+) -> np.ndarray:
     """Scores of playing each card of ``hand`` (R5), summed over ``worlds``.
 
     Args:
         hand: the own cards, ascending (k >= 1 of 1..104).
         ends, lens, costs: the 4 rows (last card, length 1..5, bullheads).
         worlds: ``(N, n - 1, k)`` integer array: per world, each opponent's hand, ascending.
+        own_out: if given, an ``int64 (k,)`` array filled with, per card, the sum over worlds of the own
+            bullheads alone from this turn to the end of the round.
 
     Returns:
         ``int64 (k,)``: per card, the sum over worlds of ``n * own - sum(all)`` bullheads from this turn to the end
@@ -168,12 +188,20 @@ def select_scores(hand: object, ends: object, lens: object, costs: object, world
     """
     hand = np.asarray(hand, np.int64)
     out = np.zeros(len(hand), np.int64)
-    _select_scores(hand, *_rows(ends, lens, costs), np.asarray(worlds, np.int64), out)
+    own = np.zeros(len(hand), np.int64) if own_out is None else own_out
+    _select_scores(hand, *_rows(ends, lens, costs), np.asarray(worlds, np.int64), out, own)
     return out
 
 
 def row_scores(
-    own: int, others: object, hand: object, ends: object, lens: object, costs: object, worlds: np.ndarray
+    own: int,
+    others: object,
+    hand: object,
+    ends: object,
+    lens: object,
+    costs: object,
+    worlds: np.ndarray,
+    own_out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Scores of taking each row with the low card ``own`` (R9, R9a), summed over ``worlds``.
 
@@ -183,6 +211,8 @@ def row_scores(
         hand: the chooser's remaining hand, ascending (k >= 0).
         ends, lens, costs: the 4 rows as they stood at the start of the turn.
         worlds: ``(N, n - 1, k)``: per world, each opponent's remaining hand, ascending.
+        own_out: if given, an ``int64 (4,)`` array filled with, per row, the sum over worlds of the chooser's own
+            bullheads alone (the row taken included) to the end of the round.
 
     Returns:
         ``int64 (4,)``: per row, the sum over worlds of ``n * own - sum(all)`` bullheads to the end of the round.
@@ -195,6 +225,7 @@ def row_scores(
         *_rows(ends, lens, costs),
         np.asarray(worlds, np.int64).reshape(len(worlds), len(others), -1),  # k = 0: an empty third axis
         out,
+        np.zeros(NUM_ROWS, np.int64) if own_out is None else own_out,
     )
     return out
 
@@ -217,6 +248,7 @@ def _mc_actions(S: GameArrays, cfg: np.ndarray, mc: np.ndarray, samples: int, ou
     worlds = np.empty((samples, n - 1, HAND_SIZE), np.int64)
     ends, lens, costs = np.empty(NUM_ROWS, np.int64), np.empty(NUM_ROWS, np.int64), np.empty(NUM_ROWS, np.int64)
     scores = np.empty(HAND_SIZE, np.int64)
+    own_scratch = np.empty(HAND_SIZE, np.int64)
     row_totals = np.empty(NUM_ROWS, np.int64)
     others = np.empty(n - 1, np.int64)
     for b in range(out.shape[0]):
@@ -269,7 +301,7 @@ def _mc_actions(S: GameArrays, cfg: np.ndarray, mc: np.ndarray, samples: int, ou
                     sort_small(worlds[w, q], k)
             own_hand = hand[b, s, :k].astype(np.int64)
             if p == SELECT:
-                _select_scores(own_hand, ends, lens, costs, worlds[:nw, :, :k], scores[:k])
+                _select_scores(own_hand, ends, lens, costs, worlds[:nw, :, :k], scores[:k], own_scratch[:k])
                 best = 0
                 for i in range(1, k):
                     if scores[i] < scores[best]:
@@ -281,7 +313,17 @@ def _mc_actions(S: GameArrays, cfg: np.ndarray, mc: np.ndarray, samples: int, ou
                     if q != s:
                         others[m] = revealed[b, q]
                         m += 1
-                _row_scores(revealed[b, s], others, own_hand, ends, lens, costs, worlds[:nw, :, :k], row_totals)
+                _row_scores(
+                    revealed[b, s],
+                    others,
+                    own_hand,
+                    ends,
+                    lens,
+                    costs,
+                    worlds[:nw, :, :k],
+                    row_totals,
+                    own_scratch[:NUM_ROWS],
+                )
                 out[b, s] = ROW_ACTION + cheapest_row(row_totals)
 
 

@@ -32,6 +32,8 @@ class CoachAdvice(NamedTuple):
         options: the candidates: cards 1..104 of the hand (ascending), or rows 0..3.
         expected: per option, the expected bullheads of the player minus the mean of the opponents' from this
             turn to the end of the round (``float``; lower is better, negative means better than the table).
+        bullheads: per option, the expected bullheads the player takes from this turn to the end of the round
+            (``float``, the row itself included for a row choice; the same rollouts as ``expected``).
         best: the option the ``mc:N`` agent would play: the lowest ``expected``, ties to the lower card or row.
         take_now: for rows, the bullheads the row holds now (taken for certain, R9); for cards, ``None``.
         samples: worlds searched.
@@ -40,6 +42,7 @@ class CoachAdvice(NamedTuple):
     kind: str
     options: tuple[int, ...]
     expected: tuple[float, ...]
+    bullheads: tuple[float, ...]
     best: int
     take_now: tuple[int, ...] | None
     samples: int
@@ -103,20 +106,23 @@ def advise(view: Mapping[str, Any], samples: int, rng: np.random.Generator) -> C
     n = view["num_players"]
     worlds = sample_worlds(view, hand, samples, rng)
     scale = len(worlds) * (n - 1)  # the kernels sum n * own - sum(all) = (n - 1) * (own - mean opponent)
+    own = np.zeros(len(hand) if phase == SELECT else NUM_ROWS, np.int64)
     if phase == SELECT:
-        scores = mc.select_scores(hand, ends, lens, costs, worlds)
+        scores = mc.select_scores(hand, ends, lens, costs, worlds, own)
         take_now = None
         options = tuple(hand)
     else:
         seat = view["seat"]
         revealed = view["revealed"]
         others = [c for s, c in enumerate(revealed) if s != seat]
-        scores = mc.row_scores(revealed[seat], others, hand, ends, lens, costs, worlds)
+        scores = mc.row_scores(revealed[seat], others, hand, ends, lens, costs, worlds, own)
         take_now = tuple(costs)
         options = tuple(range(NUM_ROWS))
     best = options[int(np.argmin(scores))]  # the first lowest: ties to the lower card or row
     expected = tuple(round(float(s) / scale, 3) for s in scores)
-    return CoachAdvice("card" if phase == SELECT else "row", options, expected, best, take_now, len(worlds))
+    bullheads = tuple(round(float(b) / len(worlds), 3) for b in own)
+    kind = "card" if phase == SELECT else "row"
+    return CoachAdvice(kind, options, expected, bullheads, best, take_now, len(worlds))
 
 
 def warm_up() -> None:

@@ -163,6 +163,7 @@ def _advice(advice: Any) -> dict[str, Any] | None:
         "kind": advice.kind,
         "options": list(advice.options),
         "expected": list(advice.expected),
+        "bullheads": list(advice.bullheads),
         "best": advice.best,
         "take_now": None if advice.take_now is None else list(advice.take_now),
         "samples": advice.samples,

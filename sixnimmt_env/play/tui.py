@@ -7,7 +7,7 @@ them, or replay a record), every decision validated by the engine. Keys:
 ``←`` ``→``     move over your hand (or the draft display)
 ``enter``       play the marked card (take it, in the draft)
 ``1``-``4``     take that row with a low card (R9)
-``c``           coach on/off: every card's (or row's) expected score
+``c``           coach on/off: every card's (or row's) expected bullheads
 ``space``       watch/replay: the next turn
 ``a``           watch/replay: play on by itself, or pause
 ``n``           a new game (replay: from the start)
@@ -166,7 +166,7 @@ class PlayApp(App):
                 out.append(f"   press {r + 1}", style="bold yellow")
             if advice is not None and advice.kind == "row":
                 star = "★" if advice.best == r else " "
-                out.append(f"  {star}{advice.expected[r]:+.1f}", style="bold yellow" if star == "★" else "")
+                out.append(f"  {star}{advice.bullheads[r]:.1f}", style="bold yellow" if star == "★" else "")
             out.append("\n")
         if not snap["rows"]:
             out.append("(the rows start when the draft is over)\n", style="dim")
@@ -219,14 +219,14 @@ class PlayApp(App):
             out.append_text(card_text(card, "reverse bold" if marked else ""))
             out.append(" ")
             if advice is not None and advice.kind == "card":
-                x = advice.expected[advice.options.index(card)]
+                x = advice.bullheads[advice.options.index(card)]
                 star = "★" if advice.best == card else " "
-                evs.append(f"{star}{x:+5.1f}  "[:8], style="bold yellow" if star == "★" else "")
+                evs.append(f"{star}{x:5.1f}  "[:8], style="bold yellow" if star == "★" else "")
         out.append("\n")
         out.append_text(evs)
         if self.coach_on:
             out.append(
-                "\ncoach: expected bullheads to the end of the round, yours minus the others' mean (★ best)",
+                "\ncoach: bullheads you can expect to take to the end of the round (★ the search's choice)",
                 style="dim",
             )
         return out

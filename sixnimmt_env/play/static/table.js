@@ -227,7 +227,9 @@ function renderRows(rows, flash = null, newCard = null) {
     if (choosing) side += `<span class="take-hint">take: ${bullText(rowBulls(row))}</span>`;
     if (rowAdvice) {
       const x = rowAdvice.expected[r];
-      side += `<span class="coach-row ${rowAdvice.best === r ? "best" : ""}">${rowAdvice.best === r ? "★ " : ""}${fmt(x)}</span>`;
+      const b = rowAdvice.bullheads[r];
+      side += `<span class="coach-row ${rowAdvice.best === r ? "best" : ""}" title="yours minus the others' average: ${fmt(x)}">` +
+        `${rowAdvice.best === r ? "★ " : ""}${b.toFixed(1)}</span>`;
     }
     const attrs = choosing ? ` data-row="${r}" role="button" tabindex="0"` : ` data-row-index="${r}"`;
     return `<div class="${cls.join(" ")}"${attrs}>${label}${cells}<div class="row-side">${side}</div></div>`;
@@ -303,7 +305,9 @@ function renderHand(t) {
       const best = cardAdvice.best === c;
       // within a bullhead of the best: green; three or more worse: red
       const tone = best ? "best" : x - lo <= 1 ? "good" : x - lo >= 3 ? "bad" : "";
-      ev = `<span class="ev ${tone}" data-ev="${c}">${best ? "★ " : ""}${fmt(x)}</span>`;
+      const b = cardAdvice.bullheads[i];
+      ev = `<span class="ev ${tone}" data-ev="${c}" title="yours minus the others' average: ${fmt(x)}">` +
+        `${best ? "★ " : ""}${b.toFixed(1)}</span>`;
       if (best) cls = "best";
     } else {
       ev = '<span class="ev"></span>';
@@ -332,8 +336,9 @@ function renderCoachNote() {
     note.textContent = `Coach: ${advice.error}`;
   } else {
     const what = advice.data.kind === "card" ? "card" : "row";
-    note.textContent = `Coach (mc:${advice.data.samples}): expected bullheads from now to the end of the round, ` +
-      `yours minus the others' average, for each ${what}; lower is better, ★ is the search's choice.`;
+    note.textContent = `Coach (mc:${advice.data.samples}): the bullheads you can expect to take from now to the ` +
+      `end of the round with each ${what}; ★ is the search's choice (it ranks by yours minus the others' ` +
+      `average, shown when you point at a figure).`;
   }
 }
 
