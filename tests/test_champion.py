@@ -74,7 +74,7 @@ def test_legal_moves_in_every_phase(config: GameConfig) -> None:
 
 def test_act_act_observation_and_choose_agree_with_the_env_observation() -> None:
     agent = make_agent("champion")
-    par = parallel_env(num_players=4, row_choice="player")
+    par = parallel_env(num_players=4, row_choice="player", infos="view")
     observations, infos = par.reset(seed=5)
     rng = np.random.default_rng(0)
     checked = 0
