@@ -91,7 +91,13 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
 
     Returns:
         ``{"run_dir", "steps", "seconds", "steps_per_second", "interrupted", "final_model", "best_model"}``.
+
+    With ``train.backend: rllib`` the run is :func:`training.rllib.train.train_rllib`'s.
     """
+    if cfg.train.backend == "rllib":
+        from training.rllib.train import train_rllib
+
+        return train_rllib(cfg, run_dir, resume_from, progress)
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import CallbackList
@@ -207,13 +213,19 @@ def main(argv: list[str] | None = None) -> int:
             if args.overrides or args.config:
                 raise ConfigError("--resume continues a run with its saved config: give no config file and no --set")
             cfg = load_config(run_dir / "config.yaml")
-            resume_from = last_checkpoint(run_dir)
+            if cfg.train.backend == "rllib":
+                from training.rllib.train import last_rllib_checkpoint
+
+                resume_from = last_rllib_checkpoint(run_dir)
+            else:
+                resume_from = last_checkpoint(run_dir)
             if resume_from is None:
                 raise ConfigError(f"{run_dir}: no checkpoint to resume from in {run_dir / 'checkpoints'}")
             from training.agent import load_policy_agent
 
             try:  # a damaged checkpoint or one of an earlier policy layout: a clear message, not a traceback
-                load_policy_agent(f"ppo:{resume_from}")
+                if cfg.train.backend != "rllib":
+                    load_policy_agent(f"ppo:{resume_from}")
             except ValueError as e:
                 raise ConfigError(f"--resume {run_dir}: {e}") from None
         else:
