@@ -30,7 +30,7 @@ file                                   content
 ``learning_curve.png``                 line-up), training time and speed, the curve
 =====================================  ==========================================================
 
-Ctrl-C or SIGTERM stop after the current iteration's interruption with a checkpoint;
+Ctrl-C or SIGTERM stop after the current iteration with a checkpoint (a second one at once);
 ``--resume RUN_DIR`` restores the last checkpoint and continues up to ``train.total_timesteps``.
 """
 
@@ -43,7 +43,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -178,22 +178,31 @@ def start_ray(cfg: TrainConfig) -> bool:
     return True
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises ``KeyboardInterrupt`` in the main thread (as Ctrl-C does) while training."""
+class _StopRequest:
+    """Ctrl-C (SIGINT) and SIGTERM while training: the first asks to stop after the current iteration (then a
+    checkpoint is saved), a second one raises ``KeyboardInterrupt`` at once. Signals are handled in the main
+    thread only; elsewhere they are left alone."""
 
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: dict[int, Any] = {}
 
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        name = signal.Signals(signum).name
+        print(f"\n{name}: stopping after this iteration with a checkpoint (again to stop at once)", file=sys.stderr)
+
+    def __enter__(self) -> _StopRequest:
+        with contextlib.suppress(ValueError):  # not the main thread
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
 
 
 def _save_module(algo: Any, folder: Path) -> Path:
@@ -376,9 +385,12 @@ def _loop(
     start, start_steps = time.perf_counter(), steps
     bar = tqdm(total=cfg.train.total_timesteps, initial=steps, unit="step", dynamic_ncols=True, disable=not progress)
     interrupted = timed_out = False
-    with _sigterm_as_interrupt():
+    with _StopRequest() as stop:
         try:
             while steps < cfg.train.total_timesteps:
+                if stop.requested:
+                    interrupted = True
+                    break
                 if max_seconds is not None and time.perf_counter() - start > max_seconds:
                     timed_out = True
                     break
