@@ -136,9 +136,8 @@ def main() -> None:
     for n in (8, 32, 128):
         sample, update = 1.0 / (n * per_runner), 1.0 / learner  # seconds per env step
         rate = 1.0 / (sample + update)
-        print(
-            f"  {n:>4} runners: {rate:>10,.0f} env steps/s (the update takes {update / (sample + update):.0%} of an iteration)"
-        )
+        share = update / (sample + update)
+        print(f"  {n:>4} runners: {rate:>10,.0f} env steps/s (the update takes {share:.0%} of an iteration)")
 
 
 if __name__ == "__main__":
