@@ -6,11 +6,13 @@ CONFIG ?= configs/ppo_4p.yaml
 
 .PHONY: install train test lint bench
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[train,dev,rllib]'
+	$(PY) -m pip install --quiet -e '.[train,dev,interop,rllib]'
+	# an editable install skips setup.py's data files: put the Gymnasium registration hook in place by hand
+	$(PY) -c "import shutil, sysconfig; shutil.copy('sixnimmt_gymnasium.pth', sysconfig.get_path('purelib'))"
 	touch $@
 
 install: $(VENV)/.installed

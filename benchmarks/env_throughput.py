@@ -41,7 +41,7 @@ import numpy as np
 
 from sixnimmt_env import engine
 from sixnimmt_env.engine import NOOP, SELECT, GameConfig
-from sixnimmt_env.env import SixNimmtParallelEnv
+from sixnimmt_env.pettingzoo_env import SixNimmtParallelEnv
 
 Result = tuple[int, int, float, float]
 """(decisions, steps, wall seconds, CPU seconds)."""

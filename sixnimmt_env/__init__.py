@@ -20,15 +20,15 @@ __all__ = ["GameConfig", "State", "env", "parallel_env"]
 
 
 def parallel_env(**config: Any) -> Any:
-    """The PettingZoo ``ParallelEnv`` (see :class:`sixnimmt_env.env.SixNimmtParallelEnv`)."""
-    from sixnimmt_env.env import parallel_env as make
+    """The PettingZoo ``ParallelEnv`` (see :class:`sixnimmt_env.pettingzoo_env.SixNimmtParallelEnv`)."""
+    from sixnimmt_env.pettingzoo_env import parallel_env as make
 
     return make(**config)
 
 
 def env(**config: Any) -> Any:
     """The PettingZoo AEC environment: :func:`parallel_env` through ``parallel_to_aec``."""
-    from sixnimmt_env.env import env as make
+    from sixnimmt_env.pettingzoo_env import env as make
 
     return make(**config)
 

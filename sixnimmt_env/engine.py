@@ -10,7 +10,7 @@ trusted loops that draw them from :func:`legal_actions`.
 Randomness is only ever drawn from the ``numpy.random.Generator`` passed in.
 
 This module imports neither PettingZoo, Gymnasium nor torch; the environments
-in :mod:`sixnimmt_env.env` and :mod:`sixnimmt_env.gym_env` are thin shells
+in :mod:`sixnimmt_env.pettingzoo_env` and :mod:`sixnimmt_env.gym_env` are thin shells
 around it.
 
 Action encoding (shared with every environment, stable):

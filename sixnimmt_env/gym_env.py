@@ -58,7 +58,8 @@ import numpy as np
 
 from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, PlayerView, State
-from sixnimmt_env.env import ILLEGAL_ACTION_PENALTY, parallel_env
+from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY, RENDER_MODES, action_index, parallel_env
+from sixnimmt_env.render import render_table
 
 __all__ = ["ENV_ID", "ILLEGAL_PENALTY", "ObservationAgent", "OpponentSampler", "SingleSeatEnv", "make_env"]
 
@@ -101,6 +102,10 @@ class ObservationAgent(Protocol):
         """One legal action index (a 1 of ``mask``) for the seat whose observation this is."""
         ...
 
+
+_NOOP_MASK = np.zeros(NUM_ACTIONS, bool)
+_NOOP_MASK[NOOP] = True
+_NOOP_MASK.setflags(write=False)
 
 _SEAT_KEYS = frozenset({"seat", "must_act", "hand", "legal_actions"})
 """View keys that differ between seats; every other key of :class:`~sixnimmt_env.engine.PlayerView` is public."""
@@ -208,14 +213,17 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
             seat index ``0..num_players-1``.
         illegal_action: ``"terminate"`` or ``"raise"`` (module docstring).
         illegal_penalty: bullheads charged for an illegal action (``> 0``).
+        render_mode: ``None``, ``"ansi"`` (:meth:`render` returns the table as text, with the learner's
+            hand), ``"human"`` (prints it) or ``"rgb_array"`` (a picture of the table, ``uint8 (H, W, 3)``,
+            for Gymnasium's ``RecordVideo``).
 
     Raises:
-        ValueError: a bad learner seat, illegal-action mode or penalty, an
+        ValueError: a bad learner seat, illegal-action mode, penalty or render mode, an
             opponent list of the wrong length (naming ``num_players``), or an
             unknown agent spec.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012  (Gymnasium's class attribute)
+    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 2}  # noqa: RUF012  (Gymnasium's)
 
     def __init__(
         self,
@@ -224,7 +232,13 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         learner_seat: int | Literal["random"] = "random",
         illegal_action: Literal["terminate", "raise"] = "terminate",
         illegal_penalty: float = ILLEGAL_PENALTY,
+        render_mode: str | None = None,
     ) -> None:
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(
+                f"render_mode must be None or one of {', '.join(map(repr, RENDER_MODES))}, got {render_mode!r}"
+            )
+        self.render_mode = render_mode
         self.parallel = parallel
         self.agent_names: tuple[str, ...] = tuple(parallel.possible_agents)
         self.num_players = len(self.agent_names)
@@ -241,8 +255,9 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         self._seat_agents: list[Agent | None] = [None] * n
         self._opponents: list[tuple[int, str, Agent, Callable[..., int] | None]] = []
         self._obs = np.zeros(self.observation_space.shape, np.float32)
-        self._mask = np.zeros(NUM_ACTIONS, bool)
+        self._mask = _NOOP_MASK.copy()
         self._done = True
+        self._events: list[str] = []  # what the steps since the learner's last decision did (rendering)
 
     # ------------------------------------------------------------------ opponents
 
@@ -301,13 +316,14 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
             for seat, agent in enumerate(seats)
             if agent is not None
         ]
-        observations, infos = self.parallel.reset(seed=int(rng.integers(2**63 - 1)), options=options)
-        self._absorb(observations, infos)
+        self._events = []
+        observations, _ = self.parallel.reset(seed=int(rng.integers(2**63 - 1)), options=options)
+        self._absorb(observations)
         self._done = False
         _, terminated = self._advance(0.0, False)
         if terminated:  # cannot happen with the rules of RULES.md: the learner plays every turn
             raise RuntimeError("the episode ended before the learner had a decision")
-        return self._obs.copy(), self._info(infos)
+        return self._obs.copy(), self._info()
 
     def step(self, action: int | np.integer) -> tuple[np.ndarray, float, bool, bool, dict]:
         """Play the learner's ``action`` (and the opponents' simultaneous ones), then every
@@ -325,32 +341,50 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         if self._done:
             raise RuntimeError("the episode is over: call reset()")
         a = self._integer(action)
+        self._events = []
         if self.illegal_action == "terminate" and not (0 <= a < NUM_ACTIONS and self._mask[a]):
             self._done = True
-            info = {"learner_seat": self.learner_seat, "illegal_action": True}
+            self._mask = _NOOP_MASK.copy()  # the episode is over: the no-op alone, as after the last step
+            info = {
+                "learner_seat": self.learner_seat,
+                "illegal_action": True,
+                "action_mask": self._mask.astype(np.int8),
+            }
             return self._obs.copy(), -self.illegal_penalty, True, False, info
         reward, terminated = self._play(a)
         if not terminated:
             reward, terminated = self._advance(reward, terminated)
         self._done = terminated
-        return self._obs.copy(), float(reward), terminated, False, self._info(self._infos, final=terminated)
+        return self._obs.copy(), float(reward), terminated, False, self._info(final=terminated)
 
     def _integer(self, action: object) -> int:
-        """``action`` as an int: Python and numpy integers, and integer arrays of one element (what SB3's
-        ``predict`` returns); anything else is a ``ValueError`` naming the value and the legal actions."""
-        if isinstance(action, np.ndarray) and action.size == 1 and np.issubdtype(action.dtype, np.integer):
-            return int(action.reshape(()))
-        if isinstance(action, bool) or not isinstance(action, int | np.integer):
+        """``action`` as an int (:func:`~sixnimmt_env.pettingzoo_env.action_index`: Python and numpy integers,
+        anything with ``__index__`` such as a 0-d torch tensor, one-element integer arrays as SB3's ``predict``
+        returns); anything else is a ``ValueError`` naming the value and the legal actions."""
+        try:
+            return action_index(action)
+        except TypeError:
             legal = np.flatnonzero(self._mask).tolist()
             raise ValueError(
                 f"learner action must be an integer action index 0..{NUM_ACTIONS - 1}, got {action!r} "
                 f"({type(action).__name__}); legal actions now: {legal}"
-            )
-        return int(action)
+            ) from None
 
     def action_masks(self) -> np.ndarray:
-        """``bool`` array of shape ``(109,)``: True at the learner's legal actions now."""
+        """``bool`` array of shape ``(109,)``: True at the learner's legal actions now. Never all False: once
+        the episode is over (and before the first reset) only the no-op 108 is True; any action sampled from it
+        is ignored by the autoreset that follows."""
         return self._mask.copy()
+
+    def render(self) -> str | np.ndarray | None:
+        """The table as the learner sees it: rows with their bullheads, scores, the cards revealed, who took
+        which row and why, and the learner's hand (its own cards only, R4).
+
+        Returns:
+            the text (``render_mode="ansi"``); ``uint8 (H, W, 3)`` RGB picture (``"rgb_array"``); ``None``
+            (``"human"`` prints the text; without a render mode a warning).
+        """
+        return render_table(self.parallel, self.render_mode, learner=self.learner_seat, events=self._events)
 
     def close(self) -> None:
         """Close the wrapped ParallelEnv."""
@@ -358,9 +392,8 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
 
     # ------------------------------------------------------------------ internals
 
-    def _absorb(self, observations: Mapping[str, Any], infos: Mapping[str, Any]) -> None:
+    def _absorb(self, observations: Mapping[str, Any]) -> None:
         me = self.agent_names[self.learner_seat]
-        self._infos = infos
         self._observations = observations
         if me in observations:
             ob = observations[me]
@@ -393,9 +426,11 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
                 if table is None:
                     table = _TableViews(self.parallel.game_state)
                 actions[name] = int(agent.act(_OpponentView(table, seat), rng))
-        observations, rewards, terminations, truncations, infos = self.parallel.step(actions)
+        observations, rewards, terminations, truncations, _ = self.parallel.step(actions)
+        if self.render_mode is not None:
+            self._events.extend(self.parallel.last_events())
         me = self.agent_names[self.learner_seat]
-        self._absorb(observations, infos)
+        self._absorb(observations)
         done = bool(terminations.get(me, False) or truncations.get(me, False)) or not self.parallel.agents
         return float(rewards.get(me, 0.0)), done
 
@@ -406,15 +441,18 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
             reward += r
         return reward, terminated
 
-    def _info(self, infos: Mapping[str, Any], final: bool = False) -> dict[str, Any]:
-        info: dict[str, Any] = {"learner_seat": self.learner_seat, "illegal_action": False}
+    def _info(self, final: bool = False) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "learner_seat": self.learner_seat,
+            "illegal_action": False,
+            "action_mask": self._mask.astype(np.int8),
+        }
         if final:
-            view = infos.get(self.agent_names[self.learner_seat])
-            if view is not None:
-                totals = list(view["totals"])
-                info["round_penalties"] = list(view["round_penalties"])
-                info["totals"] = totals
-                info["rank"] = 1 + sum(t < totals[self.learner_seat] for t in totals)
+            state = self.parallel.game_state
+            totals = list(state.totals)
+            info["round_penalties"] = list(state.round_penalties)
+            info["totals"] = totals
+            info["rank"] = 1 + sum(t < totals[self.learner_seat] for t in totals)
         return info
 
 
@@ -423,12 +461,13 @@ def make_env(
     learner_seat: int | Literal["random"] = "random",
     illegal_action: Literal["terminate", "raise"] = "terminate",
     illegal_penalty: float = ILLEGAL_PENALTY,
+    render_mode: str | None = None,
     **config: Any,
 ) -> SingleSeatEnv:
     """A :class:`SingleSeatEnv` around :func:`sixnimmt_env.parallel_env` (the ``sixnimmt/SixNimmt-v0`` entry point).
 
     Args:
-        opponents, learner_seat, illegal_action, illegal_penalty: see :class:`SingleSeatEnv`.
+        opponents, learner_seat, illegal_action, illegal_penalty, render_mode: see :class:`SingleSeatEnv`.
         **config: every :class:`~sixnimmt_env.engine.GameConfig` field
             (``num_players``, ``variant``, ``row_choice``, ``end_score``,
             ``end_rule``, ``max_rounds``, ``episode``) and the ParallelEnv's
@@ -438,9 +477,10 @@ def make_env(
         ValueError: a bad config field (from :class:`GameConfig`) or any error of :class:`SingleSeatEnv`.
     """
     return SingleSeatEnv(
-        parallel_env(**config, illegal_action="raise"),
+        parallel_env(**config, illegal_action="raise", render_mode=render_mode),
         opponents=opponents,
         learner_seat=learner_seat,
         illegal_action=illegal_action,
         illegal_penalty=illegal_penalty,
+        render_mode=render_mode,
     )

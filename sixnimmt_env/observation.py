@@ -38,6 +38,8 @@ value.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from sixnimmt_env.engine import (
@@ -245,6 +247,19 @@ class BatchEncoder:
                 self._phase_blocks[phase, chooser] = block
         self._row_bull = [0] * NUM_ROWS
         self._state: State | None = None
+
+    # ------------------------------------------------------------------ copies
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle (and deep-copy) only the seat count and the current state: the buffers and their memoryviews
+        are rebuilt by :meth:`__setstate__` (:meth:`reset` gives the same values bit for bit)."""
+        return {"num_players": self.num_players, "state": self._state}
+
+    def __setstate__(self, saved: dict[str, Any]) -> None:
+        """Rebuild the encoder and its vectors from a pickled seat count and state."""
+        self.__init__(saved["num_players"])  # type: ignore[misc]
+        if saved["state"] is not None:
+            self.reset(saved["state"])
 
     # ------------------------------------------------------------------ output
 

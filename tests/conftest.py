@@ -1,4 +1,4 @@
-"""Shared test data for the reference and compiled backends of ``sixnimmt_env.env``."""
+"""Shared test data for the reference and compiled backends of ``sixnimmt_env.pettingzoo_env``."""
 
 from __future__ import annotations
 

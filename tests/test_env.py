@@ -15,15 +15,23 @@ from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, ren
 
 from sixnimmt_env import engine
 from sixnimmt_env.engine import CHOOSE_ROW, DRAFT, SELECT
-from sixnimmt_env.env import (
+from sixnimmt_env.observation import OBS_SIZE, encode, pieces
+from sixnimmt_env.pettingzoo_env import (
     ILLEGAL_ACTION_PENALTY,
     STATE_SIZE,
     AgentInfo,
     SixNimmtParallelEnv,
     env,
-    parallel_env,
 )
-from sixnimmt_env.observation import OBS_SIZE, encode, pieces
+from sixnimmt_env.pettingzoo_env import parallel_env as default_parallel_env
+
+
+def parallel_env(**config: Any) -> SixNimmtParallelEnv:
+    """The ParallelEnv with its readable infos (``infos="view"``) and the named error for illegal actions
+    (``illegal_action="raise"``), which most tests here read; the defaults are tested by the conformance tests
+    below (the real factory, ``default_parallel_env``) and ``tests/test_interop_defaults.py``."""
+    return default_parallel_env(**{"infos": "view", "illegal_action": "raise", **config})
+
 
 NAMES3 = ["player_0", "player_1", "player_2"]
 
@@ -66,7 +74,7 @@ def assert_same_trace(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> Non
     ],
 )
 def test_parallel_api(config: dict[str, Any]) -> None:
-    parallel_api_test(parallel_env(**config), num_cycles=300)
+    parallel_api_test(default_parallel_env(**config), num_cycles=300)
 
 
 def test_aec_api() -> None:
@@ -81,13 +89,13 @@ def test_pettingzoo_seed_tests() -> None:
     seed_test(env)
     # PettingZoo's parallel seed test samples actions without their masks, so most are illegal:
     # under illegal_action="terminate" both copies must end identically on the first step.
-    parallel_seed_test(lambda: parallel_env(illegal_action="terminate"))
+    parallel_seed_test(lambda: default_parallel_env(illegal_action="terminate"))
 
 
 def test_metadata_spaces_and_agents() -> None:
     par_env = parallel_env(num_players=3)
     assert par_env.metadata["name"] == "sixnimmt_v0" and par_env.metadata["is_parallelizable"]
-    assert par_env.metadata["render_modes"] == ["ansi", "human"]
+    assert par_env.metadata["render_modes"] == ["ansi", "human", "rgb_array"]
     assert par_env.possible_agents == NAMES3 and par_env.agents == []
     space = par_env.observation_space("player_1")
     assert space["observation"].shape == (OBS_SIZE,) and space["observation"].dtype == np.float32
@@ -108,8 +116,8 @@ def test_unknown_and_bad_keywords_are_named() -> None:
         parallel_env(reward="mean")
     with pytest.raises(ValueError, match="illegal_action must be one of"):
         parallel_env(illegal_action="ignore")
-    with pytest.raises(ValueError, match="render_mode must be None or one of 'ansi', 'human', got 'rgb_array'"):
-        parallel_env(render_mode="rgb_array")
+    with pytest.raises(ValueError, match="render_mode must be None or one of 'ansi', 'human', 'rgb_array', got 'rgb'"):
+        parallel_env(render_mode="rgb")
     with pytest.raises(ValueError, match="variant"):
         env(variant="chaos")
 
@@ -366,11 +374,36 @@ def test_illegal_action_terminate_ends_the_episode_with_the_documented_penalty()
     np.testing.assert_array_equal(observations["player_0"]["observation"], encode(state, 0))
     with pytest.raises(ValueError, match="the episode is over"):
         par_env.step({"player_0": 50, "player_1": 60, "player_2": 14})
-    # malformed input is still an error, not a move
+    # the terminal masks hold the no-op alone (never empty), like the masks after the last round
+    for name in NAMES3:
+        assert np.flatnonzero(observations[name]["action_mask"]).tolist() == [108]
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+@pytest.mark.parametrize("bad", [500, -1, 2**70, np.int64(109)])
+def test_terminate_handles_out_of_range_integers_like_the_gymnasium_env(backend: str, bad: Any) -> None:
+    """An integer outside 0..108 is an illegal action: under "terminate" it ends the episode (-171 for its agent),
+    as the Gymnasium env does with its learner's action."""
+    par_env = default_parallel_env(num_players=3, backend=backend)  # the default: illegal_action="terminate"
     par_env.reset(options=E2)
-    with pytest.raises(ValueError, match=r"outside 0\.\.108"):
-        par_env.step({"player_0": 50, "player_1": 60, "player_2": 200})
-    assert par_env.agents == NAMES3
+    _, rewards, terminations, _, _ = par_env.step({"player_0": 50, "player_1": 60, "player_2": bad})
+    assert rewards == {"player_0": 0.0, "player_1": 0.0, "player_2": -ILLEGAL_ACTION_PENALTY}
+    assert all(terminations.values()) and par_env.agents == []
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+@pytest.mark.parametrize("bad", [60.0, np.float32(60), "60", None, True, np.array([60, 60])])
+def test_terminate_still_refuses_values_that_are_not_integers(backend: str, bad: Any) -> None:
+    """A value that is not an integer is malformed input, not a move: a ValueError in both modes (and in the
+    Gymnasium env); nothing changes and the env stays usable."""
+    par_env = default_parallel_env(num_players=3, backend=backend)
+    par_env.reset(options=E2)
+    state = par_env.game_state
+    with pytest.raises(ValueError, match=r"player_1: action .* is not an integer; legal actions: \[60, 90\]"):
+        par_env.step({"player_0": 50, "player_1": bad, "player_2": 14})
+    assert par_env.agents == NAMES3 and par_env.game_state == state
+    _, rewards, _, _, _ = par_env.step({"player_0": 50, "player_1": 60, "player_2": 14})
+    assert rewards["player_2"] == -11.0
 
 
 def test_step_before_reset_is_explained() -> None:

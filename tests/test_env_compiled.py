@@ -19,8 +19,23 @@ from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, ren
 from sixnimmt_env import engine
 from sixnimmt_env.batched import BatchedGames, reference_deals, single
 from sixnimmt_env.engine import DRAFT, GameConfig
-from sixnimmt_env.env import _STEP_OK, _STEP_OVER, ILLEGAL_ACTION_PENALTY, SixNimmtParallelEnv, env, parallel_env
 from sixnimmt_env.observation import OBS_SIZE, action_mask, encode
+from sixnimmt_env.pettingzoo_env import (
+    _STEP_OK,
+    _STEP_OVER,
+    ILLEGAL_ACTION_PENALTY,
+    SixNimmtParallelEnv,
+    env,
+)
+from sixnimmt_env.pettingzoo_env import parallel_env as default_parallel_env
+
+
+def parallel_env(**config: Any) -> SixNimmtParallelEnv:
+    """The ParallelEnv with its readable infos (``infos="view"``) and the named error for illegal actions
+    (``illegal_action="raise"``), which most tests here read; the defaults are tested by the conformance tests
+    below (the real factory, ``default_parallel_env``) and ``tests/test_interop_defaults.py``."""
+    return default_parallel_env(**{"infos": "view", "illegal_action": "raise", **config})
+
 
 NAMES3 = ["player_0", "player_1", "player_2"]
 E2 = {"hands": [[51, 90], [61, 91], [15, 92]], "rows": [[10, 11, 12, 13, 14], [50], [60], [70]]}
@@ -143,14 +158,14 @@ def test_illegal_actions_raise_identically_mid_game() -> None:
     ],
 )
 def test_parallel_api(config: dict[str, Any]) -> None:
-    parallel_api_test(parallel_env(**config), num_cycles=300)
+    parallel_api_test(default_parallel_env(**config), num_cycles=300)
 
 
 def test_aec_api_render_and_seed_tests() -> None:
     api_test(env(num_players=3, backend="compiled"), num_cycles=300)
     render_test(lambda render_mode=None: env(backend="compiled", render_mode=render_mode))
     seed_test(lambda: env(backend="compiled"))
-    parallel_seed_test(lambda: parallel_env(backend="compiled", illegal_action="terminate"))
+    parallel_seed_test(lambda: default_parallel_env(backend="compiled", illegal_action="terminate"))
 
 
 def test_backend_is_validated_and_codes_agree() -> None:

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
-from sixnimmt_env import parallel_env
+from sixnimmt_env import parallel_env as default_parallel_env
+from sixnimmt_env.pettingzoo_env import SixNimmtParallelEnv
+
+
+def parallel_env(**config: Any) -> SixNimmtParallelEnv:
+    """The ParallelEnv with its readable infos (``infos="view"``) and the named error for illegal actions
+    (``illegal_action="raise"``), which most tests here read; the defaults are tested by the conformance tests
+    below (the real factory, ``default_parallel_env``) and ``tests/test_interop_defaults.py``."""
+    return default_parallel_env(**{"infos": "view", "illegal_action": "raise", **config})
 
 
 @pytest.mark.parametrize("backend", ["reference", "compiled"])

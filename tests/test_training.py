@@ -243,7 +243,7 @@ def test_policy_agent_decides_the_same_on_observations_and_on_views(tmp_path: Pa
     path = _tiny_model(tmp_path)
     for spec in (f"ppo:{path}", f"ppo-sample:{path}"):
         agent = load_policy_agent(spec)
-        env = parallel_env(num_players=4, episode="round")
+        env = parallel_env(num_players=4, episode="round", infos="view")
         observations, infos = env.reset(seed=2)
         rng = np.random.default_rng(0)
         decisions = 0

@@ -110,7 +110,7 @@ class SixNimmtVecEnv(VecEnv):
         self.config = GameConfig(**config)
         n = self.config.num_players
         check_learner_options(learner_seat, illegal_action, illegal_penalty, n)
-        from sixnimmt_env.env import parallel_env
+        from sixnimmt_env.pettingzoo_env import parallel_env
 
         observation_space = parallel_env(**config).observation_space("player_0")["observation"]
         self.render_mode = None

@@ -459,6 +459,21 @@ class SingleGame:
         self.obs_shape, self.mask_shape = output_shapes(n)
         self.seed(seed)
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle the config, the buffer and the queued deals; the views into the buffer are cut afresh."""
+        return {"config": self.config, "buffer": self.buffer, "deals": self.deals}
+
+    def __setstate__(self, saved: dict[str, object]) -> None:
+        """Rebuild the game from a pickled buffer (the copy continues exactly as the original)."""
+        self.config = config = saved["config"]  # type: ignore[assignment]
+        self.num_players = n = config.num_players  # type: ignore[attr-defined]
+        self.buffer = np.array(saved["buffer"], np.uint8)  # own memory, 8-byte aligned like a fresh buffer
+        self._views = _views(self.buffer, n)
+        for name, view in self._views.items():
+            setattr(self, name, view)
+        self.deals = saved["deals"]
+        self.obs_shape, self.mask_shape = output_shapes(n)
+
     def _outputs(self) -> tuple[np.ndarray, np.ndarray]:
         return np.empty(self.obs_shape, np.float32), np.empty(self.mask_shape, np.int8)
 

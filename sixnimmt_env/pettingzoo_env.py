@@ -36,7 +36,10 @@ block per step. Like ``state()`` and :attr:`game_state`, which hold every
 hand by design, that block is reachable by code that digs (``obs.base``):
 give untrusted agents copies (``obs.copy()``).
 
-**Infos**: ``infos[agent]`` is the agent's readable view, a ``dict`` with the
+**Infos**: by default (``infos="empty"``) ``infos[agent]`` is an empty
+``dict``, so libraries that store infos as tensors (TorchRL, Tianshou) take
+them as they are. With ``infos="view"``, ``infos[agent]`` is the agent's
+readable view (the same as :meth:`SixNimmtParallelEnv.view`), a ``dict`` with the
 keys of :class:`sixnimmt_env.engine.PlayerView`: ``hand`` (sorted cards),
 ``rows`` (4 lists of cards), ``totals`` and ``round_penalties`` (bullheads,
 seat order), ``phase``, ``revealed`` (cards revealed this turn, by seat),
@@ -50,10 +53,16 @@ minus the bullheads it took in that step (R8, R9), so an episode's return is
 minus its penalty; ``reward="relative"`` gives
 ``mean(bullheads the others took) - own bullheads`` (own penalty minus the mean
 of the others', negated so that higher is better; the rewards of a step sum to
-0). An illegal action under ``illegal_action="terminate"`` ends the episode:
-the offender gets ``-ILLEGAL_ACTION_PENALTY`` (-171, the bullheads of the
-whole deck, worse than any round), every other agent 0 (PettingZoo classic
-convention).
+0). An illegal action under ``illegal_action="terminate"`` (the default, as
+PettingZoo classic's ``TerminateIllegalWrapper``, so checkers that sample
+unmasked actions run) ends the episode: the offender gets
+``-ILLEGAL_ACTION_PENALTY`` (-171, the bullheads of the whole deck, worse than
+any round), every other agent 0. An integer outside 0..108 is illegal like any
+other; a value that is not an integer is a ``ValueError`` in every mode.
+``illegal_action="raise"`` gives a ``ValueError`` naming the agent, the action
+and the legal actions instead (nothing changes). When the episode ends, every
+agent's final ``action_mask`` holds the no-op 108 alone: a mask is never all
+zero, so masked samplers never see an empty choice.
 
 **Episodes** end after the last round of the game (R12), or after one round
 with ``episode="round"``: then every termination is ``True`` and ``agents`` is
@@ -88,30 +97,28 @@ empty. Truncations are always ``False`` (no time limit of our own).
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
-from pettingzoo.utils.conversions import parallel_to_aec
+from pettingzoo.utils.conversions import parallel_to_aec, parallel_to_aec_wrapper
 
 from sixnimmt_env import engine
 from sixnimmt_env.engine import (
-    BULLHEADS,
-    CHOOSE_ROW,
     DONE,
-    DRAFT,
+    NOOP,
     NUM_ACTIONS,
     NUM_CARDS,
-    SELECT,
     GameConfig,
     IllegalActionError,
     PlayerView,
     State,
 )
 from sixnimmt_env.observation import MAX_SEATS, OBS_SIZE, SLICES, BatchEncoder, encode
+from sixnimmt_env.render import render_table, step_events
 
 ILLEGAL_ACTION_PENALTY = 171.0
 """Bullheads charged to an agent whose illegal action ends the episode under
@@ -119,8 +126,9 @@ ILLEGAL_ACTION_PENALTY = 171.0
 player can take in one round."""
 
 REWARD_MODES = ("penalty", "relative")
-ILLEGAL_ACTION_MODES = ("raise", "terminate")
-RENDER_MODES = ("ansi", "human")
+ILLEGAL_ACTION_MODES = ("terminate", "raise")
+RENDER_MODES = ("ansi", "human", "rgb_array")
+INFO_MODES = ("empty", "view")
 
 STATE_PIECES: tuple[tuple[str, int], ...] = (
     ("hands", MAX_SEATS * NUM_CARDS),
@@ -139,7 +147,7 @@ STATE_SIZE = sum(size for _, size in STATE_PIECES)
 """Length of the state vector (1442)."""
 
 BACKENDS = ("reference", "compiled")
-ENV_OPTIONS = ("reward", "illegal_action", "render_mode", "backend")
+ENV_OPTIONS = ("reward", "illegal_action", "render_mode", "backend", "infos")
 """Keyword arguments of the environment besides the :class:`GameConfig` fields."""
 
 _POSITION_KEYS = ("hands", "rows", "totals", "display")
@@ -336,18 +344,24 @@ _LazyDict.__hash__ = None  # type: ignore[assignment]
 # --------------------------------------------------------------------------- environment
 
 
-def _scalar_actions(actions: object) -> dict[str, Any] | None:
-    """``actions`` with 0-d (or one-element) integer arrays, as ``MaskablePPO.predict`` returns for one
-    observation, turned into ints; ``None`` if there was nothing to turn."""
-    if not isinstance(actions, Mapping):
-        return None
-    changed = False
-    out: dict[str, Any] = {}
-    for name, a in actions.items():
-        if isinstance(a, np.ndarray) and a.size == 1 and np.issubdtype(a.dtype, np.integer):
-            a, changed = int(a.reshape(())), True
-        out[name] = a
-    return out if changed else None
+def action_index(action: object) -> int:
+    """``action`` as a plain ``int`` action index, if it is integer-like.
+
+    Accepts Python and numpy integers and any object with ``__index__`` (a 0-d
+    integer numpy array, a one-element integer tensor of torch or another
+    library, without importing it), and one-element integer numpy arrays (what
+    ``MaskablePPO.predict`` returns for one observation). The value is not
+    range-checked here.
+
+    Raises:
+        TypeError: a ``bool``, a float, a string, a multi-element array or any
+            other object that is not an integer.
+    """
+    if isinstance(action, bool | np.bool_):
+        raise TypeError("a bool is not an action index")
+    if isinstance(action, np.ndarray) and action.size == 1 and np.issubdtype(action.dtype, np.integer):
+        return int(action.reshape(()))
+    return operator.index(action)  # type: ignore[arg-type]
 
 
 class SixNimmtParallelEnv(ParallelEnv):
@@ -359,9 +373,18 @@ class SixNimmtParallelEnv(ParallelEnv):
             V1, V2), validated there.
         reward: ``"penalty"`` (default: minus the bullheads taken this step)
             or ``"relative"`` (mean of the others' bullheads minus one's own).
-        illegal_action: ``"raise"`` (default: a ``ValueError``, nothing
-            changes) or ``"terminate"`` (the episode ends, the offender gets
-            ``-ILLEGAL_ACTION_PENALTY``, the others 0).
+        illegal_action: ``"terminate"`` (default, PettingZoo classic's
+            convention: an integer action that is not legal, including one
+            outside 0..108, ends the episode; the offender gets
+            ``-ILLEGAL_ACTION_PENALTY``, the others 0) or ``"raise"`` (a
+            ``ValueError`` naming the agent, the action and the legal actions;
+            nothing changes). In both modes a value that is not an integer
+            (a float, a string, a ``bool``) is a ``ValueError`` and changes
+            nothing, as in the Gymnasium env.
+        infos: ``"empty"`` (default: ``infos[agent] == {}``, which every
+            tensor-based library can store) or ``"view"`` (the agent's
+            readable view, :class:`AgentInfo`); :meth:`view` gives the same
+            view on demand.
         render_mode: ``None``, ``"ansi"`` (:meth:`render` returns the table as
             text) or ``"human"`` (:meth:`render` prints it).
         backend: ``"reference"`` (default: the pure-Python engine) or
@@ -386,9 +409,10 @@ class SixNimmtParallelEnv(ParallelEnv):
         if unknown:
             raise ValueError(f"unknown option(s) {unknown}; allowed: {', '.join(allowed)}")
         reward = config.pop("reward", "penalty")
-        illegal_action = config.pop("illegal_action", "raise")
+        illegal_action = config.pop("illegal_action", "terminate")
         render_mode = config.pop("render_mode", None)
         backend = config.pop("backend", "reference")
+        info_mode = config.pop("infos", "empty")
         if reward not in REWARD_MODES:
             raise ValueError(f"reward must be one of {', '.join(map(repr, REWARD_MODES))}, got {reward!r}")
         if illegal_action not in ILLEGAL_ACTION_MODES:
@@ -401,7 +425,11 @@ class SixNimmtParallelEnv(ParallelEnv):
             )
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
+        if info_mode not in INFO_MODES:
+            raise ValueError(f"infos must be one of {', '.join(map(repr, INFO_MODES))}, got {info_mode!r}")
         self.config = GameConfig(**config)
+        self.info_mode: str = info_mode
+        self._view_infos = info_mode == "view"
         self.backend: str = backend
         self.reward_mode: str = reward
         self.illegal_action: str = illegal_action
@@ -433,14 +461,11 @@ class SixNimmtParallelEnv(ParallelEnv):
         self._obs: np.ndarray | None = None  # its current observations (n, 402) and masks (n, 109)
         self._masks: np.ndarray | None = None
         if backend == "compiled":
-            from sixnimmt_env.batched.single import SingleGame, new_game_and_observe, step_and_observe
-
-            self._kernel = step_and_observe
-            self._new_game_kernel = new_game_and_observe
+            from sixnimmt_env.batched.single import SingleGame
 
             self._game = SingleGame(self.config)
-            self._action_row = self._game.actions[0]  # the game's action buffer, filled in place
-            self._penalty_row = self._game.penalties[0]
+            self._link_game()
+        self._last_step: tuple[State | _LazyState, list[int]] | None = None  # recorded with a render mode
         self._zero_rewards = dict.fromkeys(self._names, 0.0)
         self._all_true = dict.fromkeys(self._names, True)
         self._all_false = dict.fromkeys(self._names, False)
@@ -472,6 +497,45 @@ class SixNimmtParallelEnv(ParallelEnv):
             raise ValueError("the environment has no game yet: call reset() first")
         return self._state
 
+    def view(self, agent: str) -> PlayerView:
+        """``agent``'s readable view of the current state (what ``infos="view"`` puts in ``infos[agent]``).
+
+        A read-only mapping with the keys of :class:`~sixnimmt_env.engine.PlayerView` (``hand``, ``rows``,
+        ``totals``, ``legal_actions``, ...): only public information and the agent's own hand (R4).
+
+        Raises:
+            ValueError: an unknown agent, or no game yet (before :meth:`reset`).
+        """
+        seat = self._seat_of.get(agent)
+        if seat is None:
+            raise ValueError(f"unknown agent {agent!r}; agents: {self.possible_agents}")
+        return PlayerView(self.game_state, seat)
+
+    # ------------------------------------------------------------------ copies
+
+    _UNPICKLED = ("_kernel", "_new_game_kernel", "_action_row", "_penalty_row")
+    """Attributes rebuilt after unpickling: the compiled kernels and the views into the game's buffer."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The attributes to pickle or deep-copy: everything but the kernels and the views into the compiled
+        game's buffer (the game itself pickles its buffer, :class:`sixnimmt_env.batched.single.SingleGame`)."""
+        return {k: v for k, v in self.__dict__.items() if k not in self._UNPICKLED}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled environment; it continues exactly as the original (same deals, same results)."""
+        self.__dict__.update(state)
+        if self._game is not None:
+            self._link_game()
+
+    def _link_game(self) -> None:
+        """Bind the compiled backend's kernels and its action and penalty rows (views into the game's buffer)."""
+        from sixnimmt_env.batched.single import new_game_and_observe, step_and_observe
+
+        self._kernel = step_and_observe
+        self._new_game_kernel = new_game_and_observe
+        self._action_row = self._game.actions[0]  # the game's action buffer, filled in place
+        self._penalty_row = self._game.penalties[0]
+
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[dict[str, dict[str, np.ndarray]], AgentInfos]:
@@ -496,6 +560,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         """
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0):
             raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
+        self._last_step = None
         game = self._game
         if game is not None and not options:  # the compiled backend's new deal: one compiled call
             if seed is not None:
@@ -505,8 +570,7 @@ class SixNimmtParallelEnv(ParallelEnv):
             self._new_game_kernel(game.buffer, game.deals, obs, masks)
             lazy = self._lazy = _LazyState((self.config, obs))
             self.agents = list(self._names)
-            infos = _new_dict(AgentInfos)
-            infos._state, infos._seat_of = lazy, self._seat_of
+            infos = self._infos(lazy)
             return {
                 name: {"observation": o, "action_mask": m}
                 for name, o, m in zip(self._names, obs, masks)  # noqa: B905
@@ -552,38 +616,64 @@ class SixNimmtParallelEnv(ParallelEnv):
             masks = self._encoder.masks()
         return {name: {"observation": obs[i], "action_mask": masks[i]} for i, name in enumerate(self._names)}
 
-    def _infos(self, state: State | _LazyState) -> AgentInfos:
-        return AgentInfos(state, self._seat_of)
+    def _infos(self, state: State | _LazyState) -> dict[str, dict[str, Any]]:
+        """The infos of a step: ``{agent: {}}`` (``infos="empty"``) or the lazy readable views (``"view"``)."""
+        if self._view_infos:
+            infos = _new_dict(AgentInfos)  # AgentInfos(state, self._seat_of) without the __init__ call
+            infos._state, infos._seat_of = state, self._seat_of
+            return infos
+        return {name: {} for name in self._names}
 
-    def _bad_actions(self, actions: Any, err: IllegalActionError | None) -> ValueError | None:
-        """The ``ValueError`` for malformed ``actions``, or ``None`` if ``err`` is a well-formed illegal action."""
+    def _action_list(self, actions: Any) -> tuple[list[int], bool]:
+        """The joint action as one ``int`` per seat, and whether some value had to be converted (not an ``int`` or
+        numpy integer); a ``ValueError`` for a malformed joint action (not a dict, missing or unknown agents, a
+        value that is not an integer: :func:`action_index`). Nothing is range-checked here."""
         names = self._names
-        state = self.game_state
         if not isinstance(actions, Mapping):
-            return ValueError(f"actions must be a dict {{agent: action}}, got {type(actions).__name__}")
+            raise ValueError(f"actions must be a dict {{agent: action}}, got {type(actions).__name__}")
         missing = [name for name in names if name not in actions]
         if missing:
-            return ValueError(f"missing actions for {missing}; every live agent must act: {list(names)}")
+            raise ValueError(f"missing actions for {missing}; every live agent must act: {list(names)}")
         extra = [k for k in actions if k not in self._seat_of]
         if extra:
-            return ValueError(f"actions for unknown agents {extra}; live agents: {list(names)}")
+            raise ValueError(f"actions for unknown agents {extra}; live agents: {list(names)}")
+        acts: list[int] = []
+        changed = False
         for seat, name in enumerate(names):
             a = actions[name]
-            legal = list(engine.legal_actions(state, seat))
-            if isinstance(a, bool) or not isinstance(a, int | np.integer):
-                return ValueError(
+            if type(a) is int or (isinstance(a, np.integer) and not isinstance(a, np.bool_)):
+                acts.append(int(a))
+                continue
+            changed = True
+            try:
+                acts.append(action_index(a))
+            except TypeError:
+                legal = list(engine.legal_actions(self.game_state, seat))
+                raise ValueError(
                     f"{name}: action {a!r} of type {type(a).__name__} is not an integer; legal actions: {legal}"
-                )
+                ) from None
+        return acts, changed
+
+    def _slow_step(self, actions: Any, seat: int | None = None) -> tuple[Any, ...]:
+        """:meth:`step` for a joint action the fast path refused: convert integer-like values and step again,
+        or handle the illegal action of ``seat`` (or an out-of-range one) as ``illegal_action`` says."""
+        acts, changed = self._action_list(actions)
+        for s, a in enumerate(acts):
             if not 0 <= a < NUM_ACTIONS:
-                return ValueError(f"{name}: action {a} is outside 0..{NUM_ACTIONS - 1}; legal actions: {legal}")
-        if err is None:
-            return None
+                return self._illegal(s, a, f"is outside 0..{NUM_ACTIONS - 1}")
+        if changed:
+            return self.step(dict(zip(self._names, acts, strict=True)))
+        if seat is None:  # cannot happen: every refusal of the fast path is one of the cases above
+            raise ValueError(f"bad actions {actions!r}")
+        return self._illegal(seat, acts[seat], f"is not legal in phase {self.game_state.phase!r}")
+
+    def _illegal(self, seat: int, action: int, why: str) -> tuple[Any, ...]:
+        """An integer action that is out of range or not legal: raise (``"raise"``) or end the episode."""
+        name = self._names[seat]
         if self.illegal_action == "raise":
-            return ValueError(
-                f"{names[err.seat]}: action {err.action!r} is not legal in phase {state.phase!r}; "
-                f"legal actions: {list(err.legal)}"
-            )
-        return None
+            legal = list(engine.legal_actions(self.game_state, seat))
+            raise ValueError(f"{name}: action {action} {why}; legal actions: {legal}")
+        return self._terminate(name)
 
     def step(
         self, actions: Mapping[str, Any]
@@ -621,36 +711,29 @@ class SixNimmtParallelEnv(ParallelEnv):
                         raise TypeError
             self._action_row[:] = values
         except (KeyError, TypeError, IndexError, OverflowError, AttributeError, ValueError):
-            scalars = _scalar_actions(actions)
-            if scalars is not None:
-                return self.step(scalars)
-            raise self._bad_actions(actions, None) or ValueError(f"bad actions {actions!r}") from None
+            return self._slow_step(actions)
         game = self._game
         obs = _empty(game.obs_shape, np.float32)  # fresh arrays every step: what was returned never changes
         masks = _empty(game.mask_shape, np.int8)
         code = self._kernel(game.buffer, game.deals, obs, masks)
         if code >= 0:  # an illegal action of seat `code`; nothing changed
-            state = self.game_state
-            action = actions[names[code]]
-            err = IllegalActionError(code, int(action), engine.legal_actions(state, code), state.phase)
-            bad = self._bad_actions(actions, err)
-            if bad is not None:
-                raise bad from None
-            return self._terminate(names[code])
+            return self._slow_step(actions, code)
+        if self.render_mode is not None:
+            self._last_step = (self._lazy, values)  # type: ignore[assignment]
         self._obs, self._masks = obs, masks
         lazy = self._lazy = _LazyState((self.config, obs))
         observations = {
             name: {"observation": o, "action_mask": m}
             for name, o, m in zip(names, obs, masks)  # noqa: B905
         }  # (obs has extra rows below the n observations: the snapshot)
-        infos = _new_dict(AgentInfos)  # AgentInfos(lazy, self._seat_of) without the __init__ call
-        infos._state, infos._seat_of = lazy, self._seat_of
+        infos = self._infos(lazy)
         if code == _STEP_OK:
             return observations, self._zero_rewards.copy(), self._all_false.copy(), self._all_false.copy(), infos
         penalties = self._penalty_row.tolist()
         rewards = self._rewards(penalties)
         if code == _STEP_OVER:
             self.agents = []
+            masks[:, NOOP] = 1  # the episode is over: the no-op alone keeps every mask non-empty
             return observations, rewards, self._all_true.copy(), self._all_false.copy(), infos
         return observations, rewards, self._all_false.copy(), self._all_false.copy(), infos
 
@@ -669,15 +752,11 @@ class SixNimmtParallelEnv(ParallelEnv):
             # The engine checks every action (type, range, legality) and changes nothing if one is bad.
             new, penalties = engine.step(state, acts, self._rng)  # type: ignore[arg-type]
         except (KeyError, TypeError, IndexError):
-            raise self._bad_actions(actions, None) or ValueError(f"bad actions {actions!r}") from None
+            return self._slow_step(actions)
         except IllegalActionError as err:
-            scalars = _scalar_actions(actions)
-            if scalars is not None:
-                return self._step_reference(scalars)
-            bad = self._bad_actions(actions, err)
-            if bad is not None:
-                raise bad from None
-            return self._terminate(names[err.seat])
+            return self._slow_step(actions, err.seat)
+        if self.render_mode is not None:
+            self._last_step = (state, [int(a) for a in acts])
         self._state = new
         encoder = self._encoder
         encoder.update(new)
@@ -686,10 +765,11 @@ class SixNimmtParallelEnv(ParallelEnv):
         observations = {
             name: {"observation": o, "action_mask": m} for name, o, m in zip(names, obs, masks, strict=True)
         }
-        infos = AgentInfos(new, self._seat_of)
+        infos = self._infos(new)
         rewards = self._rewards(penalties)
         if new.phase == DONE:
             self.agents = []
+            masks[:, NOOP] = 1  # the episode is over: the no-op alone keeps every mask non-empty
             return observations, rewards, self._all_true.copy(), self._all_false.copy(), infos
         return observations, rewards, self._all_false.copy(), self._all_false.copy(), infos
 
@@ -715,7 +795,12 @@ class SixNimmtParallelEnv(ParallelEnv):
             self._obs, self._masks = _empty(game.obs_shape, np.float32), _empty(game.mask_shape, np.int8)
             observe(game.buffer, self._obs, self._masks)  # (the state, self._lazy, has not changed)
         state = self._lazy if game is not None else self._state
-        return self._observations(), rewards, self._all_true.copy(), self._all_false.copy(), self._infos(state)  # type: ignore[arg-type]
+        observations = self._observations()
+        for ob in observations.values():  # the episode is over: the no-op alone, as after the last round
+            mask = ob["action_mask"]
+            mask[:] = 0
+            mask[NOOP] = 1
+        return observations, rewards, self._all_true.copy(), self._all_false.copy(), self._infos(state)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ state and rendering
 
@@ -728,52 +813,28 @@ class SixNimmtParallelEnv(ParallelEnv):
         encode(state, 0, out[MAX_SEATS * NUM_CARDS :])
         return out
 
-    def render(self) -> str | None:
-        """The table as text: rows with their bullheads, scores, revealed cards and whose decision it is.
+    def render(self) -> str | np.ndarray | None:
+        """The table: rows with their bullheads, the cards revealed, scores, whose decision it is and what the
+        last step did (who took which row and why: a sixth card, R8, or a low card, R9). Public information
+        only (R4): no hand is shown.
 
-        Returns the text with ``render_mode="ansi"``; prints it and returns
-        ``None`` with ``"human"``; warns and returns ``None`` without a render mode.
+        Returns:
+            the text with ``render_mode="ansi"``; an RGB picture ``uint8 (600, 960, 3)`` with ``"rgb_array"``;
+            ``None`` with ``"human"`` (the text is printed) and without a render mode (with a warning).
         """
-        if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode: pass render_mode='ansi' or 'human'")
-            return None
-        text = render_text(self.game_state, self._names)
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return render_table(self, self.render_mode)
+
+    def last_events(self) -> list[str]:
+        """What the last step did, one line per card (:func:`sixnimmt_env.render.step_events`); recorded only
+        with a render mode (else, and before the first step of an episode, an empty list)."""
+        last = self._last_step
+        if last is None:
+            return []
+        before, actions = last
+        return step_events(before if type(before) is State else before.get(), actions, self._names)
 
     def close(self) -> None:
         """Nothing to release."""
-
-
-def render_text(state: State, names: tuple[str, ...] | list[str] | None = None) -> str:
-    """A plain-text picture of ``state``: round, turn, phase, rows with bullheads, scores and who decides.
-
-    Shows only public information (no hand, R4).
-    """
-    n = state.config.num_players
-    names = list(names) if names is not None else [f"player_{i}" for i in range(n)]
-    lines = [f"6 nimmt! ({state.config.variant}) round {state.round + 1}, turn {state.turn}/10, phase {state.phase}"]
-    if state.phase == SELECT:
-        lines.append("decision: every player chooses a card")
-    elif state.phase == CHOOSE_ROW:
-        card = state.revealed[state.chooser]
-        lines.append(f"decision: {names[state.chooser]} chooses the row its low card {card} takes")
-    elif state.phase == DRAFT:
-        lines.append(f"decision: {names[state.chooser]} takes a card from the display")
-        lines.append("display: " + " ".join(map(str, state.display)))
-    else:
-        winners = ", ".join(names[s] for s in engine.winners(state))
-        lines.append(f"game over; lowest total: {winners}")
-    for r, row in enumerate(state.rows):
-        cards = " ".join(f"{c:>3}" for c in row)
-        lines.append(f"row {r}: {cards:<20}  ({sum(BULLHEADS[c] for c in row)} bullheads)")
-    if any(state.revealed):
-        lines.append("revealed: " + ", ".join(f"{names[s]} {c}" for s, c in enumerate(state.revealed) if c))
-    for s in range(n):
-        lines.append(f"{names[s]:>10}: total {state.totals[s]:>3} (this round {state.round_penalties[s]})")
-    return "\n".join(lines)
 
 
 def parallel_env(**config: Any) -> SixNimmtParallelEnv:
@@ -781,6 +842,16 @@ def parallel_env(**config: Any) -> SixNimmtParallelEnv:
     return SixNimmtParallelEnv(**config)
 
 
+class raw_env(parallel_to_aec_wrapper):  # PettingZoo's name for the unwrapped AEC env
+    """The AEC environment without PettingZoo's order-enforcing wrapper: ``parallel_to_aec_wrapper`` around
+    :class:`SixNimmtParallelEnv` (keyword args as there). Agents act one after another; the joint action is
+    applied when the last live agent has acted."""
+
+    def __init__(self, **config: Any) -> None:
+        super().__init__(SixNimmtParallelEnv(**config))
+
+
 def env(**config: Any) -> Any:
-    """The PettingZoo AEC environment: :func:`parallel_env` through ``parallel_to_aec``."""
+    """The PettingZoo AEC environment: :func:`parallel_env` through ``parallel_to_aec`` (:class:`raw_env` inside
+    PettingZoo's ``OrderEnforcingWrapper``)."""
     return parallel_to_aec(parallel_env(**config))
