@@ -3,15 +3,17 @@
 RLlib's action-masking RLModules (its example ``ActionMaskingTorchRLModule`` and
 ``training.rllib.module.CardRLModule``) read a ``Dict`` observation with the keys
 ``"observations"`` (the model's input) and ``"action_mask"`` (``Box(0, 1, (n,))``,
-1.0 at the legal actions). Our PettingZoo envs give ``"observation"`` and an
-``int8`` mask (PettingZoo classic's convention), the Gymnasium env a flat vector
-and ``action_masks()``. The wrappers here rename, nothing else:
+1 at the legal actions). Our PettingZoo envs give ``"observation"`` and the mask
+(PettingZoo classic's convention), the Gymnasium env a flat vector and
+``action_masks()``. The wrappers here rename, nothing else; the mask stays
+``int8`` (PettingZoo's and Gymnasium's masked ``sample`` want ``int8``; RLlib's
+modules take ``log`` of it or compare it, either works):
 
 ==============================  =============================================================
 name                            what
 ==============================  =============================================================
 :class:`ActionMaskParallelEnv`  a PettingZoo ``ParallelEnv`` wrapper: each agent's observation
-                                ``{"observations": float32 (402,), "action_mask": float32 (109,)}``
+                                ``{"observations": float32 (402,), "action_mask": int8 (109,)}``
 :func:`masked_parallel_env`     :func:`sixnimmt_env.parallel_env` wrapped in it
 :func:`masked_aec_env`          the AEC version (PettingZoo's ``parallel_to_aec``)
 :class:`ActionMaskObservation`  a Gymnasium wrapper of the single-seat env
@@ -64,24 +66,24 @@ __all__ = [
 OBS_KEY = "observations"
 """Key of the model's input in the adapted observation (RLlib's action-masking convention)."""
 MASK_KEY = "action_mask"
-"""Key of the action mask in the adapted observation: ``float32 (109,)``, 1.0 at the legal actions."""
+"""Key of the action mask in the adapted observation: ``int8 (109,)``, 1 at the legal actions."""
 
 
 def masked_space(observation: spaces.Box) -> spaces.Dict:
     """The adapted observation space:
-    ``Dict({"observations": observation, "action_mask": Box(0, 1, (109,), float32)})``."""
-    return spaces.Dict({OBS_KEY: observation, MASK_KEY: spaces.Box(0.0, 1.0, (NUM_ACTIONS,), np.float32)})
+    ``Dict({"observations": observation, "action_mask": Box(0, 1, (109,), int8)})``."""
+    return spaces.Dict({OBS_KEY: observation, MASK_KEY: spaces.Box(0, 1, (NUM_ACTIONS,), np.int8)})
 
 
 def _adapt(observation: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """One PettingZoo observation dict (``"observation"``, ``int8`` ``"action_mask"``) in RLlib's layout."""
-    return {OBS_KEY: observation["observation"], MASK_KEY: np.asarray(observation["action_mask"], np.float32)}
+    return {OBS_KEY: observation["observation"], MASK_KEY: np.asarray(observation["action_mask"], np.int8)}
 
 
 class ActionMaskParallelEnv(BaseParallelWrapper):
     """A PettingZoo ``ParallelEnv`` whose observations use RLlib's action-masking keys.
 
-    Each agent's observation is ``{"observations": float32 (402,), "action_mask": float32 (109,)}``
+    Each agent's observation is ``{"observations": float32 (402,), "action_mask": int8 (109,)}``
     (the wrapped ``"observation"``, and its ``int8`` ``"action_mask"`` as 0.0/1.0). Actions, rewards,
     terminations, truncations and infos pass through unchanged; so do errors (e.g. an illegal action's
     ``ValueError`` under ``illegal_action="raise"``).
@@ -95,7 +97,7 @@ class ActionMaskParallelEnv(BaseParallelWrapper):
         self._spaces = {a: masked_space(env.observation_space(a)["observation"]) for a in env.possible_agents}
 
     def observation_space(self, agent: str) -> spaces.Dict:
-        """``Dict({"observations": Box(402,), "action_mask": Box(0, 1, (109,), float32)})`` of ``agent``."""
+        """``Dict({"observations": Box(402,), "action_mask": Box(0, 1, (109,), int8)})`` of ``agent``."""
         return self._spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
@@ -123,7 +125,7 @@ def masked_aec_env(**config: Any) -> Any:
 
 class ActionMaskObservation(gym.ObservationWrapper):
     """The single-seat Gymnasium env (:class:`sixnimmt_env.gym_env.SingleSeatEnv`) with the learner's
-    observation as ``{"observations": float32 (402,), "action_mask": float32 (109,)}``.
+    observation as ``{"observations": float32 (402,), "action_mask": int8 (109,)}``.
 
     The mask is the env's ``action_masks()`` after each reset and step (never empty while the learner
     has a decision). Everything else passes through.
@@ -135,7 +137,7 @@ class ActionMaskObservation(gym.ObservationWrapper):
 
     def observation(self, observation: np.ndarray) -> dict[str, np.ndarray]:
         """The flat observation and the current mask as a dict."""
-        mask = np.asarray(self.env.unwrapped.action_masks(), np.float32)  # type: ignore[attr-defined]
+        mask = np.asarray(self.env.unwrapped.action_masks(), np.int8)  # type: ignore[attr-defined]
         return {OBS_KEY: np.asarray(observation, np.float32), MASK_KEY: mask}
 
 

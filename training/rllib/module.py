@@ -1,7 +1,7 @@
 """The card policy and an MLP as RLlib ``RLModule``s with action masking (PPO, torch, new API stack).
 
 :class:`CardRLModule` reads the adapted observation of :mod:`sixnimmt_env.rllib_env`
-(``{"observations": float32 (B, 402), "action_mask": float32 (B, 109)}``) and gives
+(``{"observations": float32 (B, 402), "action_mask": (B, 109)}``, 1 at the legal actions, any dtype) and gives
 
 - ``action_dist_inputs``: logits ``(B, 109)``, illegal actions set to RLlib's ``FLOAT_MIN``
   (probability 0 under RLlib's ``TorchCategorical``);

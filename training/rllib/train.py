@@ -291,7 +291,8 @@ def _report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[str, 
         f"({summary['steps_per_second']:,.0f} env steps/s, evaluations included)"
         + (" (stopped by train.max_minutes)" if summary.get("timed_out") else ""),
         f"- Ray: {'local' if r.address is None else r.address}, {r.num_env_runners} env runners x "
-        f"{r.num_envs_per_env_runner} envs, {r.num_learners} remote learners",
+        f"{r.num_envs_per_env_runner} envs on {len(set(summary['runner_nodes']))} node(s), "
+        f"{r.num_learners} remote learners",
         f"- model: `{model.name}` (play it as `rllib:{model}`); best during training: `best_model`",
         "",
     ]
@@ -351,7 +352,11 @@ def train_rllib(
         algo = algorithm_config(cfg, pool).build_algo()
         if resume_from is not None:
             algo.restore_from_path(str(resume_from))
-        return _loop(cfg, run_dir, algo, done, pool, writer, progress, tqdm)
+        nodes = runner_nodes(algo)
+        print(f"Ray: {len(nodes)} env runner(s) on {len(set(nodes))} node(s)", file=sys.stderr)
+        summary = _loop(cfg, run_dir, algo, done, pool, writer, progress, tqdm, nodes)
+        summary["runner_nodes"] = nodes
+        return summary
     finally:
         writer.close()
         if algo is not None:
@@ -369,6 +374,7 @@ def _loop(
     writer: Any,
     progress: bool,
     tqdm: Any,
+    nodes: list[str],
 ) -> dict[str, Any]:
     from ray.rllib.utils.metrics import (
         ENV_RUNNER_RESULTS,
@@ -445,6 +451,7 @@ def _loop(
         "interrupted": interrupted,
         "timed_out": timed_out,
         "checkpoint": str(ckpt),
+        "runner_nodes": nodes,
     }
     if interrupted:
         print(f"\ninterrupted at {steps} steps: checkpoint {ckpt}; continue with --resume {run_dir}", file=sys.stderr)
@@ -457,6 +464,17 @@ def _loop(
     summary["best_model"] = str(best)
     _report(cfg, run_dir, final, summary)
     return summary
+
+
+def _node_id(runner: Any) -> str:
+    import ray
+
+    return ray.get_runtime_context().get_node_id()
+
+
+def runner_nodes(algo: Any) -> list[str]:
+    """The Ray node id of each remote env runner of ``algo`` (empty without remote runners)."""
+    return list(algo.env_runner_group.foreach_env_runner(_node_id, local_env_runner=False))
 
 
 def _set_opponents(runner: Any, sampler: Any) -> None:
