@@ -352,12 +352,13 @@ def test_two_node_cluster_runs_env_runners_on_both_nodes(tmp_path: Path) -> None
     try:
         cluster.add_node(num_cpus=1, object_store_memory=RAY_MB)
         cluster.wait_for_nodes()
+        address = cluster.address
         out = _train(
             str(SMOKE),
             "--set",
             f"train.output_dir={tmp_path}",
             "--set",
-            f"ray.address={cluster.address}",
+            f"ray.address={address}",
             "--set",
             "train.total_timesteps=1024",
             "--set",
@@ -372,7 +373,7 @@ def test_two_node_cluster_runs_env_runners_on_both_nodes(tmp_path: Path) -> None
     assert "Ray: 2 env runner(s) on 2 node(s)" in out.stderr
     run = _run_dir(tmp_path)
     report = (run / "report.md").read_text()
-    assert f"Ray: {cluster.address}, 2 env runners x 4 envs on 2 node(s)" in report and "2 iterations" in report
+    assert f"Ray: {address}, 2 env runners x 4 envs on 2 node(s)" in report and "2 iterations" in report
     state = json.loads(
         (max((run / "checkpoints").iterdir(), key=lambda p: int(p.name.split("_")[1])) / "progress.json").read_text()
     )
