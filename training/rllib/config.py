@@ -24,6 +24,9 @@ The ``algo`` section keeps the SB3 names, each mapped to RLlib's PPO setting:
 ``max_grad_norm``    ``grad_clip``
 ===================  ===========================  =========================================
 
+A key left out takes MaskablePPO's default (:data:`SB3_DEFAULTS`), not RLlib's, and the loss is SB3's
+(``use_kl_loss: False``, no value-loss clipping), so one ``algo`` section means the same on both backends.
+
 The ``ray`` section (:class:`training.config.RaySection`):
 
 =============================  ==============================================================
@@ -119,13 +122,30 @@ def model_config(cfg: TrainConfig) -> dict[str, Any]:
     }
 
 
+SB3_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 3e-4,
+    "batch_size": 64,
+    "n_epochs": 10,
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "clip_range": 0.2,
+    "ent_coef": 0.0,
+    "vf_coef": 0.5,
+    "max_grad_norm": 0.5,
+}
+"""MaskablePPO's defaults of the ``algo`` keys: an ``algo`` section means the same on both backends (RLlib's own
+defaults differ, e.g. ``lr`` 5e-5, ``lambda_`` 1.0, ``clip_param`` 0.3)."""
+
+
 def ppo_training_kwargs(cfg: TrainConfig) -> dict[str, Any]:
-    """``PPOConfig.training`` keyword arguments of ``cfg.algo`` (and the train batch)."""
-    out: dict[str, Any] = {"train_batch_size_per_learner": train_batch_size(cfg) // max(cfg.ray.num_learners, 1)}
+    """``PPOConfig.training`` keyword arguments of ``cfg.algo`` (missing keys: :data:`SB3_DEFAULTS`), the train
+    batch, and SB3's PPO loss: no KL penalty, no value-loss clipping."""
+    per_learner = train_batch_size(cfg) // max(cfg.ray.num_learners, 1)
+    out: dict[str, Any] = {"train_batch_size_per_learner": per_learner, "use_kl_loss": False, "vf_clip_param": 1e9}
     for key, name in ALGO_TO_RLLIB.items():
-        if key in cfg.algo and key != "n_steps":
-            out[name] = cfg.algo[key]
-    out.setdefault("minibatch_size", min(out["train_batch_size_per_learner"], 128))
+        if key != "n_steps":
+            out[name] = cfg.algo.get(key, SB3_DEFAULTS[key])
+    out["minibatch_size"] = min(out["minibatch_size"], per_learner)
     return out
 
 
