@@ -174,7 +174,7 @@ def test_bad_rllib_command_exits_2_before_ray(tmp_path: Path) -> None:
 def local_ray():
     import ray
 
-    ray.init(num_cpus=1, object_store_memory=RAY_MB, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=1, object_store_memory=RAY_MB, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 

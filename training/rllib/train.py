@@ -166,6 +166,7 @@ def start_ray(cfg: TrainConfig) -> bool:
         return False
     if cfg.ray.address is None:
         ray.init(
+            address="local",  # a new Ray of its own, even when a cluster runs on this machine
             num_cpus=local_cpus(cfg),
             num_gpus=0 if not (cfg.ray.num_gpus_per_env_runner or cfg.ray.num_gpus_per_learner) else None,
             object_store_memory=cfg.ray.object_store_mb * 1024 * 1024,
