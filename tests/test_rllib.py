@@ -222,9 +222,9 @@ def test_rllib_ppo_shared_policy_with_action_masking(local_ray, wrapper: str) ->
 # --------------------------------------------------------------------------- the rllib backend, end to end
 
 
-def _train(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def _train(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "training.train", *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout
+        [sys.executable, "-m", "training.train", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
     )
 
 
@@ -234,9 +234,10 @@ def _run_dir(output: Path) -> Path:
 
 
 def test_rllib_smoke_run_folder_resume_sigterm_and_arena(tmp_path: Path) -> None:
-    out = _train(str(SMOKE), "--set", f"train.output_dir={tmp_path}", "--no-progress")
+    # a relative output folder (RLlib's checkpoint code wants absolute paths: the backend resolves them)
+    out = _train(str(SMOKE), "--set", "train.output_dir=runs", "--no-progress", cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
-    run = _run_dir(tmp_path)
+    run = _run_dir(tmp_path / "runs")
     for name in ("config.yaml", "command.txt", "eval.csv", "final_eval.csv", "report.md", "learning_curve.png"):
         assert (run / name).is_file(), name
     assert any((run / "tb").iterdir())

@@ -81,7 +81,7 @@ def load_module(path: str | Path) -> Any:
     from training.rllib.module import CardRLModule
 
     try:
-        module = RLModule.from_checkpoint(folder)
+        module = RLModule.from_checkpoint(str(folder.resolve()))
     except Exception as e:  # RLlib raises many kinds for a damaged folder
         raise ValueError(f"rllib checkpoint {str(path)!r} could not be loaded as an RLModule: {e}") from None
     if not isinstance(module, CardRLModule):

@@ -210,7 +210,7 @@ def _save_module(algo: Any, folder: Path) -> Path:
     """The learner's current RLModule as an RLModule checkpoint in ``folder`` (replaced)."""
     if folder.exists():
         shutil.rmtree(folder)
-    algo.get_module().save_to_path(str(folder))
+    algo.get_module().save_to_path(str(folder.resolve()))  # RLlib (pyarrow) wants absolute paths
     return folder
 
 
@@ -218,7 +218,7 @@ def _save_checkpoint(algo: Any, run_dir: Path, progress: Mapping[str, Any]) -> P
     folder = run_dir / "checkpoints" / f"checkpoint_{progress['steps']}_steps"
     if folder.exists():
         shutil.rmtree(folder)
-    algo.save_to_path(str(folder))
+    algo.save_to_path(str(folder.resolve()))
     (folder / "progress.json").write_text(json.dumps(dict(progress)))
     return folder
 
@@ -352,7 +352,7 @@ def train_rllib(
     try:
         algo = algorithm_config(cfg, pool).build_algo()
         if resume_from is not None:
-            algo.restore_from_path(str(resume_from))
+            algo.restore_from_path(str(resume_from.resolve()))
         nodes = runner_nodes(algo)
         print(f"Ray: {len(nodes)} env runner(s) on {len(set(nodes))} node(s)", file=sys.stderr)
         summary = _loop(cfg, run_dir, algo, done, pool, writer, progress, tqdm, nodes)
