@@ -6,12 +6,13 @@ CONFIG ?= configs/ppo_4p.yaml
 
 .PHONY: install train test lint bench
 
+# An editable install skips setup.py's data files: the last pip line puts the Gymnasium registration hook
+# (sixnimmt_gymnasium.pth) in place by hand.
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[train,dev,interop,rllib]'
-	# an editable install skips setup.py's data files: put the Gymnasium registration hook in place by hand
 	$(PY) -c "import shutil, sysconfig; shutil.copy('sixnimmt_gymnasium.pth', sysconfig.get_path('purelib'))"
 	touch $@
 

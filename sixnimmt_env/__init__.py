@@ -2,7 +2,8 @@
 
 - :mod:`sixnimmt_env.engine`: the pure rules engine (`RULES.md`), no RL imports.
 - :mod:`sixnimmt_env.observation`: the named observation layout and encoder.
-- :func:`parallel_env` / :func:`env`: the PettingZoo parallel and AEC environments.
+- :func:`parallel_env` / :func:`env`: the PettingZoo parallel and AEC environments
+  (:mod:`sixnimmt_env.pettingzoo_env`; PettingZoo's versioned module is :mod:`sixnimmt_env.sixnimmt_v0`).
 - ``gymnasium.make("sixnimmt/SixNimmt-v0", ...)``: one learning seat against agents
   (:mod:`sixnimmt_env.gym_env`), registered when this package is imported.
 
@@ -20,7 +21,9 @@ __all__ = ["GameConfig", "State", "env", "parallel_env"]
 
 
 def parallel_env(**config: Any) -> Any:
-    """The PettingZoo ``ParallelEnv`` (see :class:`sixnimmt_env.pettingzoo_env.SixNimmtParallelEnv`)."""
+    """The PettingZoo ``ParallelEnv`` (see :class:`sixnimmt_env.pettingzoo_env.SixNimmtParallelEnv`).
+
+    No submodule of this package is named like a public function, so importing one never replaces it."""
     from sixnimmt_env.pettingzoo_env import parallel_env as make
 
     return make(**config)

@@ -16,28 +16,51 @@ action_space          ``Discrete(109)``: ``0..103`` play card ``a + 1`` (or draf
                       V2), ``104..107`` take row ``a - 104`` (R9); the no-op 108 is
                       never legal for the learner, who is asked only when it has a
                       decision
-observation_space     ``Box(0, inf, (402,), float32)``: the flat vector of
-                      :mod:`sixnimmt_env.observation` for the learner's seat
+observation_space     ``Box(0, high, (402,), float32)``: the flat vector of
+                      :mod:`sixnimmt_env.observation` for the learner's seat, with
+                      finite bounds from the rules (:func:`~sixnimmt_env.observation.observation_high`)
 action_masks()        ``bool`` array of shape ``(109,)``: True at the learner's legal
-                      actions (sb3-contrib's MaskablePPO reads it)
+                      actions (sb3-contrib's MaskablePPO reads it); never all False:
+                      after the episode ends only the no-op 108 is True (Gymnasium's
+                      next-step autoreset ignores the action sampled from it)
 reward                minus the bullheads the learner took (R8, R9), summed over its
                       own step and every opponent-only step up to its next decision
                       (e.g. a row choice of an opponent's low card, a draft pick)
 terminated            the ParallelEnv's episode ended (round or game, per
                       ``episode``), or an illegal action with ``"terminate"``
-info                  ``learner_seat`` (int), ``illegal_action`` (bool); when the
-                      episode ends also ``round_penalties`` and ``totals`` (lists of
-                      bullheads in seat order) and ``rank`` (1 = lowest total,
-                      ties share the better rank)
+info                  ``learner_seat`` (int), ``illegal_action`` (bool),
+                      ``action_mask`` (``int8 (109,)``, the same mask, for libraries
+                      that read it from ``info``); when the episode ends also
+                      ``round_penalties`` and ``totals`` (lists of bullheads in
+                      seat order) and ``rank`` (1 = lowest total, ties share the
+                      better rank)
 ====================  ==============================================================
 
 Illegal actions (algorithms without masking try them): with
-``illegal_action="terminate"`` (default) the episode ends at once, nothing is
-played, the reward is ``-illegal_penalty`` (default :data:`ILLEGAL_PENALTY`,
-the ParallelEnv's 171 bullheads, the whole deck: worse than any round can cost)
-and ``info["illegal_action"]`` is True. With ``"raise"`` the action goes to
-the ParallelEnv, which raises its ``ValueError`` naming the agent, the action
-and the legal actions.
+``illegal_action="terminate"`` (default) an integer action that is not legal,
+including one outside 0..108, ends the episode at once, nothing is played, the
+reward is ``-illegal_penalty`` (default :data:`ILLEGAL_PENALTY`, the
+ParallelEnv's 171 bullheads, the whole deck: worse than any round can cost) and
+``info["illegal_action"]`` is True. With ``"raise"`` the action goes to the
+ParallelEnv, which raises its ``ValueError`` naming the agent, the action and
+the legal actions. Any integer-like action is accepted (Python and numpy
+integers, 0-d arrays and tensors through ``__index__``); a value that is not
+an integer (a float, a string) is a ``ValueError`` in both modes, as in the
+ParallelEnv.
+
+Render modes (``render_mode=``): ``"ansi"`` (:meth:`SingleSeatEnv.render`
+returns the table as text: rows with bullheads, the cards revealed, scores,
+what the steps since the learner's last decision did, the learner's hand),
+``"human"`` (prints it) and ``"rgb_array"`` (the same as a ``uint8 (600, 960,
+3)`` picture; Gymnasium's ``RecordVideo`` turns the frames into a video).
+
+Copies: the env (with its opponents and generator) survives ``pickle``,
+``cloudpickle`` and ``copy.deepcopy`` at any point; the copy plays on exactly
+as the original with the same actions.
+
+The id is registered when :mod:`sixnimmt_env` is imported, and by the
+``sixnimmt_gymnasium.pth`` hook in every process where Gymnasium is imported,
+so ``SubprocVecEnv`` workers that never import this package find it too.
 
 Opponents: a list of agent specs (``"greedy"``, ``"mc:8"``, ``"ppo:PATH"`` once
 ``training`` is imported) or :class:`~sixnimmt_env.agents.Agent` objects, one per
@@ -59,7 +82,7 @@ import numpy as np
 from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, PlayerView, State
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY, RENDER_MODES, action_index, parallel_env
-from sixnimmt_env.render import render_table
+from sixnimmt_env.render import render_table, step_events
 
 __all__ = ["ENV_ID", "ILLEGAL_PENALTY", "ObservationAgent", "OpponentSampler", "SingleSeatEnv", "make_env"]
 
@@ -257,7 +280,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         self._obs = np.zeros(self.observation_space.shape, np.float32)
         self._mask = _NOOP_MASK.copy()
         self._done = True
-        self._events: list[str] = []  # what the steps since the learner's last decision did (rendering)
+        self._steps: list[Any] = []  # the ParallelEnv's steps since the learner's last decision (rendering)
 
     # ------------------------------------------------------------------ opponents
 
@@ -316,7 +339,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
             for seat, agent in enumerate(seats)
             if agent is not None
         ]
-        self._events = []
+        self._steps = []
         observations, _ = self.parallel.reset(seed=int(rng.integers(2**63 - 1)), options=options)
         self._absorb(observations)
         self._done = False
@@ -341,7 +364,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         if self._done:
             raise RuntimeError("the episode is over: call reset()")
         a = self._integer(action)
-        self._events = []
+        self._steps = []
         if self.illegal_action == "terminate" and not (0 <= a < NUM_ACTIONS and self._mask[a]):
             self._done = True
             self._mask = _NOOP_MASK.copy()  # the episode is over: the no-op alone, as after the last step
@@ -384,7 +407,9 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
             the text (``render_mode="ansi"``); ``uint8 (H, W, 3)`` RGB picture (``"rgb_array"``); ``None``
             (``"human"`` prints the text; without a render mode a warning).
         """
-        return render_table(self.parallel, self.render_mode, learner=self.learner_seat, events=self._events)
+        names = self.agent_names
+        events = [line for step in self._steps if step is not None for line in step_events(*step, names)]
+        return render_table(self.parallel, self.render_mode, learner=self.learner_seat, events=events)
 
     def close(self) -> None:
         """Close the wrapped ParallelEnv."""
@@ -428,7 +453,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
                 actions[name] = int(agent.act(_OpponentView(table, seat), rng))
         observations, rewards, terminations, truncations, _ = self.parallel.step(actions)
         if self.render_mode is not None:
-            self._events.extend(self.parallel.last_events())
+            self._steps.append(self.parallel.last_step())
         me = self.agent_names[self.learner_seat]
         self._absorb(observations)
         done = bool(terminations.get(me, False) or truncations.get(me, False)) or not self.parallel.agents

@@ -52,6 +52,7 @@ from sixnimmt_env.engine import (
     PHASES,
     ROW_LIMIT,
     SELECT,
+    GameConfig,
     State,
     legal_actions,
     seen_cards,
@@ -141,6 +142,54 @@ def encode(state: State, seat: int, out: np.ndarray | None = None) -> np.ndarray
     v["round"][0] = state.round / 10.0
     v["num_players"][0] = n / 10.0
     return obs
+
+
+DECK_BULLHEADS = 171
+"""Bullheads of the whole deck (R2): no player can take more in one round."""
+DEAREST_ROW = 27
+"""Bullheads of the dearest possible row, 11 22 33 44 55 (R2)."""
+
+
+def start_total_limit(config: GameConfig) -> int:
+    """The largest game total (bullheads) a seat can hold at the start of a round under ``config``.
+
+    With an end score, a total that reached it ends the game (R12): ``end_score - 1`` (``end_rule="at_least"``)
+    or ``end_score`` (``"more_than"``). Else with ``max_rounds``, ``DECK_BULLHEADS * (max_rounds - 1)``. Else
+    (one-round episodes without an end score) 0: every episode starts a new game.
+    """
+    if config.end_score is not None:
+        return config.end_score - (1 if config.end_rule == "at_least" else 0)
+    if config.max_rounds is not None:
+        return DECK_BULLHEADS * (config.max_rounds - 1)
+    return 0
+
+
+def observation_high(config: GameConfig) -> np.ndarray:
+    """Upper bounds of the observation vector under ``config``: ``float32 (OBS_SIZE,)``, lower bounds are 0.
+
+    1 for every piece except: ``row_bullheads`` 27 / 10 (the dearest row, R2); ``round_penalties``
+    171 / 66 (the deck, R2); ``totals`` (:func:`start_total_limit` + 171) / 66; ``round``
+    (the most rounds a game can last) / 10. A game lasts at most ``max_rounds`` rounds, and with an end
+    score at most ``n * start_total_limit + 2``: every full round takes at least one bullhead (10 n >= 20
+    cards go onto 4 rows that hold only 16 more before a sixth card takes one, R8), so the sum of the totals
+    grows by one a round and passes ``n * start_total_limit`` within that many rounds (one more for a
+    started position with short hands). One-round episodes stay at round 0 (bound: 1 / 10).
+    """
+    high = np.ones(OBS_SIZE, np.float32)
+    high[SLICES["row_bullheads"]] = np.float32(DEAREST_ROW / BULLHEAD_ROW_SCALE)
+    high[SLICES["round_penalties"]] = np.float32(DECK_BULLHEADS / SCORE_SCALE)
+    high[SLICES["totals"]] = np.float32((start_total_limit(config) + DECK_BULLHEADS) / SCORE_SCALE)
+    if config.episode == "round":
+        rounds = 1  # always 0 rounds done; 1 keeps the bound above the lower bound, as Gymnasium's checker asks
+    else:
+        limits = []
+        if config.max_rounds is not None:
+            limits.append(config.max_rounds)
+        if config.end_score is not None:
+            limits.append(config.num_players * start_total_limit(config) + 2)
+        rounds = min(limits)
+    high[SLICES["round"]] = np.float32(rounds / 10.0)
+    return high
 
 
 def action_mask(state: State, seat: int) -> np.ndarray:

@@ -1,5 +1,8 @@
 """*6 nimmt!* as a PettingZoo parallel environment (``sixnimmt_v0``).
 
+(The module is ``pettingzoo_env``, not ``env``: a submodule named ``env`` would
+replace the package's :func:`sixnimmt_env.env` factory once imported.)
+
 A thin shell around the pure rules engine :mod:`sixnimmt_env.engine`
 (`RULES.md`): it holds agent names, spaces, the random generator and the dict
 plumbing; every rule lives in the engine.
@@ -92,6 +95,20 @@ empty. Truncations are always ``False`` (no time limit of our own).
   give the reference backend's games.
 
 >>> env = parallel_env(num_players=4, backend="compiled")
+
+**Rendering** (``render_mode=``): ``"ansi"`` returns the table as text,
+``"human"`` prints it, ``"rgb_array"`` returns it as a ``uint8 (600, 960, 3)``
+picture (:mod:`sixnimmt_env.render`): rows with their bullheads, the cards
+revealed, scores, whose decision it is and what the last step did (who took
+which row and why: a sixth card, R8, or a low card, R9). No hand is shown.
+
+**Copies**: every environment here (both backends, and the AEC env around it)
+survives ``pickle``, ``cloudpickle`` and ``copy.deepcopy`` at any point of an
+episode, and the copy continues exactly as the original with the same actions
+(same observations, rewards, deals).
+
+**PettingZoo's conventions**: :mod:`sixnimmt_env.sixnimmt_v0` offers
+``parallel_env``, ``env`` and ``raw_env``.
 """
 
 from __future__ import annotations
@@ -117,7 +134,14 @@ from sixnimmt_env.engine import (
     PlayerView,
     State,
 )
-from sixnimmt_env.observation import MAX_SEATS, OBS_SIZE, SLICES, BatchEncoder, encode
+from sixnimmt_env.observation import (
+    MAX_SEATS,
+    OBS_SIZE,
+    BatchEncoder,
+    encode,
+    observation_high,
+    start_total_limit,
+)
 from sixnimmt_env.render import render_table, step_events
 
 ILLEGAL_ACTION_PENALTY = 171.0
@@ -155,15 +179,6 @@ _new_dict = dict.__new__
 _INT_TYPES = frozenset({int, np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32, np.uint16, np.uint8})
 _empty = np.empty
 _STEP_OK, _STEP_OVER = -1, -3  # codes of the compiled step: sixnimmt_env.batched.single.OK, OVER (tested equal)
-
-
-def _observation_high() -> np.ndarray:
-    """Upper bounds of the observation vector: 1, except unbounded scores and the dearest row (27 bullheads)."""
-    high = np.ones(OBS_SIZE, np.float32)
-    for name in ("totals", "round_penalties", "round"):
-        high[SLICES[name]] = np.inf
-    high[SLICES["row_bullheads"]] = np.float32(27 / 10.0)
-    return high
 
 
 # --------------------------------------------------------------------------- infos
@@ -386,7 +401,8 @@ class SixNimmtParallelEnv(ParallelEnv):
             readable view, :class:`AgentInfo`); :meth:`view` gives the same
             view on demand.
         render_mode: ``None``, ``"ansi"`` (:meth:`render` returns the table as
-            text) or ``"human"`` (:meth:`render` prints it).
+            text), ``"human"`` (:meth:`render` prints it) or ``"rgb_array"``
+            (:meth:`render` returns a ``uint8 (600, 960, 3)`` picture).
         backend: ``"reference"`` (default: the pure-Python engine) or
             ``"compiled"`` (numba kernels, one compiled call per step; the
             same rules, observations, masks, rewards and infos, but its own
@@ -439,7 +455,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         self.agents: list[str] = []
         self._names = tuple(self.possible_agents)
         self._seat_of = {name: i for i, name in enumerate(self._names)}
-        high = _observation_high()
+        high = observation_high(self.config)
         self._observation_spaces = {
             name: spaces.Dict(
                 {
@@ -580,6 +596,14 @@ class SixNimmtParallelEnv(ParallelEnv):
         if position:
             if "hands" not in position:
                 raise ValueError(f"a start position needs options['hands'] (got only {sorted(position)})")
+            limit = start_total_limit(self.config)
+            totals = position.get("totals")
+            if totals is not None and any(isinstance(t, int | np.integer) and t > limit for t in totals):
+                raise ValueError(
+                    f"options['totals'] {list(totals)} must be at most {limit} bullheads: a higher total would "
+                    f"have ended the game (end_score={self.config.end_score}, end_rule={self.config.end_rule!r}, "
+                    f"max_rounds={self.config.max_rounds}, RULES.md R12)"
+                )
             state = engine.from_position(
                 self.config,
                 position["hands"],
@@ -726,7 +750,7 @@ class SixNimmtParallelEnv(ParallelEnv):
             name: {"observation": o, "action_mask": m}
             for name, o, m in zip(names, obs, masks)  # noqa: B905
         }  # (obs has extra rows below the n observations: the snapshot)
-        infos = self._infos(lazy)
+        infos = self._infos(lazy) if self._view_infos else {name: {} for name in names}
         if code == _STEP_OK:
             return observations, self._zero_rewards.copy(), self._all_false.copy(), self._all_false.copy(), infos
         penalties = self._penalty_row.tolist()
@@ -824,14 +848,20 @@ class SixNimmtParallelEnv(ParallelEnv):
         """
         return render_table(self, self.render_mode)
 
-    def last_events(self) -> list[str]:
-        """What the last step did, one line per card (:func:`sixnimmt_env.render.step_events`); recorded only
-        with a render mode (else, and before the first step of an episode, an empty list)."""
+    def last_step(self) -> tuple[State, list[int]] | None:
+        """The state the last step was applied to and its joint action (one int per seat), recorded only with
+        a render mode; ``None`` without one, after :meth:`reset` and after an illegal action."""
         last = self._last_step
         if last is None:
-            return []
+            return None
         before, actions = last
-        return step_events(before if type(before) is State else before.get(), actions, self._names)
+        return (before if type(before) is State else before.get()), actions
+
+    def last_events(self) -> list[str]:
+        """What the last step did, one line per card (:func:`sixnimmt_env.render.step_events`); an empty list
+        when :meth:`last_step` is ``None``."""
+        last = self.last_step()
+        return [] if last is None else step_events(last[0], last[1], self._names)
 
     def close(self) -> None:
         """Nothing to release."""

@@ -221,6 +221,8 @@ def render_rgb(
         ax.text(7.4, 4.05, f"hand of {names[hand_of]} (you)", color="#ffd000", fontsize=10, weight="bold")
         for k, c in enumerate(hand):
             _card(ax, 7.4 + (k % 10) * 0.86, 2.85, c, w=0.8, h=0.95)
+        if not hand:
+            ax.text(7.4, 3.3, "(no cards left)", color="#cfd8cf", fontsize=9)
     canvas.draw()
     return np.asarray(canvas.buffer_rgba())[:, :, :3].copy()
 

@@ -16,3 +16,17 @@ BAD_E2_ACTIONS: list[tuple[Any, str]] = [
 ]
 """Malformed or illegal joint actions at the start of RULES.md E2 (3 players) and the ``ValueError`` message each
 must raise in either backend; each test module adds its own backend-specific cases."""
+
+
+def cache_tianshou_kernels() -> None:
+    """Let numba cache Tianshou's compiled helpers on disk (Tianshou compiles them without a cache in every
+    process that builds an algorithm or a replay buffer: about 15 s of each test process's time otherwise)."""
+    from numba.core.registry import CPUDispatcher
+    from tianshou.algorithm import algorithm_base
+    from tianshou.data.buffer import manager
+    from tianshou.data.utils import segtree
+
+    for module in (algorithm_base, manager, segtree):
+        for value in vars(module).values():
+            if isinstance(value, CPUDispatcher):
+                value.enable_caching()

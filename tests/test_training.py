@@ -267,7 +267,7 @@ def test_policy_agent_decides_the_same_on_observations_and_on_views(tmp_path: Pa
 def test_observation_from_view_equals_the_envs_observation() -> None:
     from sixnimmt_env import parallel_env
 
-    env = parallel_env(num_players=5, variant="logic", episode="round", row_choice="cheapest")
+    env = parallel_env(num_players=5, variant="logic", episode="round", row_choice="cheapest", infos="view")
     observations, infos = env.reset(seed=4)
     rng = np.random.default_rng(0)
     checked = 0
