@@ -12,7 +12,7 @@ $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[train,play,dev,interop]'
+	$(PY) -m pip install --quiet -e '.[train,play,dev,interop,rllib]'
 	$(PY) -c "import shutil, sysconfig; shutil.copy('sixnimmt_gymnasium.pth', sysconfig.get_path('purelib'))"
 	touch $@
 

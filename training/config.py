@@ -31,7 +31,15 @@ train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
 eval         ``every`` (steps), ``opponents`` (list of comma-separated line-ups,
              the first one picks ``best_model.zip``), ``games``, ``final_games``
 checkpoint   ``every`` (steps)
+ray          ``train.backend: rllib`` only (:mod:`training.rllib.config`):
+             ``address``, ``num_cpus``, ``object_store_mb``,
+             ``num_env_runners``, ``num_envs_per_env_runner``, ``num_learners``,
+             CPUs/GPUs per env runner and per learner
 ===========  ==================================================================
+
+``train.backend`` is ``sb3`` (default: MaskablePPO) or ``rllib`` (Ray RLlib's PPO,
+:mod:`training.rllib`); with ``rllib`` the ``algo`` keys are checked by
+:func:`training.rllib.config.check_rllib` instead of against MaskablePPO.
 
 ``--set a.b=value`` overrides are parsed with ``yaml.safe_load`` and applied
 to the raw mapping before validation, so they are checked the same way.
@@ -115,6 +123,7 @@ class TrainSection:
     device: str = "cpu"
     output_dir: str = "runs"
     torch_threads: int = 1
+    backend: Literal["sb3", "rllib"] = "sb3"
 
 
 @dataclass
@@ -135,6 +144,22 @@ class CheckpointSection:
 
 
 @dataclass
+class RaySection:
+    """Ray and RLlib resources (``train.backend: rllib``; see :mod:`training.rllib.config`)."""
+
+    address: str | None = None
+    num_cpus: int | None = None
+    object_store_mb: int = 200
+    num_env_runners: int = 1
+    num_envs_per_env_runner: int = 8
+    num_learners: int = 0
+    num_cpus_per_env_runner: float = 1.0
+    num_gpus_per_env_runner: float = 0.0
+    num_cpus_per_learner: float = 1.0
+    num_gpus_per_learner: float = 0.0
+
+
+@dataclass
 class TrainConfig:
     """A whole training config (see the module docstring for each section)."""
 
@@ -146,6 +171,7 @@ class TrainConfig:
     train: TrainSection = field(default_factory=TrainSection)
     eval: EvalSection = field(default_factory=EvalSection)
     checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
+    ray: RaySection = field(default_factory=RaySection)
 
     def to_dict(self) -> dict[str, Any]:
         """A plain mapping (what ``config.yaml`` of a run holds)."""
@@ -479,6 +505,13 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
             f"{source}: key 'train.vec_env' must be one of {', '.join(sorted(VEC_ENV_BUILDERS))}, "
             f"got {cfg.train.vec_env!r}"
         )
+    if cfg.train.backend == "rllib":
+        from training.rllib.config import check_rllib
+
+        check_rllib(cfg, source)
+        return cfg
+    if cfg.ray != RaySection():
+        raise ConfigError(f"{source}: section 'ray' applies to train.backend: rllib only (train.backend is sb3)")
     _check_algo(cfg.algo, source)
     pk = cfg.algo.get("policy_kwargs") or {}
     if cfg.train.normalize_obs and (cfg.algo.get("policy") == "card" or pk.get("features_extractor_class")):

@@ -224,7 +224,13 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
         ``{"run_dir", "steps", "start_steps", "session_steps", "seconds", "steps_per_second", "interrupted",
         "signal", "timed_out", "checkpoint", "final_model", "best_model"}``: ``seconds`` and
         ``steps_per_second`` count this session only (``session_steps`` steps from ``start_steps``).
+
+        With ``train.backend: rllib`` the run is :func:`training.rllib.train.train_rllib`'s.
     """
+    if cfg.train.backend == "rllib":
+        from training.rllib.train import train_rllib
+
+        return train_rllib(cfg, run_dir, resume_from, progress)
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import CallbackList
@@ -423,7 +429,12 @@ def main(argv: list[str] | None = None) -> int:
                     raise ConfigError(f"--resume {run_dir}: no config.yaml there; is it a run folder?")
                 stack.enter_context(run_lock(run_dir, command))
                 cfg, changes = _resume_config(run_dir, args.overrides)
-                resume_from, skipped = last_good_checkpoint(run_dir)
+                if cfg.train.backend == "rllib":
+                    from training.rllib.train import last_rllib_checkpoint
+
+                    resume_from, skipped = last_rllib_checkpoint(run_dir), []
+                else:
+                    resume_from, skipped = last_good_checkpoint(run_dir)
                 for warning in skipped:
                     print(f"warning: {warning}", file=sys.stderr)
                 done = _steps_of_checkpoint(resume_from)
@@ -435,7 +446,9 @@ def main(argv: list[str] | None = None) -> int:
                 if changes:
                     dump_config(cfg, run_dir / "config.yaml")
                     print("new budget: " + "; ".join(changes), file=sys.stderr)
-                elif done >= cfg.train.total_timesteps and (run_dir / "final_model.zip").is_file():
+                elif done >= cfg.train.total_timesteps and (
+                    (run_dir / "final_model.zip").is_file() or (run_dir / "final_model").is_dir()
+                ):
                     raise ConfigError(
                         f"--resume {run_dir}: the run is finished ({done:,} of train.total_timesteps="
                         f"{cfg.train.total_timesteps:,} steps); extend it with "

@@ -1,0 +1,380 @@
+"""Ray RLlib: the action-mask adapters, RLlib's PettingZoo wrappers with PPO, the rllib training backend
+(config checks, run folder, resume, SIGTERM), rllib:PATH agents without Ray, and a two-node cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from sixnimmt_env import parallel_env
+from sixnimmt_env.engine import NUM_ACTIONS
+from sixnimmt_env.gym_env import make_env
+from sixnimmt_env.observation import OBS_SIZE
+from sixnimmt_env.rllib_env import (
+    MASK_KEY,
+    OBS_KEY,
+    ActionMaskObservation,
+    masked_aec_env,
+    masked_parallel_env,
+)
+from training.config import ConfigError, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "configs" / "rllib_smoke.yaml"
+RAY_MB = 120 * 1024 * 1024  # object store of the in-test Ray nodes
+
+
+# --------------------------------------------------------------------------- adapters (no Ray)
+
+
+def test_masked_parallel_env_renames_and_keeps_values() -> None:
+    raw, masked = parallel_env(num_players=4), masked_parallel_env(num_players=4)
+    obs_raw, _ = raw.reset(seed=3)
+    obs, _ = masked.reset(seed=3)
+    assert list(obs) == ["player_0", "player_1", "player_2", "player_3"]
+    for agent, o in obs.items():
+        assert set(o) == {OBS_KEY, MASK_KEY}
+        assert o[OBS_KEY].dtype == np.float32 and o[OBS_KEY].shape == (OBS_SIZE,)
+        assert o[MASK_KEY].dtype == np.int8 and o[MASK_KEY].shape == (NUM_ACTIONS,)
+        np.testing.assert_array_equal(o[OBS_KEY], obs_raw[agent]["observation"])
+        np.testing.assert_array_equal(o[MASK_KEY], obs_raw[agent]["action_mask"].astype(np.int8))
+        assert o[MASK_KEY].sum() == 10  # a full hand of 10 cards to choose from (R4)
+        assert masked.observation_space(agent).contains(o)
+    actions = {a: int(np.flatnonzero(o[MASK_KEY])[0]) for a, o in obs.items()}  # everyone plays the lowest card
+    step_raw = raw.step(actions)
+    step = masked.step(actions)
+    assert step[1] == step_raw[1]  # rewards
+    assert step[2] == step_raw[2] and step[3] == step_raw[3]
+    for agent, o in step[0].items():
+        np.testing.assert_array_equal(o[OBS_KEY], step_raw[0][agent]["observation"])
+        np.testing.assert_array_equal(o[MASK_KEY], step_raw[0][agent]["action_mask"].astype(np.int8))
+
+
+def test_masked_aec_env_passes_pettingzoo_api_test() -> None:
+    from pettingzoo.test import api_test
+
+    env = masked_aec_env(num_players=3)
+    api_test(env, num_cycles=30)
+    env.reset(seed=1)
+    obs, *_ = env.last()
+    assert set(obs) == {OBS_KEY, MASK_KEY} and obs[MASK_KEY].sum() == 10
+
+
+def test_single_seat_adapter_gives_the_env_mask() -> None:
+    env = ActionMaskObservation(make_env(num_players=4, opponents="greedy", learner_seat=0, episode="round"))
+    obs, _ = env.reset(seed=5)
+    for _ in range(20):
+        assert env.observation_space.contains(obs)
+        np.testing.assert_array_equal(obs[MASK_KEY], env.unwrapped.action_masks().astype(np.int8))
+        legal = np.flatnonzero(obs[MASK_KEY])
+        assert 1 <= len(legal) <= 10  # its cards, or the 4 rows to take (R9)
+        obs, reward, terminated, _truncated, _ = env.step(int(legal[-1]))
+        assert reward <= 0
+        if terminated:
+            break
+    assert terminated  # one round: 10 cards and the learner's row choices (R9)
+
+
+def test_rllib_env_imports_neither_torch_nor_ray() -> None:
+    code = "import sys, sixnimmt_env.rllib_env; print(sorted({'torch', 'ray'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- config checks (no Ray)
+
+
+def _write(tmp_path: Path, extra: dict) -> Path:
+    raw = yaml.safe_load(SMOKE.read_text())
+    for section, values in extra.items():
+        if values is None:
+            raw.pop(section, None)
+        elif isinstance(values, dict):
+            raw.setdefault(section, {}).update(values)
+        else:
+            raw[section] = values
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"ray": {"num_workers": 2}}, r"unknown key 'ray.num_workers'; allowed keys here: address"),
+        ({"algo": {"target_kl": 0.1}}, r"unknown key 'algo.target_kl' for train.backend: rllib; allowed: policy"),
+        ({"algo": {"policy_kwargs": {"ortho_init": False}}}, r"unknown key 'algo.policy_kwargs.ortho_init'"),
+        ({"algo": {"policy": "CnnPolicy"}}, r"key 'algo.policy' must be one of card, MlpPolicy, got 'CnnPolicy'"),
+        ({"train": {"backend": "jax"}}, r"key 'train.backend' must be 'sb3' or 'rllib', got 'jax'"),
+        ({"train": {"vec_env": "subproc"}}, r"key 'train.vec_env' does not apply to train.backend: rllib"),
+        ({"train": {"n_envs": 64}}, r"key 'train.n_envs' does not apply to train.backend: rllib"),
+        ({"ray": {"address": "auto", "num_cpus": 4}}, r"key 'ray.num_cpus' applies to a local Ray only"),
+        ({"ray": {"address": "auto", "object_store_mb": 500}}, r"key 'ray.object_store_mb' applies to a local Ray"),
+        ({"ray": {"address": "my cluster"}}, r"key 'ray.address' must be null .* got 'my cluster'"),
+        ({"ray": {"num_env_runners": 3, "num_cpus": 2}}, r"key 'ray.num_env_runners': 3 runners .* need 3 CPUs"),
+        ({"ray": {"num_envs_per_env_runner": 0}}, r"key 'ray.num_envs_per_env_runner' must be >= 1, got 0"),
+        ({"algo": {"batch_size": 1024}}, r"key 'algo.batch_size' \(1024\) is larger than the train batch .*\(256 "),
+        ({"ray": {"num_gpus_per_learner": 1, "num_learners": 1}}, r"key 'ray.num_gpus_per_learner' asks for a GPU"),
+    ],
+)
+def test_rllib_config_errors_name_key_and_file(tmp_path: Path, extra: dict, message: str) -> None:
+    path = _write(tmp_path, extra)
+    with pytest.raises(ConfigError, match=message) as info:
+        load_config(path)
+    assert str(info.value).startswith(str(path))
+
+
+def test_ray_section_with_sb3_backend_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "sb3.yaml"
+    path.write_text(yaml.safe_dump({"ray": {"num_env_runners": 4}}))
+    with pytest.raises(ConfigError, match=r"section 'ray' applies to train.backend: rllib only"):
+        load_config(path)
+
+
+def test_shipped_rllib_configs_load() -> None:
+    import ray
+
+    from training.rllib.config import num_envs, ppo_training_kwargs, train_batch_size
+
+    cfg = load_config(ROOT / "configs" / "rllib_ppo_4p.yaml")
+    assert cfg.train.backend == "rllib" and cfg.ray.num_env_runners == 2 and num_envs(cfg) == 128
+    assert train_batch_size(cfg) == 16384
+    kwargs = ppo_training_kwargs(cfg)
+    assert kwargs["minibatch_size"] == 2048 and kwargs["num_epochs"] == 1 and kwargs["lr"] == 0.0003
+    smoke = load_config(SMOKE)
+    assert train_batch_size(smoke) == 256 and smoke.train.total_timesteps == 512
+    assert not ray.is_initialized()  # checking a config never starts Ray
+
+
+def test_bad_rllib_command_exits_2_before_ray(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "training.train", str(SMOKE), "--set", "ray.num_env_runners=-1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert out.returncode == 2
+    assert "config error" in out.stderr and "key 'ray.num_env_runners' must be >= 0, got -1" in out.stderr
+
+
+# --------------------------------------------------------------------------- RLlib's PettingZoo wrappers + PPO
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    import ray
+
+    ray.init(address="local", num_cpus=1, object_store_memory=RAY_MB, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.mark.parametrize("wrapper", ["ParallelPettingZooEnv", "PettingZooEnv"])
+def test_rllib_ppo_shared_policy_with_action_masking(local_ray, wrapper: str) -> None:
+    """RLlib's documented path: its PettingZoo wrapper on our env (default keywords), its example
+    action-masking RLModule, one policy shared by every seat, env checking on, two iterations."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
+    from ray.tune.registry import register_env
+
+    from sixnimmt_env.rllib_env import rllib_aec_env, rllib_parallel_env
+
+    creator = rllib_parallel_env if wrapper == "ParallelPettingZooEnv" else rllib_aec_env
+    register_env(f"sixnimmt_{wrapper}", creator)  # the README's recipe: ParallelPettingZooEnv / PettingZooEnv
+    assert type(creator({})).__name__ == wrapper
+    config = (
+        PPOConfig()
+        .environment(f"sixnimmt_{wrapper}", env_config={"num_players": 4}, disable_env_checking=False)
+        .env_runners(num_env_runners=0)
+        .multi_agent(policies={"shared"}, policy_mapping_fn=lambda agent_id, *args, **kwargs: "shared")
+        .rl_module(
+            rl_module_spec=MultiRLModuleSpec(
+                rl_module_specs={"shared": RLModuleSpec(module_class=ActionMaskingTorchRLModule)}
+            )
+        )
+        .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1)
+        .debugging(seed=0)
+    )
+    algo = config.build_algo()
+    try:
+        results = [algo.train() for _ in range(2)]
+    finally:
+        algo.stop()
+    sampled = [r["env_runners"]["num_env_steps_sampled_lifetime"] for r in results]
+    assert sampled[0] >= 200 and sampled[1] >= 400
+    # rewards are minus the bullheads taken (R8, R9): a round costs the table something
+    assert results[1]["env_runners"]["episode_return_mean"] < 0
+    assert "shared" in results[1]["learners"]
+
+
+# --------------------------------------------------------------------------- the rllib backend, end to end
+
+
+def _train(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "training.train", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+    )
+
+
+def _run_dir(output: Path) -> Path:
+    (run,) = (output / "rllib_smoke").iterdir()
+    return run
+
+
+def test_rllib_smoke_run_folder_resume_sigterm_and_arena(tmp_path: Path) -> None:
+    # a relative output folder (RLlib's checkpoint code wants absolute paths: the backend resolves them)
+    out = _train(str(SMOKE), "--set", "train.output_dir=runs", "--no-progress", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    run = _run_dir(tmp_path / "runs")
+    for name in ("config.yaml", "command.txt", "eval.csv", "final_eval.csv", "report.md", "learning_curve.png"):
+        assert (run / name).is_file(), name
+    assert any((run / "tb").iterdir())
+    for folder in ("final_model", "best_model"):
+        assert (run / folder / "module_state.pkl").is_file() or (run / folder / "module_state.pt").is_file()
+    checkpoints = sorted((run / "checkpoints").iterdir(), key=lambda p: int(p.name.split("_")[1]))
+    progress = [json.loads((c / "progress.json").read_text()) for c in checkpoints]
+    assert [p["iterations"] for p in progress] == [1, 2, 2][: len(progress)] and progress[-1]["iterations"] == 2
+    assert progress[-1]["steps"] >= 512
+    pool = list((run / "pool").iterdir())
+    assert len(pool) == 2  # one snapshot per 256 steps, pool_size 2
+    with (run / "eval.csv").open() as f:
+        rows = list(__import__("csv").DictReader(f))
+    assert len(rows) == 2 and rows[0]["lineup"] == "greedy,greedy,greedy" and rows[0]["games"] == "10"
+    assert all(r["illegal_actions"] == "0" for r in rows)
+    report = (run / "report.md").read_text()
+    assert "Ray RLlib PPO" in report and "2 iterations" in report and "Illegal actions: 0" in report
+    assert yaml.safe_load((run / "config.yaml").read_text())["train"]["backend"] == "rllib"
+
+    # rllib:PATH in the arena, in a fresh process, without starting Ray
+    code = (
+        "import ray, json; from training.evaluate import evaluate_agents; "
+        f"r = evaluate_agents(['rllib:{run / 'final_model'}', 'greedy', 'random'], games=12, seed=0); "
+        "print(json.dumps([r['games'], r['illegal_actions'], r['agents'][0]['decisions'], ray.is_initialized()]))"
+    )
+    arena = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    games, illegal, decisions, ray_started = json.loads(arena.stdout.strip().splitlines()[-1])
+    assert (games, illegal, ray_started) == (12, 0, False) and decisions >= 12 * 10
+
+    # --resume with a larger budget, stopped by SIGTERM: a checkpoint past the first run's, exit 130
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["train"]["total_timesteps"] = 1_000_000
+    config["eval"]["every"] = 1_000_000
+    (run / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "training.train", "--resume", str(run), "--no-progress"],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and len(list((run / "checkpoints").iterdir())) <= len(checkpoints):
+            assert proc.poll() is None, proc.stderr.read()[-3000:] if proc.stderr else ""
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-3000:]
+    assert "SIGTERM: stopping after this iteration" in err and f"--resume {run}" in err
+    last = max((run / "checkpoints").iterdir(), key=lambda p: int(p.name.split("_")[1]))
+    state = json.loads((last / "progress.json").read_text())
+    assert state["iterations"] >= 3 and state["steps"] > progress[-1]["steps"]
+    assert len((run / "command.txt").read_text().splitlines()) == 2
+
+
+def test_rllib_agent_numpy_actor_matches_module(tmp_path: Path) -> None:
+    import torch
+    from gymnasium import spaces
+
+    from sixnimmt_env.rllib_env import masked_space
+    from training.rllib.agent import RLlibAgent, load_rllib_agent
+    from training.rllib.module import CardRLModule
+
+    box = spaces.Box(0.0, 1.0, (OBS_SIZE,), np.float32)
+    for policy in ("card", "MlpPolicy"):
+        module = CardRLModule(
+            observation_space=masked_space(box),
+            action_space=spaces.Discrete(NUM_ACTIONS),
+            model_config={"policy": policy, "net_arch": [16, 8]},
+        )
+        module.save_to_path(str(tmp_path / policy))
+        agent = load_rllib_agent(f"rllib:{tmp_path / policy}")
+        assert isinstance(agent, RLlibAgent) and (agent.card_actor is not None) == (policy == "card")
+        env = masked_parallel_env(num_players=4)
+        obs, _ = env.reset(seed=2)
+        x = np.stack([o[OBS_KEY] for o in obs.values()])
+        mask = np.stack([o[MASK_KEY] for o in obs.values()])
+        with torch.no_grad():
+            out = module.forward_inference({"obs": {OBS_KEY: torch.as_tensor(x), MASK_KEY: torch.as_tensor(mask)}})
+        torch_logits = out["action_dist_inputs"].numpy()
+        np.testing.assert_allclose(agent.logits(x)[mask > 0], torch_logits[mask > 0], rtol=1e-4, atol=1e-5)
+        assert (torch_logits[mask == 0] < -1e30).all()  # illegal actions masked
+        chosen = agent.choose(x, mask)
+        np.testing.assert_array_equal(chosen, torch_logits.argmax(axis=1))
+
+
+def test_rllib_spec_errors() -> None:
+    from sixnimmt_env.agents import make_agent
+
+    with pytest.raises(ValueError, match=r"rllib checkpoint 'no/such/folder' not found"):
+        make_agent("rllib:no/such/folder")
+    with pytest.raises(ValueError, match=r"holds no RLModule"):
+        make_agent(f"rllib:{ROOT / 'configs'}")
+
+
+# --------------------------------------------------------------------------- a two-node cluster on this machine
+
+
+def test_two_node_cluster_runs_env_runners_on_both_nodes(tmp_path: Path) -> None:
+    """A head and a worker node (Ray's own cluster test utility, 1 CPU each); `training.train` joins with
+    ray.address and its 2 env runners (1 CPU each) land one per node; two iterations; the nodes are stopped."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "object_store_memory": RAY_MB, "include_dashboard": False},
+    )
+    try:
+        cluster.add_node(num_cpus=1, object_store_memory=RAY_MB)
+        cluster.wait_for_nodes()
+        address = cluster.address
+        out = _train(
+            str(SMOKE),
+            "--set",
+            f"train.output_dir={tmp_path}",
+            "--set",
+            f"ray.address={address}",
+            "--set",
+            "train.total_timesteps=1024",
+            "--set",
+            "ray.num_env_runners=2",
+            "--set",
+            "self_play.enabled=false",
+            "--no-progress",
+        )
+    finally:
+        cluster.shutdown()
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "Ray: 2 env runner(s) on 2 node(s)" in out.stderr
+    run = _run_dir(tmp_path)
+    report = (run / "report.md").read_text()
+    assert f"Ray: {address}, 2 env runners x 4 envs on 2 node(s)" in report and "2 iterations" in report
+    state = json.loads(
+        (max((run / "checkpoints").iterdir(), key=lambda p: int(p.name.split("_")[1])) / "progress.json").read_text()
+    )
+    assert state["iterations"] == 2 and state["steps"] >= 512  # 2 runners x 4 envs x 64 steps = 512 per iteration
+    assert os.environ.get("RAY_ADDRESS") is None

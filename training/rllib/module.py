@@ -1,0 +1,168 @@
+"""The card policy and an MLP as RLlib ``RLModule``s with action masking (PPO, torch, new API stack).
+
+:class:`CardRLModule` reads the adapted observation of :mod:`sixnimmt_env.rllib_env`
+(``{"observations": float32 (B, 402), "action_mask": (B, 109)}``, 1 at the legal actions, any dtype) and gives
+
+- ``action_dist_inputs``: logits ``(B, 109)``, illegal actions set to RLlib's ``FLOAT_MIN``
+  (probability 0 under RLlib's ``TorchCategorical``);
+- ``compute_values``: the critic's values ``(B,)``.
+
+``model_config`` (a mapping, from ``algo.policy`` / ``algo.policy_kwargs`` of a config):
+
+==============  ==========================================================================
+key             meaning
+==============  ==========================================================================
+``policy``      ``"card"`` (default): :mod:`training.features`' card policy: the held
+                cards' features (:class:`~training.features.HandFeatures`), actor and
+                critic MLPs over 492 inputs (:class:`~training.features.CardNetworks`),
+                one small network scoring every held card alike
+                (:class:`~training.features.CardHead`); ``"MlpPolicy"``: actor and critic
+                MLPs over the flat 402 observation, a linear head to 109 logits
+``net_arch``    hidden layer sizes of the actor and of the critic (default ``[64, 64]``)
+``activation``  ``"tanh"`` (default), ``"relu"``, ``"elu"`` or ``"leaky_relu"``
+==============  ==========================================================================
+
+The networks are the SB3 card policy's modules (same classes, same initialisation), so
+:class:`training.features.NumpyCardActor` runs a trained module's actor in numpy
+(:mod:`training.rllib.agent`).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
+from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
+from ray.rllib.utils.torch_utils import FLOAT_MIN
+
+from sixnimmt_env.engine import NUM_ACTIONS
+from sixnimmt_env.observation import OBS_SIZE
+from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY
+from training.features import CardHead, CardNetworks, HandFeatures
+
+ACTIVATIONS: dict[str, type[torch.nn.Module]] = {
+    "tanh": torch.nn.Tanh,
+    "relu": torch.nn.ReLU,
+    "elu": torch.nn.ELU,
+    "leaky_relu": torch.nn.LeakyReLU,
+}
+"""Names allowed for ``model_config["activation"]``."""
+MODULE_POLICIES = ("card", "MlpPolicy")
+"""Names allowed for ``model_config["policy"]``."""
+
+
+def _init(module: torch.nn.Module, gain: float) -> None:
+    """Orthogonal weights and zero biases (SB3's initialisation of its policies' linear layers)."""
+    if isinstance(module, torch.nn.Linear):
+        torch.nn.init.orthogonal_(module.weight, gain=gain)
+        if module.bias is not None:
+            module.bias.data.fill_(0.0)
+
+
+class _MlpNetworks(torch.nn.Module):
+    """Actor and critic MLPs over the flat observation (``policy: MlpPolicy``); the interface of
+    :class:`~training.features.CardNetworks` (``policy_net``, ``value_net``, ``forward_actor``, ``forward_critic``)."""
+
+    def __init__(self, net_arch: list[int], activation_fn: type[torch.nn.Module]) -> None:
+        super().__init__()
+
+        def mlp() -> torch.nn.Sequential:
+            layers: list[torch.nn.Module] = []
+            last = OBS_SIZE
+            for size in net_arch:
+                layers += [torch.nn.Linear(last, size), activation_fn()]
+                last = size
+            return torch.nn.Sequential(*layers)
+
+        self.policy_net = mlp()
+        self.value_net = mlp()
+        self.latent_dim_pi = self.latent_dim_vf = net_arch[-1] if net_arch else OBS_SIZE
+
+    def forward_actor(self, features: torch.Tensor) -> torch.Tensor:
+        return self.policy_net(features)
+
+    def forward_critic(self, features: torch.Tensor) -> torch.Tensor:
+        return self.value_net(features)
+
+
+class CardRLModule(TorchRLModule, ValueFunctionAPI):
+    """PPO's RLModule for the adapted 6 nimmt! observation: masked logits and values (module docstring).
+
+    Raises:
+        ValueError: an observation space other than the adapted ``Dict`` of :mod:`sixnimmt_env.rllib_env`,
+            or a bad ``model_config`` entry (naming the key, the value and what is allowed).
+    """
+
+    def setup(self) -> None:
+        space = self.observation_space
+        if not (
+            isinstance(space, spaces.Dict)
+            and OBS_KEY in space.spaces
+            and MASK_KEY in space.spaces
+            and space[OBS_KEY].shape == (OBS_SIZE,)
+        ):
+            raise ValueError(
+                f"CardRLModule needs the observation Dict({OBS_KEY!r}: Box({OBS_SIZE},), {MASK_KEY!r}: "
+                f"Box({NUM_ACTIONS},)) of sixnimmt_env.rllib_env, got {space}"
+            )
+        config: dict[str, Any] = dict(self.model_config or {})
+        policy = config.get("policy", "card")
+        arch = config.get("net_arch", [64, 64])
+        activation = config.get("activation", "tanh")
+        if policy not in MODULE_POLICIES:
+            raise ValueError(f"CardRLModule: model_config 'policy' must be one of {MODULE_POLICIES}, got {policy!r}")
+        if not (isinstance(arch, list | tuple) and all(isinstance(a, int) and a > 0 for a in arch)):
+            raise ValueError(f"CardRLModule: model_config 'net_arch' must be a list of layer sizes, got {arch!r}")
+        if activation not in ACTIVATIONS:
+            raise ValueError(
+                f"CardRLModule: model_config 'activation' must be one of {', '.join(ACTIVATIONS)}, got {activation!r}"
+            )
+        self.card = policy == "card"
+        act = ACTIVATIONS[activation]
+        self.features = HandFeatures(space[OBS_KEY]) if self.card else torch.nn.Identity()
+        self.mlp_extractor: CardNetworks | _MlpNetworks = (
+            CardNetworks(list(arch), act) if self.card else _MlpNetworks(list(arch), act)
+        )
+        if self.card:
+            self.action_net: torch.nn.Module = CardHead(self.mlp_extractor.global_dim)
+        else:
+            self.action_net = torch.nn.Linear(self.mlp_extractor.latent_dim_pi, NUM_ACTIONS)
+        self.value_net = torch.nn.Linear(self.mlp_extractor.latent_dim_vf, 1)
+        self.mlp_extractor.apply(partial(_init, gain=np.sqrt(2)))
+        self.action_net.apply(partial(_init, gain=np.sqrt(2)))
+        if isinstance(self.action_net, CardHead):
+            _init(self.action_net.card_out, 0.01)
+            _init(self.action_net.linear, 0.01)
+        else:
+            _init(self.action_net, 0.01)
+        _init(self.value_net, 1.0)
+
+    def logits(self, obs: torch.Tensor) -> torch.Tensor:
+        """Unmasked logits ``(B, 109)`` for flat observations ``float32 (B, 402)``."""
+        return self.action_net(self.mlp_extractor.forward_actor(self.features(obs)))
+
+    def _masked(self, batch: dict[str, Any]) -> dict[str, Any]:
+        obs = batch[Columns.OBS]
+        features = self.features(obs[OBS_KEY])
+        logits = self.action_net(self.mlp_extractor.forward_actor(features))
+        logits = torch.where(obs[MASK_KEY] > 0.5, logits, torch.full_like(logits, FLOAT_MIN))
+        return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: features}
+
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        out = self._masked(batch)
+        out.pop(Columns.EMBEDDINGS)
+        return out
+
+    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        return self._masked(batch)
+
+    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
+        """The critic's values ``(B,)`` (``embeddings``: the features of ``_forward_train``, if given)."""
+        if embeddings is None:
+            embeddings = self.features(batch[Columns.OBS][OBS_KEY])
+        return self.value_net(self.mlp_extractor.forward_critic(embeddings)).squeeze(-1)

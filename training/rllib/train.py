@@ -1,0 +1,490 @@
+"""Train with Ray RLlib's PPO (new API stack) from the same YAML configs: ``train.backend: rllib``.
+
+``python -m training.train configs/rllib_ppo_4p.yaml`` dispatches here (:func:`train_rllib`). The
+game, the opponents and self-play mean what they mean for SB3: each env is the single-seat env
+(:func:`sixnimmt_env.gym_env.make_env`) in :class:`sixnimmt_env.rllib_env.ActionMaskObservation`,
+its opponent seats drawn per episode from the ``opponents`` mixture by
+:class:`training.vec.MixtureSampler`; with ``self_play.enabled`` a snapshot of the learner's module
+goes to ``pool/`` every ``self_play.snapshot_every`` steps and opponent seats play a random one of
+the last ``pool_size`` snapshots (``rllib-sample:PATH``) with probability ``self_play.prob``; the
+envs on every env runner get the new pool. The policy is
+:class:`training.rllib.module.CardRLModule`.
+
+Ray: ``ray.address: null`` starts a local Ray inside the process (``ray.num_cpus`` CPUs, an object
+store of ``ray.object_store_mb``; stopped at the end); ``auto`` or an address joins a running
+cluster (left running). The run folder ``<output_dir>/<name>/<timestamp>/``:
+
+=====================================  ==========================================================
+file                                   content
+=====================================  ==========================================================
+``config.yaml``, ``command.txt``       the resolved config, the command lines (train.py)
+``checkpoints/checkpoint_<N>_steps/``  RLlib algorithm checkpoints (``Algorithm.save_to_path``)
+                                       every ``checkpoint.every`` steps, at Ctrl-C/SIGTERM and at
+                                       the end, each with ``progress.json`` (steps, iterations)
+``pool/snapshot_<N>/``                 self-play snapshots (RLModule checkpoints)
+``best_model/``, ``final_model/``      RLModule checkpoints: the best on the first evaluation
+                                       line-up, the last; play them as ``rllib:PATH``
+``tb/``                                TensorBoard: episode return, steps/s, PPO losses, evaluations
+``eval.csv``                           every evaluation in the arena during training
+``final_eval.csv``, ``report.md``,     the final arena tables (``eval.final_games`` games per
+``learning_curve.png``                 line-up), training time and speed, the curve
+=====================================  ==========================================================
+
+Ctrl-C or SIGTERM stop after the current iteration with a checkpoint (a second one at once);
+``--resume RUN_DIR`` restores the last checkpoint and continues up to ``train.total_timesteps``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Mapping
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from training.config import ConfigError
+from training.rllib.config import local_cpus, model_config, n_steps, ppo_training_kwargs
+
+if TYPE_CHECKING:
+    from training.config import TrainConfig
+
+ENV_NAME = "sixnimmt-single-seat"
+"""The name :func:`train_rllib` registers its env creator under (``ray.tune.registry.register_env``)."""
+EVAL_FIELDS = (
+    "step",
+    "lineup",
+    "games",
+    "mean_penalty",
+    "ci95",
+    "opponents_mean_penalty",
+    "opponents_ci95",
+    "win_share",
+    "mean_rank",
+    "illegal_actions",
+    "seconds",
+)
+"""Columns of ``eval.csv`` (the SB3 backend's)."""
+
+
+def training_env(config: Mapping[str, Any]) -> Any:
+    """RLlib env creator of a run: the single-seat env with the run's opponents, in RLlib's mask layout.
+
+    ``config``: ``game`` (GameConfig keywords), ``table_sizes`` (env runner ``i`` plays
+    ``table_sizes[i % len]``), ``learner_seat``, ``sampler`` (a :class:`training.vec.MixtureSampler`),
+    ``torch_threads``. RLlib passes an ``EnvContext`` whose ``worker_index`` picks the table size.
+    """
+    import torch
+
+    import training.rllib.agent  # noqa: F401  (rllib: specs of self-play snapshots, in every worker)
+    from sixnimmt_env.gym_env import make_env
+    from sixnimmt_env.rllib_env import ActionMaskObservation
+
+    torch.set_num_threads(int(config.get("torch_threads", 1)))
+    sizes = list(config["table_sizes"])
+    game = {**config["game"], "num_players": sizes[getattr(config, "worker_index", 0) % len(sizes)]}
+    env = make_env(opponents=config["sampler"], learner_seat=config["learner_seat"], **game)
+    return ActionMaskObservation(env)
+
+
+def _sampler(cfg: TrainConfig, pool: list[str]) -> Any:
+    from training.vec import MixtureSampler
+
+    prob = cfg.self_play.prob if cfg.self_play.enabled else 0.0
+    return MixtureSampler(
+        [o.agent for o in cfg.opponents], [o.weight for o in cfg.opponents], pool, prob, pool_spec="rllib-sample"
+    )
+
+
+def algorithm_config(cfg: TrainConfig, pool: list[str]) -> Any:
+    """The ``PPOConfig`` of ``cfg`` (env, runners, learners, the RLModule, PPO settings, seed)."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from training.rllib.module import CardRLModule
+
+    r = cfg.ray
+    env_config = {
+        "game": cfg.env.game_kwargs(),
+        "table_sizes": cfg.env.table_sizes(),
+        "learner_seat": cfg.env.learner_seat,
+        "sampler": _sampler(cfg, pool),
+        "torch_threads": cfg.train.torch_threads,
+    }
+    return (
+        PPOConfig()
+        .environment(ENV_NAME, env_config=env_config, disable_env_checking=False)
+        .framework("torch")
+        .env_runners(
+            num_env_runners=r.num_env_runners,
+            num_envs_per_env_runner=r.num_envs_per_env_runner,
+            num_cpus_per_env_runner=r.num_cpus_per_env_runner,
+            num_gpus_per_env_runner=r.num_gpus_per_env_runner,
+            rollout_fragment_length=n_steps(cfg),
+            batch_mode="truncate_episodes",
+        )
+        .learners(
+            num_learners=r.num_learners,
+            num_cpus_per_learner=r.num_cpus_per_learner,
+            num_gpus_per_learner=r.num_gpus_per_learner,
+        )
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=CardRLModule, model_config=model_config(cfg)))
+        .training(**ppo_training_kwargs(cfg))
+        .debugging(seed=cfg.train.seed, log_level="ERROR")
+    )
+
+
+def last_rllib_checkpoint(run_dir: Path) -> Path:
+    """The checkpoint of ``run_dir/checkpoints`` with the most steps.
+
+    Raises:
+        ConfigError: no checkpoint, or one without ``progress.json`` (damaged).
+    """
+    found = [p for p in (run_dir / "checkpoints").glob("checkpoint_*_steps") if p.is_dir()]
+    if not found:
+        raise ConfigError(f"{run_dir}: no RLlib checkpoint to resume from in {run_dir / 'checkpoints'}")
+    last = max(found, key=lambda p: int(p.name.split("_")[1]))
+    if not (last / "progress.json").is_file() or not (last / "learner_group").is_dir():
+        raise ConfigError(f"--resume {run_dir}: checkpoint {last} is damaged (no progress.json or learner_group/)")
+    return last
+
+
+def start_ray(cfg: TrainConfig) -> bool:
+    """Start a local Ray (``ray.address: null``) or join the cluster at ``ray.address``.
+
+    Returns:
+        True if this call started Ray (and so should shut it down).
+    """
+    import ray
+
+    if ray.is_initialized():
+        return False
+    if cfg.ray.address is None:
+        ray.init(
+            address="local",  # a new Ray of its own, even when a cluster runs on this machine
+            num_cpus=local_cpus(cfg),
+            num_gpus=0 if not (cfg.ray.num_gpus_per_env_runner or cfg.ray.num_gpus_per_learner) else None,
+            object_store_memory=cfg.ray.object_store_mb * 1024 * 1024,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level="ERROR",
+        )
+    else:
+        ray.init(address=cfg.ray.address, log_to_driver=False, logging_level="ERROR")
+    return True
+
+
+class _StopRequest:
+    """Ctrl-C (SIGINT) and SIGTERM while training: the first asks to stop after the current iteration (then a
+    checkpoint is saved), a second one raises ``KeyboardInterrupt`` at once. Signals are handled in the main
+    thread only; elsewhere they are left alone."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: dict[int, Any] = {}
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        name = signal.Signals(signum).name
+        print(f"\n{name}: stopping after this iteration with a checkpoint (again to stop at once)", file=sys.stderr)
+
+    def __enter__(self) -> _StopRequest:
+        with contextlib.suppress(ValueError):  # not the main thread
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+
+
+def _save_module(algo: Any, folder: Path) -> Path:
+    """The learner's current RLModule as an RLModule checkpoint in ``folder`` (replaced)."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    algo.get_module().save_to_path(str(folder.resolve()))  # RLlib (pyarrow) wants absolute paths
+    return folder
+
+
+def _save_checkpoint(algo: Any, run_dir: Path, progress: Mapping[str, Any]) -> Path:
+    folder = run_dir / "checkpoints" / f"checkpoint_{progress['steps']}_steps"
+    if folder.exists():
+        shutil.rmtree(folder)
+    algo.save_to_path(str(folder.resolve()))
+    (folder / "progress.json").write_text(json.dumps(dict(progress)))
+    return folder
+
+
+def _metric(result: Mapping[str, Any], *keys: str) -> float | None:
+    node: Any = result
+    for k in keys:
+        if not isinstance(node, Mapping) or k not in node:
+            return None
+        node = node[k]
+    try:
+        return float(node)
+    except (TypeError, ValueError):
+        return None
+
+
+class _Evaluator:
+    """Arena evaluations of the current module against every line-up; rows to ``eval.csv``; the best
+    first-line-up score's module copied to ``best_model/``."""
+
+    def __init__(self, cfg: TrainConfig, run_dir: Path) -> None:
+        self.cfg, self.run_dir = cfg, run_dir
+        self.csv_path = run_dir / "eval.csv"
+        self.best, self.latest = float("inf"), None
+        if self.csv_path.is_file():
+            with self.csv_path.open() as f:
+                rows = list(csv.DictReader(f))
+            firsts = [float(r["mean_penalty"]) for r in rows if rows and r["lineup"] == rows[0]["lineup"]]
+            if firsts:
+                self.best, self.latest = min(firsts), firsts[-1]
+
+    def __call__(self, algo: Any, steps: int) -> list[dict[str, Any]]:
+        import training.rllib.agent  # noqa: F401
+        from training.evaluate import evaluate_lineups
+
+        start = time.perf_counter()
+        folder = _save_module(algo, self.run_dir / "last_eval")
+        game = self.cfg.env.game_kwargs()
+        cfg = self.cfg
+        rows = evaluate_lineups(f"rllib:{folder}", cfg.eval.opponents, cfg.eval.games, game, cfg.train.seed)
+        seconds = time.perf_counter() - start
+        new = not self.csv_path.is_file()
+        with self.csv_path.open("a", newline="") as f:
+            writer = csv.DictWriter(f, EVAL_FIELDS, extrasaction="ignore")
+            if new:
+                writer.writeheader()
+            for row in rows:
+                writer.writerow({"step": steps, "seconds": round(seconds, 2), **row})
+        self.latest = float(rows[0]["mean_penalty"])
+        if self.latest < self.best:
+            self.best = self.latest
+            best = self.run_dir / "best_model"
+            if best.exists():
+                shutil.rmtree(best)
+            shutil.copytree(folder, best)
+        return rows
+
+
+def _report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[str, Any]) -> Path:
+    """``report.md``, ``final_eval.csv`` and ``learning_curve.png`` of an RLlib run (the SB3 report's layout)."""
+    from sixnimmt_env.arena import markdown_table
+    from training.evaluate import evaluate_agents, lineup_row, plot_learning_curve
+
+    game = cfg.env.game_kwargs()
+    r = cfg.ray
+    lines = [
+        f"# Training report: {cfg.name} (Ray RLlib PPO)",
+        "",
+        f"- run folder: `{run_dir}`",
+        f"- steps: {summary['steps']:,} in {summary['seconds']:.0f} s, {summary['iterations']} iterations "
+        f"({summary['steps_per_second']:,.0f} env steps/s, evaluations included)"
+        + (" (stopped by train.max_minutes)" if summary.get("timed_out") else ""),
+        f"- Ray: {'local' if r.address is None else r.address}, {r.num_env_runners} env runners x "
+        f"{r.num_envs_per_env_runner} envs on {len(set(summary['runner_nodes']))} node(s), "
+        f"{r.num_learners} remote learners",
+        f"- model: `{model.name}` (play it as `rllib:{model}`); best during training: `best_model`",
+        "",
+    ]
+    rows = []
+    for lineup in cfg.eval.opponents:
+        specs = [f"rllib:{model}", *(s.strip() for s in lineup.split(","))]
+        results = evaluate_agents(specs, cfg.eval.final_games, game, seed=cfg.train.seed + 1)
+        rows.append(lineup_row(results, lineup))
+        illegal = f"Illegal actions: {results['illegal_actions']}"
+        lines += [f"## Against {lineup}", "", markdown_table(results), illegal, ""]
+    with (run_dir / "final_eval.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    if plot_learning_curve(run_dir / "eval.csv", run_dir / "learning_curve.png") is not None:
+        lines += ["![learning curve](learning_curve.png)", ""]
+    path = run_dir / "report.md"
+    path.write_text("\n".join(lines))
+    print("\n".join(lines), file=sys.stderr)
+    return path
+
+
+def train_rllib(
+    cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, progress: bool = True
+) -> dict[str, Any]:
+    """Train per ``cfg`` (``train.backend: rllib``) into ``run_dir``; returns a summary.
+
+    Args:
+        cfg: a validated config.
+        run_dir: the run folder (holding ``config.yaml``).
+        resume_from: an algorithm checkpoint of this run (:func:`last_rllib_checkpoint`) to continue from.
+        progress: show the tqdm bar.
+
+    Returns:
+        ``{"run_dir", "steps", "iterations", "seconds", "steps_per_second", "interrupted", "timed_out",
+        "checkpoint", "final_model", "best_model"}`` (the last two only when not interrupted).
+    """
+    import ray
+    from ray.tune.registry import register_env
+    from torch.utils.tensorboard import SummaryWriter
+    from tqdm import tqdm
+
+    pool_dir = run_dir / "pool"
+    pool: list[str] = []
+    if cfg.self_play.enabled:
+        pool_dir.mkdir(exist_ok=True)
+        found = sorted(pool_dir.glob("snapshot_*"), key=lambda p: int(p.name.split("_")[1]))
+        pool = [str(p) for p in found][-cfg.self_play.pool_size :]
+    done = {"steps": 0, "iterations": 0, "seconds": 0.0}
+    if resume_from is not None:
+        done.update(json.loads((resume_from / "progress.json").read_text()))
+    started_ray = start_ray(cfg)
+    register_env(ENV_NAME, training_env)
+    writer = SummaryWriter(str(run_dir / "tb"))
+    algo = None
+    try:
+        algo = algorithm_config(cfg, pool).build_algo()
+        if resume_from is not None:
+            algo.restore_from_path(str(resume_from.resolve()))
+        nodes = runner_nodes(algo)
+        print(f"Ray: {len(nodes)} env runner(s) on {len(set(nodes))} node(s)", file=sys.stderr)
+        summary = _loop(cfg, run_dir, algo, done, pool, writer, progress, tqdm, nodes)
+        summary["runner_nodes"] = nodes
+        return summary
+    finally:
+        writer.close()
+        if algo is not None:
+            algo.stop()
+        if started_ray:
+            ray.shutdown()
+
+
+def _loop(
+    cfg: TrainConfig,
+    run_dir: Path,
+    algo: Any,
+    done: dict[str, Any],
+    pool: list[str],
+    writer: Any,
+    progress: bool,
+    tqdm: Any,
+    nodes: list[str],
+) -> dict[str, Any]:
+    from ray.rllib.utils.metrics import (
+        ENV_RUNNER_RESULTS,
+        EPISODE_RETURN_MEAN,
+        LEARNER_RESULTS,
+        NUM_ENV_STEPS_SAMPLED,
+    )
+
+    evaluator = _Evaluator(cfg, run_dir)
+    steps, iterations = int(done["steps"]), int(done["iterations"])
+    every = {"eval": cfg.eval.every, "checkpoint": cfg.checkpoint.every, "snapshot": cfg.self_play.snapshot_every}
+    due = {k: (steps // v + 1) * v for k, v in every.items()}
+    max_seconds = None if cfg.train.max_minutes is None else 60.0 * cfg.train.max_minutes
+    start, start_steps = time.perf_counter(), steps
+    bar = tqdm(total=cfg.train.total_timesteps, initial=steps, unit="step", dynamic_ncols=True, disable=not progress)
+    interrupted = timed_out = False
+    with _StopRequest() as stop:
+        try:
+            while steps < cfg.train.total_timesteps:
+                if stop.requested:
+                    interrupted = True
+                    break
+                if max_seconds is not None and time.perf_counter() - start > max_seconds:
+                    timed_out = True
+                    break
+                result = algo.train()
+                sampled = _metric(result, ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED)
+                if sampled is None or not sampled > 0:
+                    raise RuntimeError(f"RLlib iteration {iterations + 1} sampled no env steps (env runners lost?)")
+                sampled = int(sampled)
+                steps += sampled
+                iterations += 1
+                bar.update(sampled)
+                rate = (steps - start_steps) / max(time.perf_counter() - start, 1e-9)
+                ret = _metric(result, ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN)
+                writer.add_scalar("rollout/ep_rew_mean", ret if ret is not None else float("nan"), steps)
+                writer.add_scalar("time/env_steps_per_second", rate, steps)
+                for name in ("policy_loss", "vf_loss", "entropy", "mean_kl_loss"):
+                    value = _metric(result, LEARNER_RESULTS, "default_policy", name)
+                    if value is not None:
+                        writer.add_scalar(f"train/{name}", value, steps)
+                post = {"steps/s": f"{rate:,.0f}"}
+                if ret is not None:
+                    post["return"] = f"{ret:.2f}"
+                if cfg.self_play.enabled and steps >= due["snapshot"]:
+                    due["snapshot"] = (steps // every["snapshot"] + 1) * every["snapshot"]
+                    pool.append(str(_save_module(algo, run_dir / "pool" / f"snapshot_{steps}")))
+                    del pool[: -cfg.self_play.pool_size]
+                    sampler = _sampler(cfg, list(pool))
+                    algo.env_runner_group.foreach_env_runner(partial(_set_opponents, sampler=sampler))
+                if steps >= due["eval"]:
+                    due["eval"] = (steps // every["eval"] + 1) * every["eval"]
+                    rows = evaluator(algo, steps)
+                    for row in rows:
+                        writer.add_scalar(f"eval/{row['lineup']}/mean_penalty", row["mean_penalty"], steps)
+                        writer.add_scalar(f"eval/{row['lineup']}/win_share", row["win_share"], steps)
+                if evaluator.latest is not None:
+                    post["eval"] = f"{evaluator.latest:.2f}"
+                bar.set_postfix(post, refresh=False)
+                if steps >= due["checkpoint"]:
+                    due["checkpoint"] = (steps // every["checkpoint"] + 1) * every["checkpoint"]
+                    _save_checkpoint(algo, run_dir, _progress(steps, iterations, done, start))
+        except KeyboardInterrupt:
+            interrupted = True
+    bar.close()
+    seconds = time.perf_counter() - start
+    ckpt = _save_checkpoint(algo, run_dir, _progress(steps, iterations, done, start))
+    summary: dict[str, Any] = {
+        "run_dir": str(run_dir),
+        "steps": steps,
+        "iterations": iterations,
+        "seconds": seconds,
+        "steps_per_second": (steps - start_steps) / max(seconds, 1e-9),
+        "start_steps": start_steps,
+        "session_steps": steps - start_steps,
+        "interrupted": interrupted,
+        "timed_out": timed_out,
+        "checkpoint": str(ckpt),
+        "runner_nodes": nodes,
+    }
+    if interrupted:
+        print(f"\ninterrupted at {steps} steps: checkpoint {ckpt}; continue with --resume {run_dir}", file=sys.stderr)
+        return summary
+    final = _save_module(algo, run_dir / "final_model")
+    best = run_dir / "best_model"
+    if not best.exists():  # no evaluation ran during training: the final module is the best known
+        shutil.copytree(final, best)
+    summary["final_model"] = str(final)
+    summary["best_model"] = str(best)
+    _report(cfg, run_dir, final, summary)
+    return summary
+
+
+def _node_id(runner: Any) -> str:
+    import ray
+
+    return ray.get_runtime_context().get_node_id()
+
+
+def runner_nodes(algo: Any) -> list[str]:
+    """The Ray node id of each remote env runner of ``algo`` (empty without remote runners)."""
+    return list(algo.env_runner_group.foreach_env_runner(_node_id, local_env_runner=False))
+
+
+def _set_opponents(runner: Any, sampler: Any) -> None:
+    """Give every env of an env runner the new opponent sampler (the local runner may have no env)."""
+    if getattr(runner, "env", None) is not None:
+        runner.env.unwrapped.call("set_opponents", sampler)  # the gymnasium vector env under RLlib's wrapper
+
+
+def _progress(steps: int, iterations: int, done: Mapping[str, Any], start: float) -> dict[str, Any]:
+    return {"steps": steps, "iterations": iterations, "seconds": float(done["seconds"]) + time.perf_counter() - start}
