@@ -30,7 +30,8 @@ def parallel_env(**config: Any) -> Any:
 
 
 def env(**config: Any) -> Any:
-    """The PettingZoo AEC environment: :func:`parallel_env` through ``parallel_to_aec``."""
+    """The PettingZoo AEC environment (:func:`sixnimmt_env.pettingzoo_env.env`): each action is checked at its
+    agent's own turn."""
     from sixnimmt_env.pettingzoo_env import env as make
 
     return make(**config)

@@ -121,7 +121,8 @@ from typing import Any, ClassVar
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
-from pettingzoo.utils.conversions import parallel_to_aec, parallel_to_aec_wrapper
+from pettingzoo.utils.conversions import parallel_to_aec_wrapper
+from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from sixnimmt_env import engine
 from sixnimmt_env.engine import (
@@ -691,6 +692,35 @@ class SixNimmtParallelEnv(ParallelEnv):
             raise ValueError(f"bad actions {actions!r}")
         return self._illegal(seat, acts[seat], f"is not legal in phase {self.game_state.phase!r}")
 
+    def check_action(self, agent: str, action: Any) -> int:
+        """Check one agent's action before the joint step (the AEC env calls it at that agent's turn).
+
+        Returns:
+            The action as a plain ``int`` (0..108 under ``illegal_action="raise"``; any integer otherwise, the
+            joint step then ends the episode for an illegal one).
+
+        Raises:
+            ValueError: ``agent`` is not live; ``action`` is not an integer (every mode); or, with
+                ``illegal_action="raise"``, it is outside 0..108 or not legal now (naming the agent, the action
+                and the legal actions). Nothing changes.
+        """
+        if agent not in self._seat_of or agent not in self.agents:
+            raise ValueError(f"{agent!r} is not a live agent; live agents: {list(self.agents)}")
+        seat = self._seat_of[agent]
+        try:
+            a = action_index(action)
+        except TypeError:
+            legal = list(engine.legal_actions(self.game_state, seat))
+            raise ValueError(
+                f"{agent}: action {action!r} of type {type(action).__name__} is not an integer; legal actions: {legal}"
+            ) from None
+        if self.illegal_action == "raise":
+            legal = list(engine.legal_actions(self.game_state, seat))
+            if a not in legal:
+                why = f"is outside 0..{NUM_ACTIONS - 1}" if not 0 <= a < NUM_ACTIONS else "is not legal now"
+                raise ValueError(f"{agent}: action {a} {why}; legal actions: {legal}")
+        return a
+
     def _illegal(self, seat: int, action: int, why: str) -> tuple[Any, ...]:
         """An integer action that is out of range or not legal: raise (``"raise"``) or end the episode."""
         name = self._names[seat]
@@ -875,13 +905,30 @@ def parallel_env(**config: Any) -> SixNimmtParallelEnv:
 class raw_env(parallel_to_aec_wrapper):  # PettingZoo's name for the unwrapped AEC env
     """The AEC environment without PettingZoo's order-enforcing wrapper: ``parallel_to_aec_wrapper`` around
     :class:`SixNimmtParallelEnv` (keyword args as there). Agents act one after another; the joint action is
-    applied when the last live agent has acted."""
+    applied when the last live agent has acted.
+
+    Each action is checked at its agent's own :meth:`step` (:meth:`SixNimmtParallelEnv.check_action`): a value
+    that is not an integer, or with ``illegal_action="raise"`` an illegal one, raises there and is not stored,
+    so the env is unchanged and the same agent acts again. Under ``"terminate"`` an illegal integer ends the
+    episode (−171 for that agent) when the joint action is applied.
+    """
 
     def __init__(self, **config: Any) -> None:
         super().__init__(SixNimmtParallelEnv(**config))
 
+    def step(self, action: Any) -> None:
+        """Record ``action`` for the selected agent (``None`` for a finished one); see the class docstring.
+
+        Raises:
+            ValueError: as :meth:`SixNimmtParallelEnv.check_action`; nothing is stored or changed.
+        """
+        agent = self.agent_selection
+        if not (self.terminations[agent] or self.truncations[agent]):
+            action = self.env.check_action(agent, action)
+        super().step(action)
+
 
 def env(**config: Any) -> Any:
-    """The PettingZoo AEC environment: :func:`parallel_env` through ``parallel_to_aec`` (:class:`raw_env` inside
-    PettingZoo's ``OrderEnforcingWrapper``)."""
-    return parallel_to_aec(parallel_env(**config))
+    """The PettingZoo AEC environment: :class:`raw_env` inside PettingZoo's ``OrderEnforcingWrapper`` (what
+    ``parallel_to_aec`` builds, with each action checked at its own agent's step)."""
+    return OrderEnforcingWrapper(raw_env(**config))

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sixnimmt_env import env
 from sixnimmt_env import parallel_env as default_parallel_env
 from sixnimmt_env.pettingzoo_env import SixNimmtParallelEnv
 
@@ -65,3 +66,52 @@ def test_terminate_returns_fresh_arrays(backend: str) -> None:
     assert rewards["player_0"] == -171.0 and all(terms.values())
     for name in final:
         np.testing.assert_array_equal(final[name]["observation"], before[name])
+
+
+def _legal(aec: object) -> int:
+    mask = aec.observe(aec.agent_selection)["action_mask"]  # type: ignore[attr-defined]
+    return int(np.flatnonzero(mask)[0])
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+@pytest.mark.parametrize("bad", [500, -1, 3.5, "a", None])
+def test_aec_env_rejects_a_bad_action_at_its_own_turn_and_plays_on(backend: str, bad: object) -> None:
+    # was: stored silently, raised at the last agent's step and then on every later step until reset()
+    aec = env(num_players=4, illegal_action="raise", backend=backend, episode="round")
+    aec.reset(seed=0)
+    assert aec.agent_selection == "player_0"
+    before = aec.unwrapped.game_state
+    with pytest.raises(ValueError, match=r"^player_0: action .* legal actions: \[") as err:
+        aec.step(bad)
+    assert repr(bad) in str(err.value) or str(bad) in str(err.value)
+    assert aec.agent_selection == "player_0" and aec.unwrapped.game_state == before
+    turns = 0
+    while aec.agents:  # the whole round plays on with legal actions
+        _, _, terminated, truncated, _ = aec.last()
+        aec.step(None if terminated or truncated else _legal(aec))
+        turns += 1
+    # 10 card turns of 4 agents, a 4-agent step per low-card row choice, then each agent's dead step
+    assert turns >= 4 * 10 + 4 and (turns - 4) % 4 == 0
+    assert aec.unwrapped.game_state.phase == "done" and len(aec.unwrapped.game_state.hands[0]) == 0
+
+
+@pytest.mark.parametrize("bad", [3.5, "a", None])
+def test_aec_env_rejects_a_non_integer_in_terminate_mode_too(bad: object) -> None:
+    aec = env(num_players=3, episode="round")  # illegal_action="terminate", the default
+    aec.reset(seed=1)
+    with pytest.raises(ValueError, match="is not an integer"):
+        aec.step(bad)
+    for _ in range(3):
+        aec.step(_legal(aec))
+    assert aec.agent_selection == "player_0" and all(r == 0 or r < 0 for r in aec.rewards.values())
+    assert not any(aec.terminations.values())
+
+
+def test_aec_env_ends_the_episode_for_an_illegal_integer_in_terminate_mode() -> None:
+    aec = env(num_players=3, episode="round")
+    aec.reset(seed=1)
+    aec.step(500)  # stored: an integer, handled as an illegal action when the joint action is applied
+    aec.step(_legal(aec))
+    aec.step(_legal(aec))
+    assert all(aec.terminations.values())
+    assert aec.rewards["player_0"] == -171.0 and aec.rewards["player_1"] == 0.0
