@@ -79,6 +79,7 @@ from sixnimmt_env.engine import (
     DONE,
     DRAFT,
     NOOP,
+    NUM_ROWS,
     ROW_ACTION,
     ROW_LIMIT,
     SELECT,
@@ -86,6 +87,7 @@ from sixnimmt_env.engine import (
     State,
     cheapest_row,
     from_position,
+    legal_actions,
     row_bullheads,
     row_for,
     step,
@@ -480,10 +482,11 @@ def replay(record: GameRecord) -> list[ReplayFrame]:
                 raise ReplayError(f"{at}: the engine is in phase {state.phase!r}, the record has {srec.phase!r}")
             if state.round != rnd.round:
                 raise ReplayError(f"{at}: the engine is in round {state.round}, the record in round {rnd.round}")
+            acts = srec.actions(record.config.num_players)
             try:
-                after, pen = step(state, srec.actions(record.config.num_players), placeholder)
+                after, pen = step(state, acts, placeholder)
             except ValueError as e:
-                raise ReplayError(f"{at}: {e}") from None
+                raise ReplayError(f"{at}: {_illegal_in_record_terms(state, acts) or e}") from None
             if tuple(pen) != srec.penalties:
                 raise ReplayError(f"{at}: the engine gives penalties {list(pen)}, the record {list(srec.penalties)}")
             drafted = state.phase == DRAFT and after.phase == SELECT and after.round == rnd.round
@@ -597,3 +600,24 @@ def iter_turns(record: GameRecord) -> Iterator[tuple[ReplayFrame, list[Placement
                 f"the engine {penalties}"
             )
         yield frame, placements, rows_after
+
+
+def _action_text(action: int, phase: str) -> str:
+    """An action index in the record's terms: ``card 17`` in card selection and the draft, ``row 2`` (rows 0..3)
+    for a row choice, ``no-op``."""
+    if action == NOOP:
+        return "no-op"
+    if phase == CHOOSE_ROW and ROW_ACTION <= action < ROW_ACTION + NUM_ROWS:
+        return f"row {action - ROW_ACTION}"
+    return f"card {action + 1}" if phase != CHOOSE_ROW else f"action {action}"
+
+
+def _illegal_in_record_terms(state: State, actions: Sequence[int]) -> str | None:
+    """``"seat 3: card 999 is not legal; legal: card 2, card 3, ..."`` for the first seat whose recorded action the
+    engine refuses, or ``None`` if every action is legal (the error was something else)."""
+    for seat, a in enumerate(actions):
+        legal = legal_actions(state, seat)
+        if a not in legal:
+            shown = ", ".join(_action_text(x, state.phase) for x in legal)
+            return f"seat {seat}: {_action_text(a, state.phase)} is not legal; legal: {shown}"
+    return None

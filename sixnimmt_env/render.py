@@ -24,6 +24,11 @@ from sixnimmt_env.engine import BULLHEADS, CHOOSE_ROW, DRAFT, NUM_ROWS, ROW_ACTI
 __all__ = ["render_rgb", "render_table", "render_text", "step_events"]
 
 
+def _bullheads(n: int) -> str:
+    """``"1 bullhead"``, ``"7 bullheads"``."""
+    return f"{n} bullhead{'' if n == 1 else 's'}"
+
+
 def _names(state: State, names: Sequence[str] | None) -> list[str]:
     return list(names) if names is not None else [f"player_{i}" for i in range(state.config.num_players)]
 
@@ -68,7 +73,7 @@ def step_events(before: State, actions: Sequence[int], names: Sequence[str] | No
             taken = rows[r]
             bull = sum(BULLHEADS[c] for c in taken)
             cards = " ".join(map(str, taken))
-            lines.append(f"{who[seat]}'s {card} is the sixth card of row {r}: takes {cards} ({bull} bullheads)")
+            lines.append(f"{who[seat]}'s {card} is the sixth card of row {r}: takes {cards} ({_bullheads(bull)})")
             rows[r] = [card]
         else:
             lines.append(f"{who[seat]} plays {card} on row {r}")
@@ -82,7 +87,7 @@ def _take(name: str, card: int, r: int, rows: list[list[int]], how: str) -> str:
     bull = sum(BULLHEADS[c] for c in taken)
     rows[r] = [card]
     cards = " ".join(map(str, taken))
-    return f"{name}'s low card {card} takes row {r} ({how}): {cards} ({bull} bullheads)"
+    return f"{name}'s low card {card} takes row {r} ({how}): {cards} ({_bullheads(bull)})"
 
 
 def render_text(
@@ -115,7 +120,7 @@ def render_text(
         lines.append(f"game over; lowest total: {winners}")
     for r, row in enumerate(state.rows):
         cards = " ".join(f"{c:>3}" for c in row)
-        lines.append(f"row {r}: {cards:<20}  ({sum(BULLHEADS[c] for c in row)} bullheads)")
+        lines.append(f"row {r}: {cards:<20}  ({_bullheads(sum(BULLHEADS[c] for c in row))})")
     if any(state.revealed):
         lines.append("revealed: " + ", ".join(f"{names[s]} {c}" for s, c in enumerate(state.revealed) if c))
     if events:

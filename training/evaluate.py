@@ -192,7 +192,7 @@ def write_report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[
         + (
             f" (resumed at {summary['start_steps']:,}: this session {summary['session_steps']:,} steps"
             if summary.get("start_steps")
-            else " ("
+            else " (trained"
         )
         + f" in {summary['seconds']:.0f} s, {summary['steps_per_second']:,.0f} env steps/s during learn, "
         "evaluations included)" + (" (stopped by train.max_minutes)" if summary.get("timed_out") else ""),

@@ -16,6 +16,7 @@ stops with Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 import threading
 import webbrowser
@@ -25,6 +26,14 @@ from sixnimmt_env.engine import GameConfig
 from sixnimmt_env.play.settings import PlaySettings
 
 DEFAULT_OPPONENTS = "mc:64,greedy,greedy"
+
+
+def _port(text: str) -> int:
+    """``--port``: an integer 0..65535 (argparse turns the ``ValueError`` into a one-line usage error)."""
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0..65535, got {port}")
+    return port
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--replay", default=None, metavar="FILE", help="replay the game records of FILE (--save-games)")
     p.add_argument("--coach-samples", type=int, default=1000, help="worlds the coach searches (mc:N, default 1000)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
-    p.add_argument("--port", type=int, default=8066, help="port (default 8066; 0 picks a free one)")
+    p.add_argument("--port", type=_port, default=8066, help="port 0..65535 (default 8066; 0 picks a free one)")
     p.add_argument("--no-browser", action="store_true", help="do not open the browser")
     p.add_argument("--tui", action="store_true", help="play (or watch) in the terminal instead of the browser")
     return p
@@ -151,7 +160,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         sock = bind(args.host, args.port)
     except OSError as e:
-        parser.error(f"cannot listen on {args.host}:{args.port} ({e.strerror or e}); pick another --port (0: any free)")
+        what = "check --host" if isinstance(e, socket.gaierror) else "pick another --port (0: any free)"
+        parser.error(f"cannot listen on {args.host}:{args.port} ({e.strerror or e}); {what}")
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
