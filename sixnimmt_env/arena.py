@@ -63,6 +63,7 @@ from sixnimmt_env import agents as agents_module
 from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.engine import DONE, NOOP, SELECT, GameConfig, IllegalActionError, PlayerView, new_game, step
 from sixnimmt_env.records import GameRecord, GameRecorder, write_records
+from sixnimmt_env.seeding import AGENT_TAG, DEAL_TAG, TABLE_TAG
 from sixnimmt_env.stats import fractional_ranks, mean_ci95, win_shares
 
 __all__ = [
@@ -79,12 +80,6 @@ __all__ = [
     "write_results",
 ]
 
-DEAL_TAG = 0x6DEA1
-"""First entropy word of every deal generator."""
-AGENT_TAG = 0x6A6E7
-"""First entropy word of every per-game agent generator."""
-TABLE_TAG = 0x67AB1
-"""First entropy word of every league table draw."""
 ENGINES = ("auto", "reference", "batched")
 """Which engine plays the games: ``"auto"`` (the batched engine when every agent
 is ``random``, ``lowest``, ``highest`` or ``greedy``, else the reference

@@ -113,7 +113,7 @@ class ActionMaskParallelEnv(BaseParallelWrapper):
 
 def masked_parallel_env(**config: Any) -> ActionMaskParallelEnv:
     """:func:`sixnimmt_env.parallel_env` (same keywords, same errors) in :class:`ActionMaskParallelEnv`."""
-    from sixnimmt_env import parallel_env
+    from sixnimmt_env.pettingzoo_env import parallel_env
 
     return ActionMaskParallelEnv(parallel_env(**config))
 

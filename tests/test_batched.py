@@ -280,7 +280,7 @@ def test_arena_chunk_is_a_drop_in_for_the_arena_games() -> None:
     from sixnimmt_env import arena
     from sixnimmt_env.batched import arena as fast
 
-    assert (fast._DEAL_TAG, fast._AGENT_TAG, fast._TABLE_TAG) == (arena.DEAL_TAG, arena.AGENT_TAG, arena.TABLE_TAG)
+    assert (fast.DEAL_TAG, fast.AGENT_TAG, fast.TABLE_TAG) == (arena.DEAL_TAG, arena.AGENT_TAG, arena.TABLE_TAG)
     config = GameConfig(num_players=3, episode="round")
     pool = [ref_agents.GreedyAgent(), "lowest", "highest", "random", "greedy"]
     job = SimpleNamespace(config=config, seed=1, num_agents=5, duplicate=False, league=True)

@@ -11,7 +11,8 @@ from sixnimmt_env import engine as E
 from sixnimmt_env.batched import BatchedGames
 from sixnimmt_env.batched import kernel as K
 from sixnimmt_env.batched.agents import HeuristicPlayers, kind_codes
-from sixnimmt_env.batched.arena import _AGENT_TAG, _DEAL_TAG, play_games, streams
+from sixnimmt_env.batched.arena import play_games, streams
+from sixnimmt_env.seeding import AGENT_TAG, DEAL_TAG
 
 
 def _random_rows(rng: np.random.Generator) -> list[list[int]]:
@@ -107,9 +108,9 @@ def test_fused_arena_loop_plays_the_games_of_the_stepped_engine(config: E.GameCo
     _, pen, rounds, tables = play_games(config, specs, seed, start, stop)
     games = np.arange(start, stop)
     batch = BatchedGames(config, len(games), seed=0)
-    batch.reset(streams=streams(_DEAL_TAG, seed, games))
+    batch.reset(streams=streams(DEAL_TAG, seed, games))
     players = HeuristicPlayers(batch, kind_codes(specs)[tables])
-    players.rng[:] = streams(_AGENT_TAG, seed, games)
+    players.rng[:] = streams(AGENT_TAG, seed, games)
     actions = np.zeros((len(games), n), np.int64)
     while not batch.done.all():
         batch.step(players.act(actions), check=True)

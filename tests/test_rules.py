@@ -306,15 +306,16 @@ def test_R11_a_round_is_ten_turns() -> None:
 E12_ROWS = [[10, 11, 12, 13, 14], [50], [60], [70]]  # seat 0 playing 15 takes 11 bullheads
 
 
-@pytest.mark.parametrize(
-    ("end_rule", "start", "done"),
-    [
-        pytest.param("at_least", 55, True, id="R12-at_least-66-ends"),
-        pytest.param("more_than", 55, False, id="R12-more_than-66-goes-on"),
-        pytest.param("more_than", 56, True, id="R12-more_than-67-ends"),
-        pytest.param("at_least", 54, False, id="R12-at_least-65-goes-on"),
-    ],
-)
+R12_CASES = [
+    # end_rule, the start total of seat 0 (which then takes 11), whether the game ends
+    pytest.param("at_least", 55, True, id="R12-at_least-66-ends"),
+    pytest.param("more_than", 55, False, id="R12-more_than-66-goes-on"),
+    pytest.param("more_than", 56, True, id="R12-more_than-67-ends"),
+    pytest.param("at_least", 54, False, id="R12-at_least-65-goes-on"),
+]
+
+
+@pytest.mark.parametrize(("end_rule", "start", "done"), R12_CASES)
 def test_R12_end_score_comparison(end_rule: str, start: int, done: bool) -> None:
     config = GameConfig(num_players=2, end_rule=end_rule)
     state, penalties, _ = run(
@@ -377,19 +378,20 @@ def test_E3_game_never_ends_mid_round() -> None:
 # --------------------------------------------------------------------------- R13, R14
 
 
-@pytest.mark.parametrize(
-    ("totals", "plays", "expected"),
-    [
-        pytest.param([10, 5, 5, 20], [41, 42, 43, 44], (1, 2), id="R13-equal-lowest-share"),
-        pytest.param([0, 5, 9, 9], [15, 42, 43, 44], (1,), id="R13-last-round-counts"),
-        pytest.param([3, 3, 3, 3], [41, 42, 43, 44], (0, 1, 2, 3), id="R13-all-tied"),
-    ],
-)
+R13_ROWS = [[10, 11, 12, 13, 14], [20], [30], [40]]
+R13_CASES = [
+    # start totals, the last card of each of 4 seats (episode="round"), the winners
+    pytest.param([10, 5, 5, 20], [41, 42, 43, 44], (1, 2), id="R13-equal-lowest-share"),
+    pytest.param([0, 5, 9, 9], [15, 42, 43, 44], (1,), id="R13-last-round-counts"),
+    pytest.param([3, 3, 3, 3], [41, 42, 43, 44], (0, 1, 2, 3), id="R13-all-tied"),
+]
+
+
+@pytest.mark.parametrize(("totals", "plays", "expected"), R13_CASES)
 def test_R13_lowest_total_wins(totals: list[int], plays: list[int], expected: tuple[int, ...]) -> None:
     config = GameConfig(num_players=4, episode="round")
     hands = [[c] for c in plays]
-    rows = [[10, 11, 12, 13, 14], [20], [30], [40]]
-    state, _, _ = run(config, hands, rows, [plays], totals=totals)
+    state, _, _ = run(config, hands, R13_ROWS, [plays], totals=totals)
     assert state.phase == DONE
     assert winners(state) == expected
 

@@ -59,7 +59,7 @@ from sixnimmt_env.champion import ChampionAgent
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, GameConfig, view
 from sixnimmt_env.gym_env import ILLEGAL_PENALTY, check_learner_options
 from training.agent import PolicyAgent
-from training.vec import MixtureSampler
+from training.opponents import MixtureSampler
 
 if TYPE_CHECKING:
     from training.vec import VecEnvRequest
@@ -84,7 +84,7 @@ class SixNimmtVecEnv(VecEnv):
         num_envs: B, the number of games (>= 1).
         opponents: as :class:`~sixnimmt_env.gym_env.SingleSeatEnv`: one spec for every other seat, a list of
             ``num_players - 1`` specs or agents (seat order after the learner), or a sampler
-            ``sampler(rng, k) -> k agents`` drawn per episode (a :class:`training.vec.MixtureSampler` is drawn
+            ``sampler(rng, k) -> k agents`` drawn per episode (a :class:`training.opponents.MixtureSampler` is drawn
             for all new episodes at once, with the same distribution). Default ``"greedy"``.
         learner_seat: ``"random"`` (drawn per episode) or a seat ``0..num_players-1``.
         illegal_action: ``"terminate"`` (the episode ends, reward ``-illegal_penalty``) or ``"raise"``.

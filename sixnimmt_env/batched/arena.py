@@ -26,12 +26,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sixnimmt_env.batched.kinds import KINDS
+from sixnimmt_env.batched.kinds import EXACT_AGENT_CLASSES, KINDS
 from sixnimmt_env.engine import GameConfig
+from sixnimmt_env.seeding import AGENT_TAG, DEAL_TAG, TABLE_TAG
 
-_DEAL_TAG = 0x6DEA1  # the arena's tags (sixnimmt_env.arena.DEAL_TAG / AGENT_TAG / TABLE_TAG; tested equal)
-_AGENT_TAG = 0x6A6E7
-_TABLE_TAG = 0x67AB1
 CHUNK = 8192
 """Games per batch that :func:`arena_chunk` is best fed with."""
 
@@ -42,10 +40,11 @@ def supports(specs: Sequence[object]) -> bool:
     Reference agent objects count only if they are exactly :class:`sixnimmt_env.agents.RandomAgent`,
     ``LowestAgent``, ``HighestAgent`` or ``GreedyAgent`` (not subclasses, which may decide differently).
     """
-    from sixnimmt_env import agents
+    return all((isinstance(s, str) and s.strip() in KINDS) or _class_name(s) in EXACT_AGENT_CLASSES for s in specs)
 
-    exact = {agents.RandomAgent, agents.LowestAgent, agents.HighestAgent, agents.GreedyAgent}
-    return all((isinstance(s, str) and s.strip() in KINDS) or type(s) in exact for s in specs)
+
+def _class_name(entry: object) -> str:
+    return f"{type(entry).__module__}.{type(entry).__qualname__}"
 
 
 def spec_of(entry: object) -> str:
@@ -108,8 +107,8 @@ def play_games(
     play_chunk(
         config_vector(config),
         np.ascontiguousarray(kinds_of[tables]),
-        streams(_DEAL_TAG, seed, games // n if duplicate else games),
-        streams(_AGENT_TAG, seed, games),
+        streams(DEAL_TAG, seed, games // n if duplicate else games),
+        streams(AGENT_TAG, seed, games),
         penalties,
         rounds,
     )
@@ -136,7 +135,7 @@ def arena_chunk(job: object, agents: Sequence[object], start: int, stop: int) ->
     if job.league:  # type: ignore[attr-defined]
         tables = np.array(
             [
-                np.random.default_rng([_TABLE_TAG, job.seed, g]).permutation(job.num_agents)[:n]  # type: ignore[attr-defined]
+                np.random.default_rng([TABLE_TAG, job.seed, g]).permutation(job.num_agents)[:n]  # type: ignore[attr-defined]
                 for g in range(start, stop)
             ],
             np.int64,
