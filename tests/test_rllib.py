@@ -267,6 +267,18 @@ def test_rllib_smoke_run_folder_resume_sigterm_and_arena(tmp_path: Path) -> None
     games, illegal, decisions, ray_started = json.loads(arena.stdout.strip().splitlines()[-1])
     assert (games, illegal, ray_started) == (12, 0, False) and decisions >= 12 * 10
 
+    # the evaluate command (make train's last step) takes the module folder, bare or as rllib:PATH, and the rules
+    # of its run
+    from training.evaluate import main as evaluate_main
+
+    for n, checkpoint in enumerate([f"rllib:{run / 'final_model'}", str(run / "final_model")]):
+        out = tmp_path / f"eval_cli_{n}"
+        assert evaluate_main([checkpoint, "--games", "8", "--quiet", "--out", str(out)]) == 0
+        result = json.loads((out / "results.json").read_text())
+        assert result["games"] == 8 and result["illegal_actions"] == 0
+        assert [a["agent"] for a in result["agents"]] == [f"rllib:{run / 'final_model'}", *["greedy"] * 3]
+    assert evaluate_main([f"rllib:{run / 'no_such_model'}", "--games", "8"]) == 2
+
     # --resume with a larger budget, stopped by SIGTERM: a checkpoint past the first run's, exit 130
     config = yaml.safe_load((run / "config.yaml").read_text())
     config["train"]["total_timesteps"] = 1_000_000
