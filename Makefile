@@ -20,11 +20,13 @@ install: $(VENV)/.installed
 
 # Train the default config (15 min on 2 cores), then play its final model against the baselines, on the rules
 # it was trained on (training.evaluate reads them from the run): greedy in every other seat, then a mixed table.
+# The final model is final_model.zip (SB3) or the RLlib module folder final_model/ (train.backend: rllib).
 train: install
 	$(PY) -m training.train $(CONFIG)
 	run=$$(ls -td runs/$(basename $(notdir $(CONFIG)))/*/ | head -1) && \
-	$(PY) -m training.evaluate $${run}final_model.zip --games 5000 --out $${run}eval_greedy && \
-	$(PY) -m training.evaluate $${run}final_model.zip --opponents random,lowest,highest --fill-seats --games 5000 \
+	model=$$(if [ -f $${run}final_model.zip ]; then echo ppo:$${run}final_model.zip; else echo rllib:$${run}final_model; fi) && \
+	$(PY) -m training.evaluate $$model --games 5000 --out $${run}eval_greedy && \
+	$(PY) -m training.evaluate $$model --opponents random,lowest,highest --fill-seats --games 5000 \
 		--out $${run}eval_mixed
 
 test: install

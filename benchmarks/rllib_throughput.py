@@ -44,13 +44,12 @@ def measure_rllib(cfg: TrainConfig, iterations: int) -> dict[str, float]:
     """``iterations`` RLlib iterations after one warm-up; steps/s, sampling and update seconds per iteration."""
     import ray
     from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED
-    from ray.tune.registry import register_env
 
-    from training.rllib.train import ENV_NAME, algorithm_config, start_ray, training_env
+    from training.rllib.train import algorithm_config, register_envs, start_ray
 
     started = start_ray(cfg)
-    register_env(ENV_NAME, training_env)
-    algo = algorithm_config(cfg, []).build_algo()
+    register_envs()
+    algo = algorithm_config(cfg).build_algo()
     try:
         algo.train()  # warm-up: actors, numba, first forward
         steps = sample_s = learn_s = 0.0

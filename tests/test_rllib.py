@@ -219,6 +219,112 @@ def test_rllib_ppo_shared_policy_with_action_masking(local_ray, wrapper: str) ->
     assert "shared" in results[1]["learners"]
 
 
+# --------------------------------------------------------------------------- self-play through the policy mapping
+
+
+def test_league_env_seats_rewards_and_seeds() -> None:
+    """The league env: the learner and the snapshot seats are RLlib agents mapped to their modules, the other
+    seats play inside; each agent's rewards sum to minus its seat's bullheads (R8, R9); same seed, same game."""
+    from training.rllib.league import LEARNER_MODULE, LeagueEnv, league_mapping
+
+    config = {
+        "game": {"num_players": 4, "episode": "round"},
+        "table_sizes": [4],
+        "learner_seat": "random",
+        "specs": ["greedy", "random"],
+        "weights": [0.7, 0.3],
+        "prob": 0.5,
+        "pool_slots": 2,
+        "filled": 0,
+    }
+
+    def play(env: LeagueEnv, seed: int) -> tuple[list[str], dict[str, float], list[int]]:
+        rng = np.random.default_rng(seed)
+        obs, _ = env.reset(seed=seed)
+        agents, totals = list(env.agents), dict.fromkeys(env.agents, 0.0)
+        while True:
+            assert set(obs) <= set(agents) and all(o[MASK_KEY].any() and not o[MASK_KEY][-1] for o in obs.values())
+            actions = {a: int(rng.choice(np.flatnonzero(o[MASK_KEY]))) for a, o in obs.items()}
+            obs, rewards, terminateds, _, _ = env.step(actions)
+            for a, r in rewards.items():
+                totals[a] += r
+            if terminateds["__all__"]:
+                assert set(obs) == set(agents) and all(terminateds[a] for a in agents)
+                return agents, totals, list(env.parallel.game_state.round_penalties)
+
+    env = LeagueEnv(config)
+    agents, _, _ = play(env, 0)
+    assert len(agents) == 1 and agents[0].startswith("learner_")  # no snapshot yet: three in-env opponents
+    env.set_filled(2)
+    seen: set[str] = set()
+    for seed in range(30):
+        agents, totals, penalties = play(env, seed)
+        assert sum(a.startswith("learner_") for a in agents) == 1
+        assert all(totals[a] == -penalties[int(a.rsplit("_", 1)[1])] for a in agents)
+        seen |= {league_mapping(a) for a in agents}
+    assert seen == {LEARNER_MODULE, "snapshot0", "snapshot1"}
+    assert play(LeagueEnv({**config, "filled": 2}), 7) == play(env, 7)
+    with pytest.raises(ValueError, match=r"filled must be 0..2 \(pool_slots\), got 3"):
+        env.set_filled(3)
+
+
+def test_league_snapshot_module_plays_seats_and_is_not_trained(local_ray, tmp_path: Path) -> None:
+    """Two iterations of the rllib_smoke config's league: after the snapshot (the learner's weights copied
+    into slot 0), the snapshot module plays seats on the env runner and keeps its weights while the learner's
+    module changes."""
+    from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_MODULE_STEPS_SAMPLED
+
+    from training.rllib.league import LEARNER_MODULE, push_slots, snapshot_into_slot
+    from training.rllib.train import algorithm_config, register_envs
+
+    cfg = load_config(_write(tmp_path, {"ray": {"num_env_runners": 1, "num_envs_per_env_runner": 2}}))
+    register_envs()
+    algo = algorithm_config(cfg).build_algo()
+
+    def weights(module_id: str) -> tuple[dict, list[dict]]:
+        learner = algo.get_weights([module_id])[module_id]
+        runners = algo.env_runner_group.foreach_env_runner(
+            lambda r: r.module[module_id].get_state(), local_env_runner=False
+        )
+        return learner, runners
+
+    def same(a: dict, b: dict) -> bool:  # b may be an env runner's inference-only subset of a
+        return (
+            len(b) > 0 and b.keys() <= a.keys() and all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for k in b)
+        )
+
+    try:
+        first = algo.train()[ENV_RUNNER_RESULTS][NUM_MODULE_STEPS_SAMPLED]
+        assert first.get("snapshot0", 0) == 0 and first[LEARNER_MODULE] > 0  # no snapshot yet
+        snapshot_into_slot(algo, 0, 1)
+        learner_before, _ = weights(LEARNER_MODULE)
+        snap_before, snap_runners = weights("snapshot0")
+        assert (
+            same(snap_before, learner_before)
+            and snap_before.keys() == learner_before.keys()
+            and all(same(snap_before, w) for w in snap_runners)
+        )
+        result = algo.train()
+        steps = result[ENV_RUNNER_RESULTS][NUM_MODULE_STEPS_SAMPLED]
+        assert steps["snapshot0"] > 0 and steps.get("snapshot1", 0) == 0  # one slot filled
+        learner_after, _ = weights(LEARNER_MODULE)
+        snap_after, snap_runners = weights("snapshot0")
+        assert not same(learner_after, learner_before)  # the learner's module trained
+        assert same(snap_after, snap_before) and all(same(snap_before, w) for w in snap_runners)
+        algo.save_to_path(str(tmp_path / "ckpt"))
+    finally:
+        algo.stop()
+    # a resumed run: the restored snapshot module plays on the env runners again (train.py's --resume)
+    algo = algorithm_config(cfg, filled=1).build_algo()
+    try:
+        algo.restore_from_path(str(tmp_path / "ckpt"))
+        push_slots(algo, 1)
+        restored, restored_runners = weights("snapshot0")
+        assert same(restored, snap_before) and all(same(snap_before, w) for w in restored_runners)
+    finally:
+        algo.stop()
+
+
 # --------------------------------------------------------------------------- the rllib backend, end to end
 
 
@@ -247,6 +353,7 @@ def test_rllib_smoke_run_folder_resume_sigterm_and_arena(tmp_path: Path) -> None
     progress = [json.loads((c / "progress.json").read_text()) for c in checkpoints]
     assert [p["iterations"] for p in progress] == [1, 2, 2][: len(progress)] and progress[-1]["iterations"] == 2
     assert progress[-1]["steps"] >= 512
+    assert progress[-1]["snapshots"] == 2  # league slots filled by the run (snapshot_every 256)
     pool = list((run / "pool").iterdir())
     assert len(pool) == 2  # one snapshot per 256 steps, pool_size 2
     with (run / "eval.csv").open() as f:
@@ -266,6 +373,18 @@ def test_rllib_smoke_run_folder_resume_sigterm_and_arena(tmp_path: Path) -> None
     arena = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     games, illegal, decisions, ray_started = json.loads(arena.stdout.strip().splitlines()[-1])
     assert (games, illegal, ray_started) == (12, 0, False) and decisions >= 12 * 10
+
+    # the evaluate command (make train's last step) takes the module folder, bare or as rllib:PATH, and the rules
+    # of its run
+    from training.evaluate import main as evaluate_main
+
+    for n, checkpoint in enumerate([f"rllib:{run / 'final_model'}", str(run / "final_model")]):
+        out = tmp_path / f"eval_cli_{n}"
+        assert evaluate_main([checkpoint, "--games", "8", "--quiet", "--out", str(out)]) == 0
+        result = json.loads((out / "results.json").read_text())
+        assert result["games"] == 8 and result["illegal_actions"] == 0
+        assert [a["agent"] for a in result["agents"]] == [f"rllib:{run / 'final_model'}", *["greedy"] * 3]
+    assert evaluate_main([f"rllib:{run / 'no_such_model'}", "--games", "8"]) == 2
 
     # --resume with a larger budget, stopped by SIGTERM: a checkpoint past the first run's, exit 130
     config = yaml.safe_load((run / "config.yaml").read_text())

@@ -8,7 +8,9 @@ Usage::
 
 The first forms seat the checkpoint (as the ``ppo:PATH`` agent of
 :mod:`training.agent`) with the listed opponents (default: ``greedy`` in every
-other seat); the last lists every seat. Seats rotate over games (the arena's
+other seat); the last lists every seat. The checkpoint may also be an RLlib
+checkpoint folder (a run's ``final_model/``, played as ``rllib:PATH``, see
+:mod:`training.rllib.agent`), or name its kind: ``ppo:PATH``, ``rllib:PATH``. Seats rotate over games (the arena's
 rule), so every agent plays every seat equally often.
 
 Rules: by default the game the (first) checkpoint was trained on: the rules
@@ -327,7 +329,12 @@ def resolve_rules(
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m training.evaluate", description=__doc__.split("\n\n")[0])
-    p.add_argument("checkpoint", nargs="?", help="a MaskablePPO .zip checkpoint (seated with --opponents)")
+    p.add_argument(
+        "checkpoint",
+        nargs="?",
+        help="a MaskablePPO .zip checkpoint or an RLlib checkpoint folder, optionally as ppo:PATH or rllib:PATH "
+        "(seated with --opponents)",
+    )
     p.add_argument(
         "--opponents",
         help="opponent specs, one per other seat (default: greedy in every other seat of the trained table)",
@@ -368,6 +375,26 @@ def _specs(text: str, option: str) -> list[str]:
     return specs
 
 
+CHECKPOINT_PREFIXES = ("ppo:", "ppo-sample:", "rllib:", "rllib-sample:")
+"""Agent spec prefixes whose argument is a checkpoint path (its rules are read from the checkpoint's run)."""
+
+
+def _checkpoint_spec(checkpoint: str) -> tuple[str, str]:
+    """The agent spec and the path of the positional checkpoint: ``ppo:PATH``/``rllib:PATH`` as given, a folder
+    as ``rllib:PATH`` (an RLlib checkpoint), anything else as ``ppo:PATH`` (a MaskablePPO .zip).
+
+    Raises:
+        ValueError: the path does not exist, or a ``ppo:`` checkpoint is not a file.
+    """
+    if checkpoint.startswith(CHECKPOINT_PREFIXES):
+        prefix, path = checkpoint.split(":", 1)
+    else:
+        prefix, path = ("rllib" if Path(checkpoint).is_dir() else "ppo"), checkpoint
+    if not Path(path).exists() or (prefix.startswith("ppo") and not Path(path).is_file()):
+        raise ValueError(f"checkpoint {path!r} not found")
+    return f"{prefix}:{path}", path
+
+
 def _run_folder(checkpoint: Path) -> Path:
     """The run folder a checkpoint belongs to (its folder, or the parent of ``checkpoints/``/``pool/``)."""
     folder = checkpoint.parent
@@ -384,14 +411,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.checkpoint or args.opponents:
                 raise ValueError("give either a checkpoint with --opponents, or --agents, not both")
             specs: list[str] | None = _specs(args.agents, "--agents")
-            first = next((s.split(":", 1)[1] for s in specs if s.startswith(("ppo:", "ppo-sample:"))), None)
+            first = next((s.split(":", 1)[1] for s in specs if s.startswith(CHECKPOINT_PREFIXES)), None)
+            if first is not None and not Path(first).exists():
+                raise ValueError(f"checkpoint {first!r} not found")
         elif args.checkpoint:
             specs = None
-            first = args.checkpoint
+            seated, first = _checkpoint_spec(args.checkpoint)
         else:
             raise ValueError("give a checkpoint (with --opponents) or --agents")
-        if first is not None and not Path(first).is_file():
-            raise ValueError(f"checkpoint {first!r} not found")
         overrides = {
             "num_players": args.players,
             "variant": args.variant,
@@ -410,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pool = opponents or ["greedy"]
             if opponents is None or args.fill_seats:
                 opponents = [pool[i % len(pool)] for i in range(n - 1)]
-            specs = [f"ppo:{args.checkpoint}", *opponents]
+            specs = [seated, *opponents]
         if args.out:
             out = Path(args.out)
         elif first is not None:
@@ -440,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = write_results(results, out, overwrite=args.overwrite)
     print(markdown_table(results))
     decisions = sum(r.get("decisions", 0) for r in results["agents"])
-    learned = sum(r.get("decisions", 0) for r in results["agents"] if str(r["agent"]).startswith(("ppo:", "ppo-")))
+    learned = sum(r.get("decisions", 0) for r in results["agents"] if str(r["agent"]).startswith(CHECKPOINT_PREFIXES))
     counted = f" in {decisions:,} decisions of all agents ({learned:,} of the checkpoints)" if decisions else ""
     if args.workers > 1:
         counted = " (not counted per agent with --workers > 1; the arena stops at the first one)"

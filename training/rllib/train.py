@@ -1,14 +1,17 @@
 """Train with Ray RLlib's PPO (new API stack) from the same YAML configs: ``train.backend: rllib``.
 
 ``python -m training.train configs/rllib_ppo_4p.yaml`` dispatches here (:func:`train_rllib`). The
-game, the opponents and self-play mean what they mean for SB3: each env is the single-seat env
-(:func:`sixnimmt_env.gym_env.make_env`) in :class:`sixnimmt_env.rllib_env.ActionMaskObservation`,
-its opponent seats drawn per episode from the ``opponents`` mixture by
-:class:`training.vec.MixtureSampler`; with ``self_play.enabled`` a snapshot of the learner's module
-goes to ``pool/`` every ``self_play.snapshot_every`` steps and opponent seats play a random one of
-the last ``pool_size`` snapshots (``rllib-sample:PATH``) with probability ``self_play.prob``; the
-envs on every env runner get the new pool. The policy is
-:class:`training.rllib.module.CardRLModule`.
+game, the opponents and self-play mean what they mean for SB3. Without self-play each env is the
+single-seat env (:func:`sixnimmt_env.gym_env.make_env`) in
+:class:`sixnimmt_env.rllib_env.ActionMaskObservation`, its opponent seats drawn per episode from the
+``opponents`` mixture by :class:`training.vec.MixtureSampler`. With ``self_play.enabled`` the run is
+RLlib multi-agent, a league (:mod:`training.rllib.league`): the learner's seat and snapshot seats are
+RLlib agents of :class:`~training.rllib.league.LeagueEnv` (the mixture's opponents still play inside
+the env), mapped by the ``policy_mapping_fn`` to the trained module or to one of ``self_play.pool_size``
+snapshot modules that are never trained; every ``self_play.snapshot_every`` steps the learner's weights
+go into the next snapshot slot (the oldest replaced) and an opponent seat is a snapshot with
+probability ``self_play.prob``. Each snapshot is also saved to ``pool/`` (playable as ``rllib:PATH``).
+The policy is :class:`training.rllib.module.CardRLModule`.
 
 Ray: ``ray.address: null`` starts a local Ray inside the process (``ray.num_cpus`` CPUs, an object
 store of ``ray.object_store_mb``; stopped at the end); ``auto`` or an address joins a running
@@ -20,8 +23,9 @@ file                                   content
 ``config.yaml``, ``command.txt``       the resolved config, the command lines (train.py)
 ``checkpoints/checkpoint_<N>_steps/``  RLlib algorithm checkpoints (``Algorithm.save_to_path``)
                                        every ``checkpoint.every`` steps, at Ctrl-C/SIGTERM and at
-                                       the end, each with ``progress.json`` (steps, iterations)
-``pool/snapshot_<N>/``                 self-play snapshots (RLModule checkpoints)
+                                       the end, each with ``progress.json`` (steps, iterations, snapshots)
+``pool/snapshot_<N>/``                 self-play snapshots (RLModule checkpoints; the league plays
+                                       them from the algorithm's snapshot modules)
 ``best_model/``, ``final_model/``      RLModule checkpoints: the best on the first evaluation
                                        line-up, the last; play them as ``rllib:PATH``
 ``tb/``                                TensorBoard: episode return, steps/s, PPO losses, evaluations
@@ -44,7 +48,6 @@ import signal
 import sys
 import time
 from collections.abc import Mapping
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +58,9 @@ if TYPE_CHECKING:
     from training.config import TrainConfig
 
 ENV_NAME = "sixnimmt-single-seat"
-"""The name :func:`train_rllib` registers its env creator under (``ray.tune.registry.register_env``)."""
+"""The name :func:`train_rllib` registers :func:`training_env` under (``ray.tune.registry.register_env``)."""
+LEAGUE_ENV_NAME = "sixnimmt-league"
+"""The name of the self-play env creator (:func:`training.rllib.league.league_env`)."""
 EVAL_FIELDS = (
     "step",
     "lineup",
@@ -92,34 +97,63 @@ def training_env(config: Mapping[str, Any]) -> Any:
     return ActionMaskObservation(env)
 
 
-def _sampler(cfg: TrainConfig, pool: list[str]) -> Any:
+def _sampler(cfg: TrainConfig) -> Any:
     from training.vec import MixtureSampler
 
-    prob = cfg.self_play.prob if cfg.self_play.enabled else 0.0
-    return MixtureSampler(
-        [o.agent for o in cfg.opponents], [o.weight for o in cfg.opponents], pool, prob, pool_spec="rllib-sample"
-    )
+    return MixtureSampler([o.agent for o in cfg.opponents], [o.weight for o in cfg.opponents])
 
 
-def algorithm_config(cfg: TrainConfig, pool: list[str]) -> Any:
-    """The ``PPOConfig`` of ``cfg`` (env, runners, learners, the RLModule, PPO settings, seed)."""
+def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
+    """The ``PPOConfig`` of ``cfg`` (env, runners, learners, the RLModule, PPO settings, seed).
+
+    Without self-play: the single-seat env (:data:`ENV_NAME`) and one module. With ``self_play.enabled``:
+    the league (:mod:`training.rllib.league`): :data:`LEAGUE_ENV_NAME`, the learner's module and
+    ``self_play.pool_size`` snapshot modules mapped by :func:`~training.rllib.league.league_mapping`, the
+    learner's module alone trained; ``filled`` snapshot slots hold a snapshot already (a resumed run).
+    """
     from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
+    from training.rllib.league import LEARNER_MODULE, league_mapping, module_ids
     from training.rllib.module import CardRLModule
 
     r = cfg.ray
-    env_config = {
+    base = {
         "game": cfg.env.game_kwargs(),
         "table_sizes": cfg.env.table_sizes(),
         "learner_seat": cfg.env.learner_seat,
-        "sampler": _sampler(cfg, pool),
         "torch_threads": cfg.train.torch_threads,
     }
+    spec = RLModuleSpec(module_class=CardRLModule, model_config=model_config(cfg))
+    config = PPOConfig()
+    if cfg.self_play.enabled:
+        slots = cfg.self_play.pool_size
+        env_config = {
+            **base,
+            "specs": [o.agent for o in cfg.opponents],
+            "weights": [o.weight for o in cfg.opponents],
+            "prob": cfg.self_play.prob,
+            "pool_slots": slots,
+            "filled": filled,
+        }
+        ids = module_ids(slots)
+        config = (
+            config.environment(
+                LEAGUE_ENV_NAME,
+                env_config=env_config,
+                disable_env_checking=True,  # RLlib's checker steps unmasked random actions: illegal here
+            )
+            .multi_agent(policies=set(ids), policy_mapping_fn=league_mapping, policies_to_train=[LEARNER_MODULE])
+            .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=dict.fromkeys(ids, spec)))
+        )
+    else:
+        env_config = {**base, "sampler": _sampler(cfg)}
+        config = config.environment(ENV_NAME, env_config=env_config, disable_env_checking=False).rl_module(
+            rl_module_spec=spec
+        )
     return (
-        PPOConfig()
-        .environment(ENV_NAME, env_config=env_config, disable_env_checking=False)
-        .framework("torch")
+        config.framework("torch")
         .env_runners(
             num_env_runners=r.num_env_runners,
             num_envs_per_env_runner=r.num_envs_per_env_runner,
@@ -133,10 +167,19 @@ def algorithm_config(cfg: TrainConfig, pool: list[str]) -> Any:
             num_cpus_per_learner=r.num_cpus_per_learner,
             num_gpus_per_learner=r.num_gpus_per_learner,
         )
-        .rl_module(rl_module_spec=RLModuleSpec(module_class=CardRLModule, model_config=model_config(cfg)))
         .training(**ppo_training_kwargs(cfg))
         .debugging(seed=cfg.train.seed, log_level="ERROR")
     )
+
+
+def register_envs() -> None:
+    """Register the env creators of both set-ups with Ray (:data:`ENV_NAME`, :data:`LEAGUE_ENV_NAME`)."""
+    from ray.tune.registry import register_env
+
+    from training.rllib.league import league_env
+
+    register_env(ENV_NAME, training_env)
+    register_env(LEAGUE_ENV_NAME, league_env)
 
 
 def last_rllib_checkpoint(run_dir: Path) -> Path:
@@ -332,30 +375,29 @@ def train_rllib(
         "checkpoint", "final_model", "best_model"}`` (the last two only when not interrupted).
     """
     import ray
-    from ray.tune.registry import register_env
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
-    pool_dir = run_dir / "pool"
-    pool: list[str] = []
-    if cfg.self_play.enabled:
-        pool_dir.mkdir(exist_ok=True)
-        found = sorted(pool_dir.glob("snapshot_*"), key=lambda p: int(p.name.split("_")[1]))
-        pool = [str(p) for p in found][-cfg.self_play.pool_size :]
-    done = {"steps": 0, "iterations": 0, "seconds": 0.0}
+    from training.rllib.league import push_slots
+
+    done = {"steps": 0, "iterations": 0, "seconds": 0.0, "snapshots": 0}
     if resume_from is not None:
         done.update(json.loads((resume_from / "progress.json").read_text()))
+    if cfg.self_play.enabled:
+        (run_dir / "pool").mkdir(exist_ok=True)
     started_ray = start_ray(cfg)
-    register_env(ENV_NAME, training_env)
+    register_envs()
     writer = SummaryWriter(str(run_dir / "tb"))
     algo = None
     try:
-        algo = algorithm_config(cfg, pool).build_algo()
+        algo = algorithm_config(cfg, min(int(done["snapshots"]), cfg.self_play.pool_size)).build_algo()
         if resume_from is not None:
             algo.restore_from_path(str(resume_from.resolve()))
+            if cfg.self_play.enabled:
+                push_slots(algo, min(int(done["snapshots"]), cfg.self_play.pool_size))
         nodes = runner_nodes(algo)
         print(f"Ray: {len(nodes)} env runner(s) on {len(set(nodes))} node(s)", file=sys.stderr)
-        summary = _loop(cfg, run_dir, algo, done, pool, writer, progress, tqdm, nodes)
+        summary = _loop(cfg, run_dir, algo, done, writer, progress, tqdm, nodes)
         summary["runner_nodes"] = nodes
         return summary
     finally:
@@ -371,7 +413,6 @@ def _loop(
     run_dir: Path,
     algo: Any,
     done: dict[str, Any],
-    pool: list[str],
     writer: Any,
     progress: bool,
     tqdm: Any,
@@ -379,13 +420,17 @@ def _loop(
 ) -> dict[str, Any]:
     from ray.rllib.utils.metrics import (
         ENV_RUNNER_RESULTS,
+        EPISODE_MODULE_RETURN_MEAN,
         EPISODE_RETURN_MEAN,
         LEARNER_RESULTS,
         NUM_ENV_STEPS_SAMPLED,
     )
 
+    from training.rllib.league import LEARNER_MODULE, snapshot_into_slot
+
     evaluator = _Evaluator(cfg, run_dir)
     steps, iterations = int(done["steps"]), int(done["iterations"])
+    snapshots = int(done["snapshots"])
     every = {"eval": cfg.eval.every, "checkpoint": cfg.checkpoint.every, "snapshot": cfg.self_play.snapshot_every}
     due = {k: (steps // v + 1) * v for k, v in every.items()}
     max_seconds = None if cfg.train.max_minutes is None else 60.0 * cfg.train.max_minutes
@@ -410,7 +455,10 @@ def _loop(
                 iterations += 1
                 bar.update(sampled)
                 rate = (steps - start_steps) / max(time.perf_counter() - start, 1e-9)
-                ret = _metric(result, ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN)
+                if cfg.self_play.enabled:  # the learner's return (the episode's sums every seat's)
+                    ret = _metric(result, ENV_RUNNER_RESULTS, EPISODE_MODULE_RETURN_MEAN, LEARNER_MODULE)
+                else:
+                    ret = _metric(result, ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN)
                 writer.add_scalar("rollout/ep_rew_mean", ret if ret is not None else float("nan"), steps)
                 writer.add_scalar("time/env_steps_per_second", rate, steps)
                 for name in ("policy_loss", "vf_loss", "entropy", "mean_kl_loss"):
@@ -422,10 +470,10 @@ def _loop(
                     post["return"] = f"{ret:.2f}"
                 if cfg.self_play.enabled and steps >= due["snapshot"]:
                     due["snapshot"] = (steps // every["snapshot"] + 1) * every["snapshot"]
-                    pool.append(str(_save_module(algo, run_dir / "pool" / f"snapshot_{steps}")))
-                    del pool[: -cfg.self_play.pool_size]
-                    sampler = _sampler(cfg, list(pool))
-                    algo.env_runner_group.foreach_env_runner(partial(_set_opponents, sampler=sampler))
+                    _save_module(algo, run_dir / "pool" / f"snapshot_{steps}")
+                    slots = cfg.self_play.pool_size
+                    snapshot_into_slot(algo, snapshots % slots, min(snapshots + 1, slots))
+                    snapshots += 1
                 if steps >= due["eval"]:
                     due["eval"] = (steps // every["eval"] + 1) * every["eval"]
                     rows = evaluator(algo, steps)
@@ -437,12 +485,12 @@ def _loop(
                 bar.set_postfix(post, refresh=False)
                 if steps >= due["checkpoint"]:
                     due["checkpoint"] = (steps // every["checkpoint"] + 1) * every["checkpoint"]
-                    _save_checkpoint(algo, run_dir, _progress(steps, iterations, done, start))
+                    _save_checkpoint(algo, run_dir, _progress(steps, iterations, snapshots, done, start))
         except KeyboardInterrupt:
             interrupted = True
     bar.close()
     seconds = time.perf_counter() - start
-    ckpt = _save_checkpoint(algo, run_dir, _progress(steps, iterations, done, start))
+    ckpt = _save_checkpoint(algo, run_dir, _progress(steps, iterations, snapshots, done, start))
     summary: dict[str, Any] = {
         "run_dir": str(run_dir),
         "steps": steps,
@@ -480,11 +528,10 @@ def runner_nodes(algo: Any) -> list[str]:
     return list(algo.env_runner_group.foreach_env_runner(_node_id, local_env_runner=False))
 
 
-def _set_opponents(runner: Any, sampler: Any) -> None:
-    """Give every env of an env runner the new opponent sampler (the local runner may have no env)."""
-    if getattr(runner, "env", None) is not None:
-        runner.env.unwrapped.call("set_opponents", sampler)  # the gymnasium vector env under RLlib's wrapper
-
-
-def _progress(steps: int, iterations: int, done: Mapping[str, Any], start: float) -> dict[str, Any]:
-    return {"steps": steps, "iterations": iterations, "seconds": float(done["seconds"]) + time.perf_counter() - start}
+def _progress(steps: int, iterations: int, snapshots: int, done: Mapping[str, Any], start: float) -> dict[str, Any]:
+    return {
+        "steps": steps,
+        "iterations": iterations,
+        "snapshots": snapshots,
+        "seconds": float(done["seconds"]) + time.perf_counter() - start,
+    }
