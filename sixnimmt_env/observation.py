@@ -38,6 +38,7 @@ value.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -465,3 +466,34 @@ def encode_all(state: State) -> tuple[np.ndarray, np.ndarray]:
     enc = BatchEncoder(state.config.num_players)
     enc.reset(state)
     return enc.observations(), enc.masks()
+
+
+def observation_from_view(view: Mapping[str, Any]) -> np.ndarray:
+    """The seat's observation vector (``float32 (402,)``) rebuilt from its readable view.
+
+    The view holds everything the observation shows (own hand, rows, penalty piles, revealed
+    cards, scores, phase, chooser, display, turn, round; R4), so a
+    :class:`~sixnimmt_env.engine.State` with only this seat's hand is enough for the reference
+    encoder :func:`sixnimmt_env.observation.encode`: the result equals the environments'
+    observation of that seat (tested in ``tests/test_training.py``). Used by the ``ppo:`` agents and ``champion``.
+    """
+    config = view["config"]
+    seat = view["seat"]
+    hands: list[tuple[int, ...]] = [()] * config.num_players
+    hands[seat] = tuple(view["hand"])
+    state = State(
+        config=config,
+        phase=view["phase"],
+        hands=tuple(hands),
+        rows=tuple(tuple(r) for r in view["rows"]),
+        piles=tuple(tuple(p) for p in view["piles"]),
+        round_penalties=tuple(view["round_penalties"]),
+        totals=tuple(view["totals"]),
+        stock=(),
+        display=tuple(view["display"]),
+        revealed=tuple(view["revealed"]),
+        chooser=view["chooser"],
+        turn=view["turn"],
+        round=view["round"],
+    )
+    return encode(state, seat)

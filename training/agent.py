@@ -32,8 +32,8 @@ import numpy as np
 import torch
 
 from sixnimmt_env.agents import register_agent
-from sixnimmt_env.engine import NOOP, NUM_ACTIONS, State
-from sixnimmt_env.observation import OBS_SIZE, encode
+from sixnimmt_env.engine import NOOP, NUM_ACTIONS
+from sixnimmt_env.observation import OBS_SIZE, observation_from_view
 
 __all__ = [
     "ObsNorm",
@@ -85,37 +85,6 @@ def _load_obs_norm(checkpoint: Path) -> ObsNorm | None:
         return None
     with np.load(path) as f:
         return ObsNorm(f["mean"], f["var"], float(f["clip"]), float(f["epsilon"]))
-
-
-def observation_from_view(view: Mapping[str, Any]) -> np.ndarray:
-    """The seat's observation vector (``float32 (402,)``) rebuilt from its readable view.
-
-    The view holds everything the observation shows (own hand, rows, penalty
-    piles, revealed cards, scores, phase, chooser, display, turn, round; R4), so
-    a :class:`~sixnimmt_env.engine.State` with only this seat's hand is enough
-    for the reference encoder :func:`sixnimmt_env.observation.encode`: the result
-    equals the environments' observation of that seat.
-    """
-    config = view["config"]
-    seat = view["seat"]
-    hands: list[tuple[int, ...]] = [()] * config.num_players
-    hands[seat] = tuple(view["hand"])
-    state = State(
-        config=config,
-        phase=view["phase"],
-        hands=tuple(hands),
-        rows=tuple(tuple(r) for r in view["rows"]),
-        piles=tuple(tuple(p) for p in view["piles"]),
-        round_penalties=tuple(view["round_penalties"]),
-        totals=tuple(view["totals"]),
-        stock=(),
-        display=tuple(view["display"]),
-        revealed=tuple(view["revealed"]),
-        chooser=view["chooser"],
-        turn=view["turn"],
-        round=view["round"],
-    )
-    return encode(state, seat)
 
 
 _ACTIVATIONS: dict[type, Callable[[np.ndarray], np.ndarray]] = {
