@@ -18,6 +18,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 from tqdm import tqdm
 
 from training.agent import save_obs_norm
+from training.evaluate import EVAL_FIELDS
 
 
 def _vec_normalize(model: Any) -> VecNormalize | None:
@@ -116,19 +117,7 @@ class ArenaEval(_Every):
             ``mean_penalty``; the first row is the first line-up).
     """
 
-    FIELDS = (
-        "step",
-        "lineup",
-        "games",
-        "mean_penalty",
-        "ci95",
-        "opponents_mean_penalty",
-        "opponents_ci95",
-        "win_share",
-        "mean_rank",
-        "illegal_actions",
-        "seconds",
-    )
+    FIELDS = EVAL_FIELDS
 
     def __init__(self, every: int, run_dir: Path, evaluate: Callable[[Path], list[dict[str, Any]]]) -> None:
         super().__init__(every)

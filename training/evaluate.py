@@ -182,10 +182,47 @@ def plot_learning_curve(eval_csv: Path, out: Path) -> Path | None:
     return out
 
 
+EVAL_FIELDS = (
+    "step",
+    "lineup",
+    "games",
+    "mean_penalty",
+    "ci95",
+    "opponents_mean_penalty",
+    "opponents_ci95",
+    "win_share",
+    "mean_rank",
+    "illegal_actions",
+    "seconds",
+)
+"""Columns of a run's ``eval.csv`` (both backends): one row per evaluation line-up and evaluation step."""
+
+
+def final_evaluations(cfg: TrainConfig, run_dir: Path, spec: str) -> list[str]:
+    """Play the agent ``spec`` (``ppo:PATH`` or ``rllib:PATH``) against every ``eval.opponents`` line-up
+    (``eval.final_games`` games each), write ``final_eval.csv`` and ``learning_curve.png`` into ``run_dir``, and
+    return the report's Markdown lines for them (one table per line-up, then the curve if there is one)."""
+    game = cfg.env.game_kwargs()
+    lines: list[str] = []
+    rows = []
+    for lineup in cfg.eval.opponents:
+        specs = [spec, *(s.strip() for s in lineup.split(","))]
+        results = evaluate_agents(specs, cfg.eval.final_games, game, seed=cfg.train.seed + 1)
+        rows.append(lineup_row(results, lineup))
+        illegal = f"Illegal actions: {results['illegal_actions']}"
+        lines += [f"## Against {lineup}", "", markdown_table(results), illegal, ""]
+    with (run_dir / "final_eval.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    if plot_learning_curve(run_dir / "eval.csv", run_dir / "learning_curve.png") is not None:
+        lines += ["![learning curve](learning_curve.png)", ""]
+    return lines
+
+
 def write_report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[str, Any]) -> Path:
     """The final report of a run: arena tables of ``model`` against every evaluation line-up
     (``eval.final_games`` games each), ``final_eval.csv``, ``learning_curve.png`` and ``report.md``."""
-    game = cfg.env.game_kwargs()
     lines = [
         f"# Training report: {cfg.name}",
         "",
@@ -201,20 +238,7 @@ def write_report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[
         f"- model: `{model.name}`; best during training: `best_model.zip`",
         "",
     ]
-    rows = []
-    for lineup in cfg.eval.opponents:
-        specs = [f"ppo:{model}", *(s.strip() for s in lineup.split(","))]
-        results = evaluate_agents(specs, cfg.eval.final_games, game, seed=cfg.train.seed + 1)
-        rows.append(lineup_row(results, lineup))
-        illegal = f"Illegal actions: {results['illegal_actions']}"
-        lines += [f"## Against {lineup}", "", markdown_table(results), illegal, ""]
-    with (run_dir / "final_eval.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    curve = plot_learning_curve(run_dir / "eval.csv", run_dir / "learning_curve.png")
-    if curve is not None:
-        lines += ["![learning curve](learning_curve.png)", ""]
+    lines += final_evaluations(cfg, run_dir, f"ppo:{model}")
     path = run_dir / "report.md"
     path.write_text("\n".join(lines))
     print("\n".join(lines), file=sys.stderr)

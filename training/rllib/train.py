@@ -61,20 +61,6 @@ ENV_NAME = "sixnimmt-single-seat"
 """The name :func:`train_rllib` registers :func:`training_env` under (``ray.tune.registry.register_env``)."""
 LEAGUE_ENV_NAME = "sixnimmt-league"
 """The name of the self-play env creator (:func:`training.rllib.league.league_env`)."""
-EVAL_FIELDS = (
-    "step",
-    "lineup",
-    "games",
-    "mean_penalty",
-    "ci95",
-    "opponents_mean_penalty",
-    "opponents_ci95",
-    "win_share",
-    "mean_rank",
-    "illegal_actions",
-    "seconds",
-)
-"""Columns of ``eval.csv`` (the SB3 backend's)."""
 
 
 def training_env(config: Mapping[str, Any]) -> Any:
@@ -295,7 +281,7 @@ class _Evaluator:
 
     def __call__(self, algo: Any, steps: int) -> list[dict[str, Any]]:
         import training.rllib.agent  # noqa: F401
-        from training.evaluate import evaluate_lineups
+        from training.evaluate import EVAL_FIELDS, evaluate_lineups
 
         start = time.perf_counter()
         folder = _save_module(algo, self.run_dir / "last_eval")
@@ -322,10 +308,8 @@ class _Evaluator:
 
 def _report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[str, Any]) -> Path:
     """``report.md``, ``final_eval.csv`` and ``learning_curve.png`` of an RLlib run (the SB3 report's layout)."""
-    from sixnimmt_env.arena import markdown_table
-    from training.evaluate import evaluate_agents, lineup_row, plot_learning_curve
+    from training.evaluate import final_evaluations
 
-    game = cfg.env.game_kwargs()
     r = cfg.ray
     lines = [
         f"# Training report: {cfg.name} (Ray RLlib PPO)",
@@ -340,19 +324,7 @@ def _report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[str, 
         f"- model: `{model.name}` (play it as `rllib:{model}`); best during training: `best_model`",
         "",
     ]
-    rows = []
-    for lineup in cfg.eval.opponents:
-        specs = [f"rllib:{model}", *(s.strip() for s in lineup.split(","))]
-        results = evaluate_agents(specs, cfg.eval.final_games, game, seed=cfg.train.seed + 1)
-        rows.append(lineup_row(results, lineup))
-        illegal = f"Illegal actions: {results['illegal_actions']}"
-        lines += [f"## Against {lineup}", "", markdown_table(results), illegal, ""]
-    with (run_dir / "final_eval.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    if plot_learning_curve(run_dir / "eval.csv", run_dir / "learning_curve.png") is not None:
-        lines += ["![learning curve](learning_curve.png)", ""]
+    lines += final_evaluations(cfg, run_dir, f"rllib:{model}")
     path = run_dir / "report.md"
     path.write_text("\n".join(lines))
     print("\n".join(lines), file=sys.stderr)
