@@ -121,7 +121,9 @@ def test_whole_game_to_66_through_the_api_against_greedy():
     while table["phase"] != "done":
         d = table["decision"]
         value = d["options"][0]  # the lowest card, row 1, the lowest display card
-        r = client.post(f"/api/games/{gid}/act", headers=tab, json={"version": table["version"], **d, "value": value})
+        r = client.post(
+            f"/api/games/{gid}/act", headers=tab, json={"version": table["version"], "kind": d["kind"], "value": value}
+        )
         assert r.status_code == 200, r.text
         table = r.json()["table"]
         requests += 1
@@ -158,6 +160,12 @@ def test_illegal_requests_are_rejected_and_change_nothing():
         ({"version": v - 1, "kind": "card", "value": hand[0]}, 409, "stale", "stale request"),
         ({"version": "0", "kind": "card", "value": hand[0]}, 400, "bad_request", "version must be an integer"),
         ({"kind": "card", "value": hand[0]}, 400, "bad_request", "version must be an integer"),
+        (
+            {"version": v, "kind": "card", "value": hand[0], "card": hand[0]},
+            400,
+            "bad_request",
+            "unknown key(s) 'card' in the request body; allowed: version, kind, value",
+        ),
     ]
     for body, status, code, message in bad:
         r = client.post(f"/api/games/{gid}/act", headers=tab, json=body)
@@ -521,6 +529,10 @@ def test_replay_through_the_api_reproduces_the_recorded_penalties(records_file):
         assert [r["penalties"] for r in table["rounds"]] == [list(r.penalties) for r in record.rounds]
     r = client.post("/api/games", json={"record": 3})
     assert r.status_code == 400 and "record must be an index 0..2, got 3" in r.json()["error"]
+    r = client.post("/api/games", json={})
+    assert (
+        r.status_code == 400 and r.json()["error"] == 'this server replays records: send {"record": i} with i in 0..2'
+    )
     # a record whose bullheads the engine does not reproduce is refused, naming the step
     first = records[0].rounds[0]
     bad_step = dataclasses.replace(first.steps[0], penalties=(9, 0, 0, 0))

@@ -86,6 +86,8 @@ class GameStore:
         if s.mode == "replay":
             from sixnimmt_env.play.replay import ReplayTable
 
+            if record is None:
+                raise TableError(f'this server replays records: send {{"record": i}} with i in 0..{len(s.records) - 1}')
             if isinstance(record, bool) or not isinstance(record, int) or not 0 <= record < len(s.records):
                 raise TableError(f"record must be an index 0..{len(s.records) - 1}, got {record!r}")
             try:
@@ -146,13 +148,19 @@ def _error(e: TableError) -> JSONResponse:
     return JSONResponse({"error": str(e), "code": e.code}, status_code=e.status)
 
 
-async def _json(request: Request) -> dict[str, Any]:
+async def _json(request: Request, allowed: tuple[str, ...]) -> dict[str, Any]:
+    """The request's JSON object; ``TableError`` (400) if it is not an object or has a key outside ``allowed``."""
     try:
         body = await request.json()
     except ValueError:
         raise TableError("the request body must be a JSON object") from None
     if not isinstance(body, dict):
         raise TableError(f"the request body must be a JSON object, got {type(body).__name__}")
+    unknown = sorted(set(body) - set(allowed))
+    if unknown:
+        raise TableError(
+            f"unknown key(s) {', '.join(map(repr, unknown))} in the request body; allowed: {', '.join(allowed)}"
+        )
     return body
 
 
@@ -206,7 +214,7 @@ def create_app(settings: PlaySettings, allowed_hosts: Sequence[str] = LOCAL_HOST
 
     async def new_game(request: Request) -> Response:
         try:
-            body = await _json(request) if await request.body() else {}
+            body = await _json(request, ("record",)) if await request.body() else {}
             gid, tab, table = await _threaded(store.new, body.get("record"))
         except TableError as e:
             return _error(e)
@@ -222,7 +230,7 @@ def create_app(settings: PlaySettings, allowed_hosts: Sequence[str] = LOCAL_HOST
     async def act(request: Request) -> Response:
         try:
             table = store.get(request.path_params["gid"], request.headers.get("x-tab"))
-            body = await _json(request)
+            body = await _json(request, ("version", "kind", "value"))
             await _threaded(table.act, body.get("version"), body.get("kind"), body.get("value"))
         except TableError as e:
             return _error(e)
@@ -231,7 +239,7 @@ def create_app(settings: PlaySettings, allowed_hosts: Sequence[str] = LOCAL_HOST
     async def advance(request: Request) -> Response:
         try:
             table = store.get(request.path_params["gid"], request.headers.get("x-tab"))
-            body = await _json(request)
+            body = await _json(request, ("version",))
             await _threaded(table.advance, body.get("version"))
         except TableError as e:
             return _error(e)
