@@ -27,7 +27,9 @@ train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              env; ``k`` = :class:`training.vec.WorkerVecEnv`, the envs split
              over ``k`` processes), ``normalize_obs``,
              ``seed``, ``device``, ``output_dir`` (default ``runs``),
-             ``torch_threads``
+             ``torch_threads``, ``init_from`` (an SB3 checkpoint whose policy
+             weights start a new run, e.g. a distilled policy of
+             :mod:`training.distill`; ignored by ``--resume``)
 eval         ``every`` (steps), ``opponents`` (list of comma-separated line-ups,
              the first one picks ``best_model.zip``), ``games``, ``final_games``
 checkpoint   ``every`` (steps)
@@ -124,6 +126,7 @@ class TrainSection:
     output_dir: str = "runs"
     torch_threads: int = 1
     backend: Literal["sb3", "rllib"] = "sb3"
+    init_from: str | None = None
 
 
 @dataclass
@@ -496,6 +499,8 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
             raise ConfigError(f"{source}: key '{key}' must be >= 1, got {value}")
     if cfg.train.max_minutes is not None and cfg.train.max_minutes <= 0:
         raise ConfigError(f"{source}: key 'train.max_minutes' must be > 0 or null, got {cfg.train.max_minutes}")
+    if cfg.train.init_from is not None and not Path(cfg.train.init_from).is_file():
+        raise ConfigError(f"{source}: key 'train.init_from' {cfg.train.init_from!r}: no such checkpoint file")
     if not 0.0 <= cfg.self_play.prob <= 1.0:
         raise ConfigError(f"{source}: key 'self_play.prob' must be in [0, 1], got {cfg.self_play.prob}")
     from training.vec import VEC_ENV_BUILDERS

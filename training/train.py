@@ -138,7 +138,7 @@ def _check_output_dir(output_dir: str) -> None:
         raise ConfigError(f"train.output_dir {output_dir!r}: {str(probe)!r} is not writable")
 
 
-def _new_run_dir(cfg: TrainConfig) -> Path:
+def new_run_dir(cfg: TrainConfig) -> Path:
     _check_output_dir(cfg.train.output_dir)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     base = Path(cfg.train.output_dir) / cfg.name
@@ -270,6 +270,8 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
             verbose=0,
             **algo_kwargs(cfg),
         )
+        if cfg.train.init_from is not None:
+            init_policy(model, cfg.train.init_from)
     game = cfg.env.game_kwargs()
     # the rules travel with every checkpoint (the zip's data JSON): training.evaluate reads them
     model.sixnimmt_game = {**game, "num_players": cfg.env.num_players}
@@ -345,6 +347,28 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     summary["best_model"] = str(best)
     write_report(cfg, run_dir, final, summary)
     return summary
+
+
+def init_policy(model: Any, checkpoint: str | Path) -> None:
+    """Copy the policy weights of the SB3 checkpoint ``checkpoint`` into ``model``'s policy (``train.init_from``).
+
+    Raises:
+        ConfigError: the checkpoint does not load, or its policy does not have the same parameters and shapes.
+    """
+    from sb3_contrib import MaskablePPO
+
+    try:
+        source = MaskablePPO.load(checkpoint, device=model.device)
+    except Exception as exc:  # a damaged or foreign file: say which and why
+        raise ConfigError(f"train.init_from {str(checkpoint)!r} does not load: {exc}") from exc
+    theirs, ours = source.policy.state_dict(), model.policy.state_dict()
+    mismatch = [k for k in ours if k not in theirs or theirs[k].shape != ours[k].shape]
+    if mismatch or set(theirs) - set(ours):
+        raise ConfigError(
+            f"train.init_from {str(checkpoint)!r}: its policy differs from the config's "
+            f"(parameters {sorted(mismatch or set(theirs) - set(ours))[:4]}); use the same algo.policy and net_arch"
+        )
+    model.policy.load_state_dict(theirs)
 
 
 def _set_aside_monitor_logs(monitor_dir: Path, resume_from: Path) -> None:
@@ -458,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
                 if not args.config:
                     raise ConfigError("give a config file, e.g. configs/ppo_4p.yaml")
                 cfg = load_config(args.config, args.overrides)
-                run_dir = _new_run_dir(cfg)
+                run_dir = new_run_dir(cfg)
                 stack.enter_context(run_lock(run_dir, command))
                 resume_from = None
                 dump_config(cfg, run_dir / "config.yaml")

@@ -38,7 +38,7 @@ from sixnimmt_env.batched.kernel import (
     random_below,
     sort_small,
 )
-from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_CARDS, NUM_ROWS, ROW_ACTION
+from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_ACTIONS, NUM_CARDS, NUM_ROWS, ROW_ACTION
 
 # --------------------------------------------------------------------------- rollouts on the kernel's light rows
 
@@ -234,7 +234,16 @@ def row_scores(
 
 
 @njit(cache=True)
-def _mc_actions(S: GameArrays, cfg: np.ndarray, mc: np.ndarray, samples: int, out: np.ndarray, rng: np.ndarray) -> None:
+def _mc_actions(
+    S: GameArrays,
+    cfg: np.ndarray,
+    mc: np.ndarray,
+    samples: int,
+    out: np.ndarray,
+    rng: np.ndarray,
+    scores_out: np.ndarray,
+    own_out: np.ndarray,
+) -> None:
     phase, hand, hand_len, rows, row_len, row_end, row_bull, pile, display, revealed, chooser = (
         S.phase, S.hand, S.hand_len, S.rows, S.row_len, S.row_end, S.row_bull, S.pile, S.display, S.revealed, S.chooser
     )  # fmt: skip
@@ -251,6 +260,7 @@ def _mc_actions(S: GameArrays, cfg: np.ndarray, mc: np.ndarray, samples: int, ou
     own_scratch = np.empty(HAND_SIZE, np.int64)
     row_totals = np.empty(NUM_ROWS, np.int64)
     others = np.empty(n - 1, np.int64)
+    keep = scores_out.shape[0] > 0  # also write every candidate's mean score and own bullheads
     for b in range(out.shape[0]):
         p = phase[b]
         for s in range(n):
@@ -307,6 +317,10 @@ def _mc_actions(S: GameArrays, cfg: np.ndarray, mc: np.ndarray, samples: int, ou
                     if scores[i] < scores[best]:
                         best = i
                 out[b, s] = hand[b, s, best] - 1
+                if keep:
+                    for i in range(k):
+                        scores_out[b, s, hand[b, s, i] - 1] = scores[i] / (nw * (n - 1))
+                        own_out[b, s, hand[b, s, i] - 1] = own_scratch[i] / nw
             else:
                 m = 0
                 for q in range(n):
@@ -325,6 +339,10 @@ def _mc_actions(S: GameArrays, cfg: np.ndarray, mc: np.ndarray, samples: int, ou
                     own_scratch[:NUM_ROWS],
                 )
                 out[b, s] = ROW_ACTION + cheapest_row(row_totals)
+                if keep:
+                    for r in range(NUM_ROWS):
+                        scores_out[b, s, ROW_ACTION + r] = row_totals[r] / (nw * (n - 1))
+                        own_out[b, s, ROW_ACTION + r] = own_scratch[r] / nw
 
 
 class MonteCarloPlayers:
@@ -355,8 +373,25 @@ class MonteCarloPlayers:
         self.samples = int(samples)
         self.rng = np.random.SeedSequence(seed).generate_state(B, np.uint64)
 
-    def act(self, out: np.ndarray) -> np.ndarray:
-        """Write the action of every ``mc:N`` seat into ``out`` (``int64 (B, n)``) and return it; others untouched."""
+    def act(self, out: np.ndarray, scores: np.ndarray | None = None, own: np.ndarray | None = None) -> np.ndarray:
+        """Write the action of every ``mc:N`` seat into ``out`` (``int64 (B, n)``) and return it; others untouched.
+
+        ``scores`` and ``own`` (``float64 (B, n, 109)``, both or neither): where given, the searched candidates of
+        each ``mc:N`` seat's decision get their mean score over the worlds, in bullheads of the own penalty minus
+        the opponents' mean from this turn to the end of the round (lower is better; the action played is the
+        lowest), and their mean own bullheads; other entries are left as they are (no score for the draft, a
+        forced last card or a seat without a decision). These are the labels of search distillation
+        (``training/distill.py``).
+        """
         g = self.games
-        _mc_actions(g.arrays, g.cfg, self.seats, self.samples, out, self.rng)
+        if (scores is None) != (own is None):
+            raise ValueError("give both scores and own, or neither")
+        if scores is None:
+            scores = own = np.zeros((0, 0, 0), np.float64)
+        else:
+            shape = (g.batch_size, g.num_players, NUM_ACTIONS)
+            for name, a in (("scores", scores), ("own", own)):
+                if a.shape != shape or a.dtype != np.float64:
+                    raise ValueError(f"{name} must be a float64 array of shape {shape}, got {a.dtype} {a.shape}")
+        _mc_actions(g.arrays, g.cfg, self.seats, self.samples, out, self.rng, scores, own)
         return out

@@ -1,0 +1,387 @@
+"""Search distillation: label positions with ``mc:N`` and train the card policy to imitate it (issue 13).
+
+The batched ``mc:N`` player (:class:`sixnimmt_env.batched.mc.MonteCarloPlayers`) scores every candidate of a
+decision (each held card in card selection, R5; each row for a low card, R9) by the mean over N sampled worlds of
+the bullheads its seat takes to the end of the round minus the opponents' mean. Two steps turn those scores into a
+policy that searches nothing:
+
+1. :func:`label_positions` plays batches of games in which every seat is labelled by ``mc:N`` and plays a sample
+   of the teacher's distribution ``softmax(-score / temperature)`` (with a small share of uniformly random legal
+   actions), and keeps, for every real decision, the seat's observation, its legal-action mask, the candidates'
+   scores and the bullheads the seat went on to take to the end of the round.
+2. :func:`fit_policy` trains a :class:`training.features.CardPolicy` on them: the actor by cross-entropy to the
+   teacher's distribution over the legal actions, the critic by regression on minus the bullheads still to come
+   (the return of a round episode, as the PPO reward counts it).
+
+The result is an SB3 ``MaskablePPO`` checkpoint (``ppo:PATH``) that PPO fine-tunes through ``train.init_from`` of a
+training config. ``python -m training.champion`` runs both steps from a config's ``distill:`` section.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sixnimmt_env.batched.core import BatchedGames
+from sixnimmt_env.batched.mc import MonteCarloPlayers
+from sixnimmt_env.engine import NUM_ACTIONS, GameConfig
+from sixnimmt_env.observation import OBS_SIZE
+
+
+@dataclass
+class Labels:
+    """Labelled decisions, one row each (M rows).
+
+    Attributes:
+        obs: ``float32 (M, OBS_SIZE)``: the deciding seat's observation.
+        mask: ``bool (M, 109)``: its legal actions.
+        scores: ``float32 (M, 109)``: the teacher's mean score per legal action, in bullheads (own minus the
+            opponents' mean, to the end of the round; lower is better); ``nan`` for illegal actions.
+        returns: ``float32 (M,)``: minus the bullheads the seat took from this decision to the end of the round.
+    """
+
+    obs: np.ndarray
+    mask: np.ndarray
+    scores: np.ndarray
+    returns: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.returns)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the labels to ``path`` (``.npz``, compressed) and return it."""
+        path = Path(path)
+        np.savez_compressed(path, obs=self.obs, mask=self.mask, scores=self.scores, returns=self.returns)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Labels:
+        """Read labels written by :meth:`save`."""
+        with np.load(path) as f:
+            return cls(f["obs"], f["mask"], f["scores"], f["returns"])
+
+
+def teacher_probs(scores: np.ndarray, temperature: float) -> np.ndarray:
+    """``softmax(-scores / temperature)`` over the finite entries of each row: ``float64`` of the shape of ``scores``.
+
+    Raises:
+        ValueError: a temperature that is not > 0, or a row without a finite score.
+    """
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    finite = np.isfinite(scores)
+    if not finite.any(axis=-1).all():
+        raise ValueError("every row needs at least one finite score")
+    z = np.where(finite, -np.asarray(scores, np.float64) / temperature, -np.inf)
+    z -= z.max(axis=-1, keepdims=True)
+    p = np.exp(z)
+    return p / p.sum(axis=-1, keepdims=True)
+
+
+def label_positions(
+    config: GameConfig,
+    decisions: int,
+    samples: int,
+    batch_size: int = 256,
+    temperature: float = 1.0,
+    epsilon: float = 0.05,
+    seed: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> Labels:
+    """Play games with every seat labelled by ``mc:samples`` until at least ``decisions`` decisions are labelled.
+
+    Args:
+        config: the rules (one-round episodes: the returns end with the round).
+        decisions: how many labelled decisions to collect (>= 1); the games in play when the count is reached are
+            played to their end (and labelled), so up to ``40 * batch_size`` more may come.
+        samples: N of the teacher ``mc:N`` (worlds per decision).
+        batch_size: games played in lockstep.
+        temperature: each seat plays a sample of ``softmax(-score / temperature)`` (bullheads).
+        epsilon: the share of decisions played uniformly at random among the legal actions instead.
+        seed: seeds the deals, the teacher's worlds and the behaviour's draws.
+        progress: called with the number of decisions labelled so far after each step.
+
+    Returns:
+        The :class:`Labels` of the decisions in play order.
+
+    Raises:
+        ValueError: ``decisions`` < 1, or a config whose episodes are whole games.
+    """
+    if decisions < 1:
+        raise ValueError(f"decisions must be >= 1, got {decisions}")
+    if config.episode != "round":
+        raise ValueError(f"distillation labels one-round episodes; got episode={config.episode!r}")
+    n, B = config.num_players, batch_size
+    streams = np.random.SeedSequence(seed).spawn(3)
+    games = BatchedGames(config, B, seed=int(streams[0].generate_state(1)[0]))
+    teacher = MonteCarloPlayers(games, np.ones(n, np.bool_), samples, seed=int(streams[1].generate_state(1)[0]))
+    rng = np.random.default_rng(streams[2])
+    obs = np.empty((B, n, OBS_SIZE), np.float32)
+    mask = np.empty((B, n, NUM_ACTIONS), np.int8)
+    scores = np.empty((B, n, NUM_ACTIONS), np.float64)
+    own = np.empty((B, n, NUM_ACTIONS), np.float64)
+    actions = np.empty((B, n), np.int64)
+    kept_obs, kept_mask, kept_scores, kept_episode, kept_seat, kept_before = [], [], [], [], [], []
+    episode = np.arange(B)  # the episode id of each slot
+    next_episode = B
+    finals: dict[int, np.ndarray] = {}
+    count = 0
+    while count < decisions or not games.done.all():  # past the count, the games in play are finished
+        games.observe(obs)
+        games.legal_mask(mask)
+        scores.fill(np.nan)
+        teacher.act(actions, scores, own)
+        labelled = np.isfinite(scores).any(axis=2)
+        b_idx, s_idx = np.nonzero(labelled)
+        if len(b_idx):
+            sc = scores[b_idx, s_idx]
+            p = teacher_probs(sc, temperature)
+            cdf = p.cumsum(axis=1)
+            drawn = np.minimum((cdf < rng.random((len(p), 1)) * cdf[:, -1:]).sum(axis=1), NUM_ACTIONS - 1)
+            legal = mask[b_idx, s_idx].astype(bool)
+            drawn = np.where(legal[np.arange(len(drawn)), drawn], drawn, np.nanargmin(sc, axis=1))
+            uniform = rng.random(len(p)) < epsilon
+            for i in np.flatnonzero(uniform):
+                drawn[i] = rng.choice(np.flatnonzero(legal[i]))
+            actions[b_idx, s_idx] = drawn
+            kept_obs.append(obs[b_idx, s_idx].copy())
+            kept_mask.append(legal)
+            kept_scores.append(sc.astype(np.float32))
+            kept_episode.append(episode[b_idx])
+            kept_seat.append(s_idx)
+            kept_before.append(games.round_pen[b_idx, s_idx].astype(np.int64))
+            count += len(b_idx)
+        games.step(actions, check=False)
+        done = np.flatnonzero(games.done)
+        for b in done:
+            finals[int(episode[b])] = games.round_pen[b].astype(np.int64).copy()
+        if len(done) and count < decisions:
+            episode[done] = np.arange(next_episode, next_episode + len(done))
+            next_episode += len(done)
+            games.reset_done()
+        if progress is not None:
+            progress(count)
+    ep = np.concatenate(kept_episode)
+    seat = np.concatenate(kept_seat)
+    before = np.concatenate(kept_before)
+    final = np.array([finals[e][s] for e, s in zip(ep.tolist(), seat.tolist(), strict=True)], np.int64)
+    return Labels(
+        np.concatenate(kept_obs),
+        np.concatenate(kept_mask),
+        np.concatenate(kept_scores),
+        -(final - before).astype(np.float32),
+    )
+
+
+def fit_policy(
+    policy: object,
+    labels: Labels,
+    epochs: int = 4,
+    batch_size: int = 4096,
+    learning_rate: float = 1e-3,
+    temperature: float = 1.0,
+    value_coef: float = 0.05,
+    holdout: float = 0.05,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+) -> dict[str, float]:
+    """Train ``policy`` (a :class:`training.features.CardPolicy`) on ``labels``: actor and critic, in place.
+
+    The actor's loss is the cross-entropy from the teacher's distribution (:func:`teacher_probs` at
+    ``temperature``) to the policy's masked distribution; the critic's is ``value_coef`` times the squared error
+    to ``labels.returns`` (bullheads). A ``holdout`` share of the labels is kept out to report how often the
+    policy's most likely action is the teacher's best (``agreement``) and the held-out cross-entropy.
+
+    Returns:
+        ``{"agreement", "cross_entropy", "value_rmse", "seconds"}`` on the held-out labels.
+    """
+    import torch
+
+    start = time.perf_counter()
+    gen = np.random.default_rng(seed)
+    order = gen.permutation(len(labels))
+    n_hold = max(1, int(len(labels) * holdout))
+    hold, train = order[:n_hold], order[n_hold:]
+    probs = teacher_probs(labels.scores, temperature).astype(np.float32)
+    best = np.nanargmin(labels.scores, axis=1)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)  # type: ignore[attr-defined]
+    steps = epochs * (len(train) // batch_size)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(steps, 1))
+
+    def losses(idx: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        obs = torch.as_tensor(labels.obs[idx])
+        dist = policy.get_distribution(obs, action_masks=labels.mask[idx])  # type: ignore[attr-defined]
+        log_p = dist.log_p
+        target = torch.as_tensor(probs[idx])
+        ce = -(target * log_p.clamp(min=-1e4)).sum(dim=1).mean()
+        values = policy.predict_values(obs).squeeze(1)  # type: ignore[attr-defined]
+        mse = ((values - torch.as_tensor(labels.returns[idx])) ** 2).mean()
+        return ce, mse, log_p
+
+    policy.train()  # type: ignore[attr-defined]
+    for epoch in range(epochs):
+        gen.shuffle(train)
+        for i in range(len(train) // batch_size):
+            idx = np.sort(train[i * batch_size : (i + 1) * batch_size])
+            ce, mse, _ = losses(idx)
+            loss = ce + value_coef * mse
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+        log(f"distill epoch {epoch + 1}/{epochs}: train cross-entropy {ce.item():.4f}, value mse {mse.item():.2f}")
+    policy.eval()  # type: ignore[attr-defined]
+    with torch.no_grad():
+        ce_sum, mse_sum, agree = 0.0, 0.0, 0
+        for i in range(0, n_hold, batch_size):
+            idx = hold[i : i + batch_size]
+            ce, mse, log_p = losses(idx)
+            ce_sum += ce.item() * len(idx)
+            mse_sum += mse.item() * len(idx)
+            agree += int((log_p.argmax(dim=1).numpy() == best[idx]).sum())
+    return {
+        "agreement": agree / n_hold,
+        "cross_entropy": ce_sum / n_hold,
+        "value_rmse": float(np.sqrt(mse_sum / n_hold)),
+        "seconds": time.perf_counter() - start,
+    }
+
+
+@dataclass
+class DistillSettings:
+    """The ``configs/champion_distill.yaml`` file: stage 1 of the champion (see the module docstring).
+
+    Attributes:
+        policy_config: the training config whose ``env`` and ``algo`` sections give the game and the network
+            (the PPO stage's config, so the distilled checkpoint is its ``train.init_from``).
+        samples, decisions, batch_size, temperature, epsilon, seed: :func:`label_positions`' arguments.
+        epochs, fit_batch_size, learning_rate, fit_temperature, value_coef: :func:`fit_policy`'s.
+        output_dir: run folders go to ``<output_dir>/champion_distill/<stamp>/``.
+    """
+
+    policy_config: str = "configs/champion.yaml"
+    samples: int = 64
+    decisions: int = 600_000
+    batch_size: int = 256
+    temperature: float = 1.0
+    epsilon: float = 0.05
+    seed: int = 0
+    epochs: int = 4
+    fit_batch_size: int = 4096
+    learning_rate: float = 1e-3
+    fit_temperature: float = 1.0
+    value_coef: float = 0.05
+    output_dir: str = "runs"
+
+    @classmethod
+    def load(cls, path: str | Path) -> DistillSettings:
+        """Read a YAML file of these keys (missing keys keep their defaults).
+
+        Raises:
+            ValueError: naming the file and the key: an unknown key, a value of the wrong type, or a count < 1.
+        """
+        import dataclasses
+
+        import yaml
+
+        raw = yaml.safe_load(Path(path).read_text()) or {}
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path}: a distillation config is a mapping of keys, got {type(raw).__name__}")
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        for key, value in raw.items():
+            if key not in known:
+                raise ValueError(f"{path}: unknown key {key!r}; known: {', '.join(known)}")
+            kind = {"int": int, "float": (int, float), "str": str}[str(known[key].type)]
+            if isinstance(value, bool) or not isinstance(value, kind):
+                raise ValueError(f"{path}: key {key!r} must be {known[key].type}, got {value!r}")
+        settings = cls(**raw)
+        for key in ("samples", "decisions", "batch_size", "epochs", "fit_batch_size"):
+            if getattr(settings, key) < 1:
+                raise ValueError(f"{path}: key {key!r} must be >= 1, got {getattr(settings, key)}")
+        return settings
+
+
+def run_distill(
+    settings_path: str | Path, labels_path: str | Path | None = None, log: Callable[[str], None] = print
+) -> Path:
+    """Stage 1 of the champion: label positions (or read ``labels_path``), fit a card policy, save it (a new run
+    folder ``<output_dir>/champion_distill/<stamp>/``).
+
+    Writes ``labels.npz`` (unless given), ``distilled.zip`` (an SB3 MaskablePPO checkpoint of the policy config's
+    network) and ``distill.json`` (the settings and the held-out figures) into a new run folder.
+
+    Returns:
+        The path of ``distilled.zip``.
+    """
+    import dataclasses
+    import json
+
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from training.config import algo_kwargs, load_config
+    from training.train import new_run_dir
+    from training.vec_env import SixNimmtVecEnv
+
+    settings = DistillSettings.load(settings_path)
+    cfg = load_config(settings.policy_config)
+    game = GameConfig(**cfg.env.game_kwargs())
+    run_dir = new_run_dir(
+        dataclasses.replace(
+            cfg, name="champion_distill", train=dataclasses.replace(cfg.train, output_dir=settings.output_dir)
+        )
+    )
+    torch.set_num_threads(cfg.train.torch_threads)
+    start = time.perf_counter()
+    if labels_path is None:
+        last = [0.0]
+
+        def progress(count: int) -> None:
+            if time.perf_counter() - last[0] > 60:
+                last[0] = time.perf_counter()
+                log(f"labelled {count:,} of {settings.decisions:,} decisions with mc:{settings.samples}")
+
+        labels = label_positions(
+            game,
+            settings.decisions,
+            settings.samples,
+            settings.batch_size,
+            settings.temperature,
+            settings.epsilon,
+            settings.seed,
+            progress,
+        )
+        labels.save(run_dir / "labels.npz")
+    else:
+        labels = Labels.load(labels_path)
+    label_seconds = time.perf_counter() - start
+    log(f"{len(labels):,} labelled decisions in {label_seconds:.0f} s")
+    env = SixNimmtVecEnv(1, opponents="greedy", seed=settings.seed, **cfg.env.game_kwargs())
+    model = MaskablePPO(env=env, seed=settings.seed, device=cfg.train.device, verbose=0, **algo_kwargs(cfg))
+    figures = fit_policy(
+        model.policy,
+        labels,
+        settings.epochs,
+        settings.fit_batch_size,
+        settings.learning_rate,
+        settings.fit_temperature,
+        settings.value_coef,
+        seed=settings.seed,
+        log=log,
+    )
+    model.sixnimmt_game = cfg.env.game_kwargs()
+    path = run_dir / "distilled.zip"
+    model.save(path)
+    info = {
+        "settings": dataclasses.asdict(settings),
+        "labels": len(labels),
+        "label_seconds": label_seconds,
+        **figures,
+    }
+    (run_dir / "distill.json").write_text(json.dumps(info, indent=2) + "\n")
+    log(f"distilled policy: {path} (held-out agreement with mc:{settings.samples} {figures['agreement']:.3f})")
+    return path
