@@ -261,3 +261,38 @@ def test_maskable_ppo_learns_on_the_batched_config(tmp_path: Path) -> None:
     assert len(lines) - 2 >= 64 * 2  # 32 steps per game: at least 2 rounds each, one CSV row per episode
     with pytest.raises(ValueError, match=r"'env\.num_players' must be one table size with train\.vec_env: batched"):
         load_config(ROOT / "configs" / "smoke.yaml", ["train.vec_env=batched", "env.num_players=[3, 4]"])
+
+
+def test_mc_opponents_search_in_one_batched_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sixnimmt_env.batched.mc import MonteCarloPlayers
+
+    class ReferenceMC(ref_agents.MonteCarloAgent):
+        """The same rule through act(view, rng), one decision at a time (a subclass is not batched)."""
+
+    def learner_mean(opponents: object, seed: int) -> tuple[float, list[np.ndarray]]:
+        env = SixNimmtVecEnv(64, opponents=opponents, seed=seed, num_players=4, episode="round")
+        env.reset()
+        taken, trace = [], []
+        while len(taken) < 192:
+            _, rewards, dones, infos = env.step((get_action_masks(env).cumsum(axis=1) == 1).argmax(axis=1))
+            trace.append(rewards.copy())
+            taken += [infos[b]["round_penalties"][infos[b]["learner_seat"]] for b in np.flatnonzero(dones)]
+        return float(np.mean(taken)), trace
+
+    reference, _ = learner_mean([ReferenceMC(16)] * 3, seed=3)
+    calls: list[int] = []
+    original = MonteCarloPlayers.act
+
+    def counting(self: MonteCarloPlayers, out: np.ndarray, *args: object) -> np.ndarray:
+        calls.append(int(self.seats.sum()))
+        return original(self, out, *args)
+
+    monkeypatch.setattr(MonteCarloPlayers, "act", counting)
+    monkeypatch.setattr(ref_agents.MonteCarloAgent, "act", lambda *a: pytest.fail("mc:N decided one at a time"))
+    batched, trace = learner_mean("mc:16", seed=3)
+    again, trace_again = learner_mean("mc:16", seed=3)
+    assert batched == again and all(np.array_equal(x, y) for x, y in zip(trace, trace_again, strict=True))
+    assert max(calls) == 3 * 64  # the first card selection: every opponent seat of every game in one call
+    random_opponents, _ = learner_mean("random", seed=3)
+    # the learner always plays its lowest card: ~22 bullheads a round against mc:16 either way, ~13 against random
+    assert abs(batched - reference) < 2.0 and random_opponents < reference - 5.0, (batched, reference, random_opponents)

@@ -10,7 +10,9 @@ seats are played inside the batch:
   ``ppo-sample:PATH``) and the shipped ``champion`` (:class:`sixnimmt_env.champion.ChampionAgent`) by ONE
   forward pass of their network per engine step, over the stacked observations and masks of every game where
   that opponent must act;
-- any other agent (e.g. ``mc:N``) through its ``act(view, rng)``, one decision at a time (correct, not fast).
+- ``mc:N`` by the batched search of :class:`sixnimmt_env.batched.mc.MonteCarloPlayers`, one compiled call per
+  engine step for every game where it must act (the reference agent's rule, on worlds of its own streams);
+- any other agent through its ``act(view, rng)``, one decision at a time (correct, not fast).
 
 It is the Gymnasium env batched, space for space and value for value:
 
@@ -55,6 +57,7 @@ from sixnimmt_env import agents as ref_agents
 from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.batched.agents import KINDS
 from sixnimmt_env.batched.learner import LearnerTables
+from sixnimmt_env.batched.mc import MonteCarloPlayers
 from sixnimmt_env.champion import ChampionAgent
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, GameConfig, view
 from sixnimmt_env.gym_env import ILLEGAL_PENALTY, check_learner_options
@@ -127,6 +130,7 @@ class SixNimmtVecEnv(VecEnv):
         self._externals: list[Agent] = []
         self._external_index: dict[int, int] = {}
         self._spec_agents: dict[str, Agent] = {}
+        self._mc_players: dict[int, MonteCarloPlayers] = {}
         self.set_opponents("greedy" if opponents is None else opponents)
         self._joint = np.full((B, n), NOOP, np.int64)
         self._reward = np.zeros(B, np.float32)
@@ -244,12 +248,28 @@ class SixNimmtVecEnv(VecEnv):
             agent = self._externals[k]
             if isinstance(agent, PolicyAgent | ChampionAgent):
                 chosen = agent.choose(self.tables.observe_pairs(g, s), self.tables.mask_pairs(g, s), self.np_random)
+            elif type(agent) is ref_agents.MonteCarloAgent:
+                chosen = self._mc_actions(agent.samples, g, s)
             else:
                 batch = self.tables.games
                 chosen = [
                     agent.act(view(batch.get_state(int(b)), int(q)), self.np_random) for b, q in zip(g, s, strict=True)
                 ]
             self._joint[g, s] = chosen
+
+    def _mc_actions(self, samples: int, games: np.ndarray, seats: np.ndarray) -> np.ndarray:
+        """``mc:samples`` decisions of the seats ``(games[i], seats[i])``, all in one compiled call
+        (:class:`sixnimmt_env.batched.mc.MonteCarloPlayers`, its worlds drawn from streams seeded by this env's
+        generator): the reference agent's rule on other sampled worlds."""
+        players = self._mc_players.get(samples)
+        if players is None:
+            seed = int(self.np_random.integers(2**63))
+            players = MonteCarloPlayers(self.tables.games, np.zeros(self.num_players, np.bool_), samples, seed=seed)
+            self._mc_players[samples] = players
+        players.seats = np.zeros((self.num_envs, self.num_players), np.bool_)
+        players.seats[games, seats] = True
+        out = np.full((self.num_envs, self.num_players), NOOP, np.int64)
+        return players.act(out)[games, seats]
 
     def _play(self, active: np.ndarray, reward: np.ndarray) -> None:
         """Play the active games up to the learner's next decision or the end of the episode."""
@@ -282,6 +302,7 @@ class SixNimmtVecEnv(VecEnv):
         if seed is not None:
             self.np_random = np.random.default_rng(seed)
             self.tables.reseed(seed)
+            self._mc_players.clear()  # their streams are drawn anew from the reseeded generator
         elif self._started:
             self.tables.restart(np.ones(self.num_envs, np.bool_))
         self._reset_seeds()
