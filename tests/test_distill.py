@@ -12,7 +12,7 @@ from sixnimmt_env.batched import BatchedGames
 from sixnimmt_env.batched.mc import MonteCarloPlayers
 from sixnimmt_env.engine import CHOOSE_ROW, NOOP, ROW_ACTION, SELECT, GameConfig
 from sixnimmt_env.observation import SLICES
-from training.distill import DistillSettings, Labels, fit_policy, label_positions, teacher_probs
+from training.distill import Labels, fit_policy, label_positions, teacher_probs
 
 CONFIG = GameConfig(num_players=4, episode="round", row_choice="player")
 
@@ -128,15 +128,40 @@ def test_fit_learns_the_teacher(tmp_path: Path) -> None:
         init_policy(other, path)
 
 
-def test_distill_settings_name_bad_keys(tmp_path: Path) -> None:
-    bad = tmp_path / "d.yaml"
-    bad.write_text("sample: 64\n")
-    with pytest.raises(ValueError, match="unknown key 'sample'"):
-        DistillSettings.load(bad)
-    bad.write_text("samples: 0\n")
-    with pytest.raises(ValueError, match="key 'samples' must be >= 1"):
-        DistillSettings.load(bad)
-    bad.write_text("temperature: fast\n")
-    with pytest.raises(ValueError, match="key 'temperature' must be float"):
-        DistillSettings.load(bad)
-    assert DistillSettings.load(Path(__file__).parent.parent / "configs" / "champion_distill.yaml").samples >= 16
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (["distill.enabled=true", "distill.sample=8"], "unknown key 'distill.sample'"),
+        (["distill.enabled=true", "distill.samples=0"], "key 'distill.samples' must be >= 1, got 0"),
+        (["distill.enabled=true", "distill.temperature=0"], "key 'distill.temperature' must be > 0"),
+        (["distill.enabled=true", "env.episode=game"], "'distill.enabled' needs env.episode: round"),
+        (["distill.enabled=true", "train.backend=rllib"], "'distill.enabled' applies to train.backend: sb3 only"),
+        (["train.init_from=no/such.zip"], "key 'train.init_from' 'no/such.zip': no such checkpoint file"),
+    ],
+)
+def test_distill_config_errors_name_the_key(override: list[str], message: str) -> None:
+    from training.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=message):
+        load_config(Path(__file__).parent.parent / "configs" / "smoke.yaml", override)
+
+
+def test_a_run_with_a_distill_stage_starts_ppo_from_the_fitted_policy(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).parent.parent
+    sets = [
+        f"train.output_dir={tmp_path}", "distill.enabled=true", "distill.samples=4", "distill.decisions=2000",
+        "distill.games=32", "distill.epochs=2", "distill.batch_size=256", "self_play.enabled=false",
+    ]  # fmt: skip
+    args = [sys.executable, "-m", "training.train", str(root / "configs" / "smoke.yaml"), "--no-progress"]
+    result = subprocess.run([*args, *(x for s in sets for x in ("--set", s))], capture_output=True, text=True, cwd=root)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run,) = (tmp_path / "smoke").iterdir()
+    info = json.loads((run / "distill" / "distill.json").read_text())
+    assert info["labels"] >= 2000 and info["settings"]["samples"] == 4 and 0 <= info["agreement"] <= 1
+    assert Labels.load(run / "distill" / "labels.npz").obs.shape == (info["labels"], 402)
+    assert (run / "distill" / "distilled.zip").is_file() and (run / "final_model.zip").is_file()
+    assert "distill: held-out agreement with mc:4" in result.stderr

@@ -2,19 +2,15 @@
 
 Usage::
 
-    python -m training.champion [configs/champion.yaml] [--distill configs/champion_distill.yaml]
-                                [--out sixnimmt_env/champion.npz] [--force]
+    python -m training.champion [configs/champion.yaml] [--out sixnimmt_env/champion.npz] [--force]
     python -m training.champion --export runs/champion/<stamp>/final_model.zip [--out PATH] [--force]
 
-The first form makes the champion in three stages: search distillation (:func:`training.distill.run_distill`
-with the ``--distill`` settings: ``mc:N`` labels positions, a card policy learns them; ``--distill none`` skips
-it), PPO fine-tuning of that policy with the training config (``python -m training.train`` with
-``train.init_from`` set to the distilled checkpoint, a new run folder under ``runs/``), then the export of the
-final model's actor as numpy weights to ``--out``. The second form exports an existing MaskablePPO card-policy
-checkpoint. An existing ``--out`` is never
-replaced without ``--force``. The weights file is what :mod:`sixnimmt_env.champion` plays
-(spec ``champion``, or ``champion:PATH`` for a file elsewhere); ``docs/champion.md`` has the
-budget and the strength tables.
+The first form trains the config (``python -m training.train``, a new run folder under ``runs/``: the
+config's ``distill:`` stage, where ``mc:N`` labels positions and the card policy learns them, then PPO from
+that policy), then writes the final model's actor as numpy weights to ``--out``. The second form exports an
+existing MaskablePPO card-policy checkpoint. An existing ``--out`` is never replaced without ``--force``. The
+weights file is what :mod:`sixnimmt_env.champion` plays (spec ``champion``, or ``champion:PATH`` for a file
+elsewhere); ``docs/champion.md`` has the budget and the strength tables.
 """
 
 from __future__ import annotations
@@ -100,11 +96,6 @@ def export(checkpoint: str | Path, out: str | Path, force: bool = False, meta: d
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m training.champion", description=__doc__.split("\n\n")[0])
     p.add_argument("config", nargs="?", default="configs/champion.yaml", help="training config (default: %(default)s)")
-    p.add_argument(
-        "--distill",
-        default="configs/champion_distill.yaml",
-        help="search-distillation settings of stage 1, or 'none' to train from scratch (default: %(default)s)",
-    )
     p.add_argument("--export", metavar="CHECKPOINT", help="only export this MaskablePPO card-policy checkpoint")
     p.add_argument("--out", default=str(WEIGHTS), help="weights file to write (default: the package's)")
     p.add_argument("--force", action="store_true", help="replace an existing --out")
@@ -125,20 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         from training.train import main as train_main
 
         cfg = load_config(args.config)
-        extra: list[str] = []
-        if args.distill != "none":
-            from training.distill import run_distill
-
-            try:
-                distilled = run_distill(args.distill, log=lambda line: print(line, file=sys.stderr))
-            except (ValueError, OSError) as e:
-                print(f"error: {e}", file=sys.stderr)
-                return 2
-            extra = ["--set", f"train.init_from={distilled}"]
-            meta["distill"] = args.distill
-            meta["distilled"] = str(distilled)
         before = set(Path(cfg.train.output_dir, cfg.name).glob("*"))
-        code = train_main([args.config, "--no-progress", *extra])
+        code = train_main([args.config, "--no-progress"])
         if code != 0:
             return code
         (run_dir,) = set(Path(cfg.train.output_dir, cfg.name).glob("*")) - before

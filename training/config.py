@@ -30,6 +30,10 @@ train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              ``torch_threads``, ``init_from`` (an SB3 checkpoint whose policy
              weights start a new run, e.g. a distilled policy of
              :mod:`training.distill`; ignored by ``--resume``)
+distill      ``enabled`` (default false), ``samples``, ``decisions``, ``games``,
+             ``temperature``, ``epsilon``, ``epochs``, ``batch_size``,
+             ``learning_rate``, ``fit_temperature``, ``value_coef``: search
+             distillation into the policy before PPO (:class:`DistillSection`)
 eval         ``every`` (steps), ``opponents`` (list of comma-separated line-ups,
              the first one picks ``best_model.zip``), ``games``, ``final_games``
 checkpoint   ``every`` (steps)
@@ -130,6 +134,27 @@ class TrainSection:
 
 
 @dataclass
+class DistillSection:
+    """Search distillation before PPO (:mod:`training.distill`): ``mc:samples`` labels ``decisions`` decisions of
+    games where each seat plays a sample of its ``softmax(-score / temperature)`` (``epsilon`` of them uniformly
+    at random), then the policy learns them for ``epochs`` (Adam at ``learning_rate``, cosine decay, minibatches
+    of ``batch_size``; actor to the teacher's distribution at ``fit_temperature``, critic to the bullheads to come
+    with weight ``value_coef``). PPO then starts from the fitted policy."""
+
+    enabled: bool = False
+    samples: int = 64
+    decisions: int = 600_000
+    games: int = 256
+    temperature: float = 1.0
+    epsilon: float = 0.05
+    epochs: int = 10
+    batch_size: int = 4096
+    learning_rate: float = 1e-3
+    fit_temperature: float = 1.0
+    value_coef: float = 0.05
+
+
+@dataclass
 class EvalSection:
     """Arena evaluations during training; ``opponents[0]`` decides ``best_model.zip``."""
 
@@ -172,6 +197,7 @@ class TrainConfig:
     self_play: SelfPlaySection = field(default_factory=SelfPlaySection)
     algo: dict[str, Any] = field(default_factory=dict)
     train: TrainSection = field(default_factory=TrainSection)
+    distill: DistillSection = field(default_factory=DistillSection)
     eval: EvalSection = field(default_factory=EvalSection)
     checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
     ray: RaySection = field(default_factory=RaySection)
@@ -501,6 +527,22 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
         raise ConfigError(f"{source}: key 'train.max_minutes' must be > 0 or null, got {cfg.train.max_minutes}")
     if cfg.train.init_from is not None and not Path(cfg.train.init_from).is_file():
         raise ConfigError(f"{source}: key 'train.init_from' {cfg.train.init_from!r}: no such checkpoint file")
+    d = cfg.distill
+    if d.enabled:
+        if cfg.train.init_from is not None:
+            raise ConfigError(f"{source}: keys 'train.init_from' and 'distill.enabled' exclude each other")
+        if cfg.train.backend != "sb3":
+            raise ConfigError(f"{source}: key 'distill.enabled' applies to train.backend: sb3 only")
+        if cfg.env.episode != "round" or len(set(cfg.env.table_sizes())) > 1:
+            raise ConfigError(f"{source}: key 'distill.enabled' needs env.episode: round and one env.num_players")
+        for key in ("samples", "decisions", "games", "epochs", "batch_size"):
+            if getattr(d, key) < 1:
+                raise ConfigError(f"{source}: key 'distill.{key}' must be >= 1, got {getattr(d, key)}")
+        for key in ("temperature", "learning_rate", "fit_temperature"):
+            if not getattr(d, key) > 0:
+                raise ConfigError(f"{source}: key 'distill.{key}' must be > 0, got {getattr(d, key)}")
+        if not 0.0 <= d.epsilon <= 1.0 or d.value_coef < 0:
+            raise ConfigError(f"{source}: keys 'distill.epsilon' must be in [0, 1] and 'distill.value_coef' >= 0")
     if not 0.0 <= cfg.self_play.prob <= 1.0:
         raise ConfigError(f"{source}: key 'self_play.prob' must be in [0, 1], got {cfg.self_play.prob}")
     from training.vec import VEC_ENV_BUILDERS

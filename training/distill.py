@@ -13,8 +13,9 @@ policy that searches nothing:
    teacher's distribution over the legal actions, the critic by regression on minus the bullheads still to come
    (the return of a round episode, as the PPO reward counts it).
 
-The result is an SB3 ``MaskablePPO`` checkpoint (``ppo:PATH``) that PPO fine-tunes through ``train.init_from`` of a
-training config. ``python -m training.champion`` runs both steps from a config's ``distill:`` section.
+A training config's ``distill:`` section (:class:`training.config.DistillSection`) runs both steps on the run's
+fresh policy before PPO (:func:`distill_into`, called by :func:`training.train.train`); the labels and the figures
+go to ``RUN/distill/``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +32,9 @@ from sixnimmt_env.batched.core import BatchedGames
 from sixnimmt_env.batched.mc import MonteCarloPlayers
 from sixnimmt_env.engine import NUM_ACTIONS, GameConfig
 from sixnimmt_env.observation import OBS_SIZE
+
+if TYPE_CHECKING:
+    from training.config import TrainConfig
 
 
 @dataclass
@@ -251,137 +256,50 @@ def fit_policy(
     }
 
 
-@dataclass
-class DistillSettings:
-    """The ``configs/champion_distill.yaml`` file: stage 1 of the champion (see the module docstring).
+def distill_into(policy: object, cfg: TrainConfig, out_dir: Path, log: Callable[[str], None] = print) -> dict:
+    """The ``distill:`` stage of a training run: label positions with ``mc:N``, fit ``policy`` on them in place.
 
-    Attributes:
-        policy_config: the training config whose ``env`` and ``algo`` sections give the game and the network
-            (the PPO stage's config, so the distilled checkpoint is its ``train.init_from``).
-        samples, decisions, batch_size, temperature, epsilon, seed: :func:`label_positions`' arguments.
-        epochs, fit_batch_size, learning_rate, fit_temperature, value_coef: :func:`fit_policy`'s.
-        output_dir: run folders go to ``<output_dir>/champion_distill/<stamp>/``.
-    """
-
-    policy_config: str = "configs/champion.yaml"
-    samples: int = 64
-    decisions: int = 600_000
-    batch_size: int = 256
-    temperature: float = 1.0
-    epsilon: float = 0.05
-    seed: int = 0
-    epochs: int = 4
-    fit_batch_size: int = 4096
-    learning_rate: float = 1e-3
-    fit_temperature: float = 1.0
-    value_coef: float = 0.05
-    output_dir: str = "runs"
-
-    @classmethod
-    def load(cls, path: str | Path) -> DistillSettings:
-        """Read a YAML file of these keys (missing keys keep their defaults).
-
-        Raises:
-            ValueError: naming the file and the key: an unknown key, a value of the wrong type, or a count < 1.
-        """
-        import dataclasses
-
-        import yaml
-
-        raw = yaml.safe_load(Path(path).read_text()) or {}
-        if not isinstance(raw, dict):
-            raise ValueError(f"{path}: a distillation config is a mapping of keys, got {type(raw).__name__}")
-        known = {f.name: f for f in dataclasses.fields(cls)}
-        for key, value in raw.items():
-            if key not in known:
-                raise ValueError(f"{path}: unknown key {key!r}; known: {', '.join(known)}")
-            kind = {"int": int, "float": (int, float), "str": str}[str(known[key].type)]
-            if isinstance(value, bool) or not isinstance(value, kind):
-                raise ValueError(f"{path}: key {key!r} must be {known[key].type}, got {value!r}")
-        settings = cls(**raw)
-        for key in ("samples", "decisions", "batch_size", "epochs", "fit_batch_size"):
-            if getattr(settings, key) < 1:
-                raise ValueError(f"{path}: key {key!r} must be >= 1, got {getattr(settings, key)}")
-        return settings
-
-
-def run_distill(
-    settings_path: str | Path, labels_path: str | Path | None = None, log: Callable[[str], None] = print
-) -> Path:
-    """Stage 1 of the champion: label positions (or read ``labels_path``), fit a card policy, save it (a new run
-    folder ``<output_dir>/champion_distill/<stamp>/``).
-
-    Writes ``labels.npz`` (unless given), ``distilled.zip`` (an SB3 MaskablePPO checkpoint of the policy config's
-    network) and ``distill.json`` (the settings and the held-out figures) into a new run folder.
+    Args:
+        policy: the run's fresh :class:`training.features.CardPolicy` (or any masked actor-critic policy).
+        cfg: the run's config; ``cfg.distill`` gives the settings, ``cfg.env`` the game, ``cfg.train.seed`` the seed.
+        out_dir: created; receives ``labels.npz`` and ``distill.json`` (the settings and the held-out figures).
 
     Returns:
-        The path of ``distilled.zip``.
+        The figures of :func:`fit_policy`, with ``labels`` (count) and ``label_seconds``.
     """
     import dataclasses
     import json
 
-    import torch
-    from sb3_contrib import MaskablePPO
-
-    from training.config import algo_kwargs, load_config
-    from training.train import new_run_dir
-    from training.vec_env import SixNimmtVecEnv
-
-    settings = DistillSettings.load(settings_path)
-    cfg = load_config(settings.policy_config)
+    d = cfg.distill
     game = GameConfig(**cfg.env.game_kwargs())
-    run_dir = new_run_dir(
-        dataclasses.replace(
-            cfg, name="champion_distill", train=dataclasses.replace(cfg.train, output_dir=settings.output_dir)
-        )
-    )
-    torch.set_num_threads(cfg.train.torch_threads)
+    out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    if labels_path is None:
-        last = [0.0]
+    last = [start]
 
-        def progress(count: int) -> None:
-            if time.perf_counter() - last[0] > 60:
-                last[0] = time.perf_counter()
-                log(f"labelled {count:,} of {settings.decisions:,} decisions with mc:{settings.samples}")
+    def progress(count: int) -> None:
+        if time.perf_counter() - last[0] > 60:
+            last[0] = time.perf_counter()
+            log(f"distill: labelled {count:,} of {d.decisions:,} decisions with mc:{d.samples}")
 
-        labels = label_positions(
-            game,
-            settings.decisions,
-            settings.samples,
-            settings.batch_size,
-            settings.temperature,
-            settings.epsilon,
-            settings.seed,
-            progress,
-        )
-        labels.save(run_dir / "labels.npz")
-    else:
-        labels = Labels.load(labels_path)
+    labels = label_positions(game, d.decisions, d.samples, d.games, d.temperature, d.epsilon, cfg.train.seed, progress)
+    labels.save(out_dir / "labels.npz")
     label_seconds = time.perf_counter() - start
-    log(f"{len(labels):,} labelled decisions in {label_seconds:.0f} s")
-    env = SixNimmtVecEnv(1, opponents="greedy", seed=settings.seed, **cfg.env.game_kwargs())
-    model = MaskablePPO(env=env, seed=settings.seed, device=cfg.train.device, verbose=0, **algo_kwargs(cfg))
+    log(f"distill: {len(labels):,} decisions labelled by mc:{d.samples} in {label_seconds:.0f} s")
     figures = fit_policy(
-        model.policy,
+        policy,
         labels,
-        settings.epochs,
-        settings.fit_batch_size,
-        settings.learning_rate,
-        settings.fit_temperature,
-        settings.value_coef,
-        seed=settings.seed,
-        log=log,
+        d.epochs,
+        d.batch_size,
+        d.learning_rate,
+        d.fit_temperature,
+        d.value_coef,
+        seed=cfg.train.seed,
+        log=lambda line: log(f"distill: {line}"),
     )
-    model.sixnimmt_game = cfg.env.game_kwargs()
-    path = run_dir / "distilled.zip"
-    model.save(path)
-    info = {
-        "settings": dataclasses.asdict(settings),
-        "labels": len(labels),
-        "label_seconds": label_seconds,
-        **figures,
-    }
-    (run_dir / "distill.json").write_text(json.dumps(info, indent=2) + "\n")
-    log(f"distilled policy: {path} (held-out agreement with mc:{settings.samples} {figures['agreement']:.3f})")
-    return path
+    info = {"settings": dataclasses.asdict(d), "labels": len(labels), "label_seconds": label_seconds, **figures}
+    (out_dir / "distill.json").write_text(json.dumps(info, indent=2) + "\n")
+    log(
+        f"distill: held-out agreement with mc:{d.samples} {figures['agreement']:.3f}, "
+        f"cross-entropy {figures['cross_entropy']:.3f}, value RMSE {figures['value_rmse']:.2f} bullheads"
+    )
+    return info

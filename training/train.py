@@ -272,6 +272,11 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
         )
         if cfg.train.init_from is not None:
             init_policy(model, cfg.train.init_from)
+        if cfg.distill.enabled:
+            from training.distill import distill_into
+
+            distill_into(model.policy, cfg, run_dir / "distill", log=lambda line: print(line, file=sys.stderr))
+            save_model(model, run_dir / "distill" / "distilled.zip")
     game = cfg.env.game_kwargs()
     # the rules travel with every checkpoint (the zip's data JSON): training.evaluate reads them
     model.sixnimmt_game = {**game, "num_players": cfg.env.num_players}
