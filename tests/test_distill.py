@@ -133,6 +133,7 @@ def test_fit_learns_the_teacher(tmp_path: Path) -> None:
     [
         (["distill.enabled=true", "distill.sample=8"], "unknown key 'distill.sample'"),
         (["distill.enabled=true", "distill.samples=0"], "key 'distill.samples' must be >= 1, got 0"),
+        (["distill.enabled=true", "distill.workers=0"], "key 'distill.workers' must be >= 1, got 0"),
         (["distill.enabled=true", "distill.temperature=0"], "key 'distill.temperature' must be > 0"),
         (["distill.enabled=true", "env.episode=game"], "'distill.enabled' needs env.episode: round"),
         (["distill.enabled=true", "train.backend=rllib"], "'distill.enabled' applies to train.backend: sb3 only"),
@@ -165,3 +166,19 @@ def test_a_run_with_a_distill_stage_starts_ppo_from_the_fitted_policy(tmp_path: 
     assert Labels.load(run / "distill" / "labels.npz").obs.shape == (info["labels"], 402)
     assert (run / "distill" / "distilled.zip").is_file() and (run / "final_model.zip").is_file()
     assert "distill: held-out agreement with mc:4" in result.stderr
+
+
+def test_parallel_labelling_is_two_seeded_shards() -> None:
+    from training.distill import label_in_parallel
+
+    one = label_in_parallel(CONFIG, 600, 2, batch_size=8, seed=4, workers=1)
+    same = label_positions(CONFIG, 600, 2, batch_size=8, seed=4)
+    assert np.array_equal(one.obs, same.obs) and np.array_equal(one.returns, same.returns)
+    two = label_in_parallel(CONFIG, 600, 2, batch_size=8, seed=4, workers=2)
+    shard0 = label_positions(CONFIG, 300, 2, batch_size=8, seed=[4, 0])
+    shard1 = label_positions(CONFIG, 300, 2, batch_size=8, seed=[4, 1])
+    assert len(two) == len(shard0) + len(shard1) >= 600
+    assert np.array_equal(two.obs, np.concatenate([shard0.obs, shard1.obs]))
+    assert np.array_equal(two.scores, np.concatenate([shard0.scores, shard1.scores]), equal_nan=True)
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        label_in_parallel(CONFIG, 600, 2, workers=0)

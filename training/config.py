@@ -32,7 +32,7 @@ train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              :mod:`training.distill`; ignored by ``--resume``)
 distill      ``enabled`` (default false), ``samples``, ``decisions``, ``games``,
              ``temperature``, ``epsilon``, ``epochs``, ``batch_size``,
-             ``learning_rate``, ``fit_temperature``, ``value_coef``: search
+             ``learning_rate``, ``fit_temperature``, ``value_coef``, ``workers``: search
              distillation into the policy before PPO (:class:`DistillSection`)
 eval         ``every`` (steps), ``opponents`` (list of comma-separated line-ups,
              the first one picks ``best_model.zip``), ``games``, ``final_games``
@@ -139,7 +139,8 @@ class DistillSection:
     games where each seat plays a sample of its ``softmax(-score / temperature)`` (``epsilon`` of them uniformly
     at random), then the policy learns them for ``epochs`` (Adam at ``learning_rate``, cosine decay, minibatches
     of ``batch_size``; actor to the teacher's distribution at ``fit_temperature``, critic to the bullheads to come
-    with weight ``value_coef``). PPO then starts from the fitted policy."""
+    with weight ``value_coef``). PPO then starts from the fitted policy. ``workers`` processes label (each its
+    share, with its own seed) and as many threads fit."""
 
     enabled: bool = False
     samples: int = 64
@@ -152,6 +153,7 @@ class DistillSection:
     learning_rate: float = 1e-3
     fit_temperature: float = 1.0
     value_coef: float = 0.05
+    workers: int = 1
 
 
 @dataclass
@@ -535,7 +537,7 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
             raise ConfigError(f"{source}: key 'distill.enabled' applies to train.backend: sb3 only")
         if cfg.env.episode != "round" or len(set(cfg.env.table_sizes())) > 1:
             raise ConfigError(f"{source}: key 'distill.enabled' needs env.episode: round and one env.num_players")
-        for key in ("samples", "decisions", "games", "epochs", "batch_size"):
+        for key in ("samples", "decisions", "games", "epochs", "batch_size", "workers"):
             if getattr(d, key) < 1:
                 raise ConfigError(f"{source}: key 'distill.{key}' must be >= 1, got {getattr(d, key)}")
         for key in ("temperature", "learning_rate", "fit_temperature"):

@@ -94,7 +94,7 @@ def label_positions(
     batch_size: int = 256,
     temperature: float = 1.0,
     epsilon: float = 0.05,
-    seed: int = 0,
+    seed: int | list[int] = 0,
     progress: Callable[[int], None] | None = None,
 ) -> Labels:
     """Play games with every seat labelled by ``mc:samples`` until at least ``decisions`` decisions are labelled.
@@ -180,6 +180,52 @@ def label_positions(
         np.concatenate(kept_scores),
         -(final - before).astype(np.float32),
     )
+
+
+def label_in_parallel(
+    config: GameConfig,
+    decisions: int,
+    samples: int,
+    batch_size: int = 256,
+    temperature: float = 1.0,
+    epsilon: float = 0.05,
+    seed: int = 0,
+    workers: int = 1,
+    log: Callable[[str], None] | None = None,
+) -> Labels:
+    """:func:`label_positions` split over ``workers`` processes, each labelling ``decisions / workers`` decisions
+    with its own seed (``[seed, k]`` for shard k); the shards are concatenated in order. With one worker, the
+    labels of :func:`label_positions` with ``seed``. Same arguments and workers, same labels.
+
+    Raises:
+        ValueError: ``workers`` < 1, and the errors of :func:`label_positions`.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    if workers == 1:
+        last = [time.perf_counter()]
+
+        def progress(count: int) -> None:
+            if log is not None and time.perf_counter() - last[0] > 60:
+                last[0] = time.perf_counter()
+                log(f"labelled {count:,} of {decisions:,} decisions with mc:{samples}")
+
+        return label_positions(config, decisions, samples, batch_size, temperature, epsilon, seed, progress)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    share = -(-decisions // workers)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [
+            pool.submit(label_positions, config, share, samples, batch_size, temperature, epsilon, [seed, k])
+            for k in range(workers)
+        ]
+        shards = []
+        for k, future in enumerate(futures):
+            shards.append(future.result())
+            if log is not None:
+                log(f"labelled shard {k + 1} of {workers}: {len(shards[-1]):,} decisions with mc:{samples}")
+    return Labels(*(np.concatenate([getattr(x, f) for x in shards]) for f in ("obs", "mask", "scores", "returns")))
 
 
 def fit_policy(
@@ -270,32 +316,42 @@ def distill_into(policy: object, cfg: TrainConfig, out_dir: Path, log: Callable[
     import dataclasses
     import json
 
+    import torch
+
     d = cfg.distill
     game = GameConfig(**cfg.env.game_kwargs())
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    last = [start]
-
-    def progress(count: int) -> None:
-        if time.perf_counter() - last[0] > 60:
-            last[0] = time.perf_counter()
-            log(f"distill: labelled {count:,} of {d.decisions:,} decisions with mc:{d.samples}")
-
-    labels = label_positions(game, d.decisions, d.samples, d.games, d.temperature, d.epsilon, cfg.train.seed, progress)
+    labels = label_in_parallel(
+        game,
+        d.decisions,
+        d.samples,
+        d.games,
+        d.temperature,
+        d.epsilon,
+        cfg.train.seed,
+        d.workers,
+        log=lambda line: log(f"distill: {line}"),
+    )
     labels.save(out_dir / "labels.npz")
     label_seconds = time.perf_counter() - start
     log(f"distill: {len(labels):,} decisions labelled by mc:{d.samples} in {label_seconds:.0f} s")
-    figures = fit_policy(
-        policy,
-        labels,
-        d.epochs,
-        d.batch_size,
-        d.learning_rate,
-        d.fit_temperature,
-        d.value_coef,
-        seed=cfg.train.seed,
-        log=lambda line: log(f"distill: {line}"),
-    )
+    threads = torch.get_num_threads()
+    torch.set_num_threads(d.workers)  # the fit gets the cores the labelling had
+    try:
+        figures = fit_policy(
+            policy,
+            labels,
+            d.epochs,
+            d.batch_size,
+            d.learning_rate,
+            d.fit_temperature,
+            d.value_coef,
+            seed=cfg.train.seed,
+            log=lambda line: log(f"distill: {line}"),
+        )
+    finally:
+        torch.set_num_threads(threads)
     info = {"settings": dataclasses.asdict(d), "labels": len(labels), "label_seconds": label_seconds, **figures}
     (out_dir / "distill.json").write_text(json.dumps(info, indent=2) + "\n")
     log(
