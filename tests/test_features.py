@@ -1,4 +1,4 @@
-"""Card features and the card policy (training/features.py)."""
+"""Card features and the card policy (training/features.py, training/policy.py)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,10 @@ from training.features import (
     FEATURES_SIZE,
     HAND_FEATURES,
     CardFeatures,
-    CardPolicy,
     HandFeatures,
-    MaskedCategorical,
     card_features_numpy,
 )
+from training.policy import CardPolicy, MaskedCategorical
 
 SPACE = gymnasium.spaces.Box(-np.inf, np.inf, (OBS_SIZE,), np.float32)
 
@@ -178,6 +177,29 @@ def test_card_policy_scores_only_through_legal_actions_and_survives_save_load(tm
     assert type(loaded.policy) is CardPolicy
     again, _ = loaded.predict(obs, action_masks=masks, deterministic=True)
     np.testing.assert_array_equal(actions, again)
+    env.close()
+
+
+def test_a_checkpoint_saved_as_training_features_card_policy_loads(tmp_path, monkeypatch):
+    # checkpoints written while CardPolicy lived in training.features pickle that class reference
+    import gymnasium as gym
+    from sb3_contrib import MaskablePPO
+
+    import training.features
+    from training.agent import load_policy_agent
+    from training.policy import custom_objects
+
+    env = gym.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["greedy"] * 3, episode="round")
+    model = MaskablePPO(CardPolicy, env, seed=0, policy_kwargs={"net_arch": [16]})
+    with monkeypatch.context() as m:
+        m.setattr(CardPolicy, "__module__", "training.features")
+        m.setattr(training.features, "CardPolicy", CardPolicy, raising=False)
+        model.save(tmp_path / "old.zip")
+    model.save(tmp_path / "new.zip")
+    assert custom_objects(tmp_path / "old.zip") == {"policy_class": CardPolicy}
+    assert custom_objects(tmp_path / "new.zip") == {}
+    agent = load_policy_agent(f"ppo:{tmp_path / 'old.zip'}")
+    assert type(agent.policy) is CardPolicy
     env.close()
 
 

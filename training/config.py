@@ -398,7 +398,7 @@ ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu")
 EXTRACTORS = ("card_features",)
 """Names allowed for ``algo.policy_kwargs.features_extractor_class`` (:mod:`training.features`)."""
 POLICIES = ("MlpPolicy", "card")
-"""Names allowed for ``algo.policy``: SB3's ``MlpPolicy`` or :class:`training.features.CardPolicy` (``card``)."""
+"""Names allowed for ``algo.policy``: SB3's ``MlpPolicy`` or :class:`training.policy.CardPolicy` (``card``)."""
 
 
 def algo_kwargs(cfg: TrainConfig) -> dict[str, Any]:
@@ -406,7 +406,7 @@ def algo_kwargs(cfg: TrainConfig) -> dict[str, Any]:
     ``policy_kwargs.features_extractor_class`` named by strings turned into their classes."""
     import torch.nn as nn
 
-    from training.features import POLICIES as POLICY_CLASSES
+    from training.policy import POLICIES as POLICY_CLASSES
 
     kwargs = dict(cfg.algo)
     kwargs["policy"] = POLICY_CLASSES[kwargs.get("policy", "MlpPolicy")]

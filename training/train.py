@@ -237,6 +237,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
 
     from training.callbacks import ArenaEval, CheckpointEvery, Progress, SelfPlayPool, prune_pool, save_model
     from training.evaluate import evaluate_lineups, write_report
+    from training.policy import custom_objects
     from training.vec import build_vec_env, sampler_from_config
 
     torch.set_num_threads(cfg.train.torch_threads)
@@ -252,7 +253,13 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     if resume_from is not None:
         from stable_baselines3.common.vec_env import VecNormalize
 
-        model = MaskablePPO.load(resume_from, env=venv, device=cfg.train.device, tensorboard_log=str(run_dir / "tb"))
+        model = MaskablePPO.load(
+            resume_from,
+            env=venv,
+            device=cfg.train.device,
+            tensorboard_log=str(run_dir / "tb"),
+            custom_objects=custom_objects(resume_from),
+        )
         seed = cfg.train.seed + model.num_timesteps  # continue the seed stream past the steps already played
         model.set_random_seed(seed)
         norm_file = resume_from.with_name(resume_from.stem + ".obsnorm.npz")

@@ -12,18 +12,18 @@
 ==============  ==========================================================================
 key             meaning
 ==============  ==========================================================================
-``policy``      ``"card"`` (default): :mod:`training.features`' card policy: the held
+``policy``      ``"card"`` (default): :mod:`training.policy`'s card policy: the held
                 cards' features (:class:`~training.features.HandFeatures`), actor and
-                critic MLPs over 492 inputs (:class:`~training.features.CardNetworks`),
+                critic MLPs over 492 inputs (:class:`~training.policy.CardNetworks`),
                 one small network scoring every held card alike
-                (:class:`~training.features.CardHead`); ``"MlpPolicy"``: actor and critic
+                (:class:`~training.policy.CardHead`); ``"MlpPolicy"``: actor and critic
                 MLPs over the flat 402 observation, a linear head to 109 logits
 ``net_arch``    hidden layer sizes of the actor and of the critic (default ``[64, 64]``)
 ``activation``  ``"tanh"`` (default), ``"relu"``, ``"elu"`` or ``"leaky_relu"``
 ==============  ==========================================================================
 
 The networks are the SB3 card policy's modules (same classes, same initialisation), so
-:class:`training.features.NumpyCardActor` runs a trained module's actor in numpy
+:class:`training.policy.NumpyCardActor` runs a trained module's actor in numpy
 (:mod:`training.rllib.agent`).
 """
 
@@ -43,7 +43,8 @@ from ray.rllib.utils.torch_utils import FLOAT_MIN
 from sixnimmt_env.engine import NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE
 from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY
-from training.features import CardHead, CardNetworks, HandFeatures
+from training.features import HandFeatures
+from training.policy import CardHead, CardNetworks
 
 ACTIVATIONS: dict[str, type[torch.nn.Module]] = {
     "tanh": torch.nn.Tanh,
@@ -66,7 +67,7 @@ def _init(module: torch.nn.Module, gain: float) -> None:
 
 class _MlpNetworks(torch.nn.Module):
     """Actor and critic MLPs over the flat observation (``policy: MlpPolicy``); the interface of
-    :class:`~training.features.CardNetworks` (``policy_net``, ``value_net``, ``forward_actor``, ``forward_critic``)."""
+    :class:`~training.policy.CardNetworks` (``policy_net``, ``value_net``, ``forward_actor``, ``forward_critic``)."""
 
     def __init__(self, net_arch: list[int], activation_fn: type[torch.nn.Module]) -> None:
         super().__init__()
