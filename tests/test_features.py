@@ -228,7 +228,8 @@ def test_numpy_actor_matches_torch_for_card_features_mlp(tmp_path):
 
 
 def test_config_names_the_policy_and_rejects_unknown_ones(tmp_path):
-    from training.config import ConfigError, algo_kwargs, load_config
+    from training.config import ConfigError, load_config
+    from training.policy import algo_kwargs
 
     cfg = load_config("configs/smoke.yaml", ["algo.policy=card"])
     assert algo_kwargs(cfg)["policy"] is CardPolicy

@@ -24,10 +24,18 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from sixnimmt_env.card_features import HAND_FEATURES, hand_features
 from sixnimmt_env.engine import HAND_SIZE, NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE
-from training.features import GLOBAL_SIZE, HAND_OUTPUT_SIZE, HandFeatures
+from training.config import TrainConfig
+from training.features import FEATURE_EXTRACTORS, GLOBAL_SIZE, HAND_OUTPUT_SIZE, HandFeatures
 
 CARD_HIDDEN = 32
 """Hidden units of :class:`CardHead`'s per-card MLP."""
+ACTIVATION_CLASSES: dict[str, type[torch.nn.Module]] = {
+    "tanh": torch.nn.Tanh,
+    "relu": torch.nn.ReLU,
+    "elu": torch.nn.ELU,
+    "leaky_relu": torch.nn.LeakyReLU,
+}
+"""The torch class of each name of :data:`training.config.ACTIVATIONS` (``algo.policy_kwargs.activation_fn``)."""
 
 
 class CardNetworks(torch.nn.Module):
@@ -231,6 +239,21 @@ class NumpyCardActor:
         logits = glob @ self.linear[0] + self.linear[1]
         logits[np.arange(batch)[:, None], held] += scores  # held indices are distinct
         return logits.astype(np.float32)
+
+
+def algo_kwargs(cfg: TrainConfig) -> dict[str, Any]:
+    """The MaskablePPO keyword arguments of ``cfg.algo``, with ``policy_kwargs.activation_fn`` and
+    ``policy_kwargs.features_extractor_class`` named by strings turned into their classes."""
+    kwargs = dict(cfg.algo)
+    kwargs["policy"] = POLICIES[kwargs.get("policy", "MlpPolicy")]
+    pk = dict(kwargs.get("policy_kwargs") or {})
+    if isinstance(pk.get("activation_fn"), str):
+        pk["activation_fn"] = ACTIVATION_CLASSES[pk["activation_fn"]]
+    if isinstance(pk.get("features_extractor_class"), str):
+        pk["features_extractor_class"] = FEATURE_EXTRACTORS[pk["features_extractor_class"]]
+    if pk:
+        kwargs["policy_kwargs"] = pk
+    return kwargs
 
 
 def custom_objects(path: str | Path) -> dict[str, Any]:

@@ -61,7 +61,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from training.config import ConfigError, TrainConfig, algo_kwargs, apply_override, dump_config, load_config
+from training.config import ConfigError, TrainConfig, apply_override, dump_config, load_config
 
 RESUME_OVERRIDES = ("train.total_timesteps", "train.max_minutes")
 """The keys ``--set`` may change with ``--resume``: the budget of the run."""
@@ -237,7 +237,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
 
     from training.callbacks import ArenaEval, CheckpointEvery, Progress, SelfPlayPool, prune_pool, save_model
     from training.evaluate import evaluate_lineups, write_report
-    from training.policy import custom_objects
+    from training.policy import algo_kwargs, custom_objects
     from training.vec import build_vec_env, sampler_from_config
 
     torch.set_num_threads(cfg.train.torch_threads)

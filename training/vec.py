@@ -9,9 +9,7 @@ when ``train.normalize_obs`` is set.
 
 Every stack forwards ``env_method("action_masks")``, which MaskablePPO calls at
 each step, and ``env_method("set_opponents", sampler)``, which the self-play
-callback calls when the pool changes. A new kind of vector env (e.g. a batched
-engine) is added with :func:`register_vec_env`; it receives the same
-:class:`VecEnvRequest`.
+callback calls when the pool changes. Each builder receives a :class:`VecEnvRequest`.
 """
 
 from __future__ import annotations
@@ -40,7 +38,6 @@ __all__ = [
     "VecEnvRequest",
     "WorkerVecEnv",
     "build_vec_env",
-    "register_vec_env",
     "sampler_from_config",
     "table_sizes",
 ]
@@ -293,13 +290,9 @@ VEC_ENV_BUILDERS: dict[str, Callable[[VecEnvRequest], VecEnv]] = {
     "subproc": _subproc,
     "batched": _batched,
 }
-"""``train.vec_env`` name -> builder. The VecEnv returned must answer ``env_method("action_masks")``
+"""``train.vec_env`` name (the ``Literal`` of :attr:`training.config.TrainSection.vec_env`) -> builder.
+The VecEnv returned must answer ``env_method("action_masks")``
 (stacked to ``bool (n_envs, 109)``) and ``env_method("set_opponents", sampler)``."""
-
-
-def register_vec_env(name: str, builder: Callable[[VecEnvRequest], VecEnv]) -> None:
-    """Make ``train.vec_env: <name>`` use ``builder`` (e.g. a batched engine's VecEnv)."""
-    VEC_ENV_BUILDERS[name] = builder
 
 
 def table_sizes(cfg: TrainConfig) -> list[int]:
