@@ -194,7 +194,8 @@ def train_rate(config: str, steps: int) -> float:
     from sb3_contrib import MaskablePPO
 
     import training.agent  # noqa: F401  (ppo: specs)
-    from training.config import algo_kwargs, load_config
+    from training.config import load_config
+    from training.policy import algo_kwargs
     from training.vec import build_vec_env
 
     cfg = load_config(config)

@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("play", ("sixnimmt_env.play", "sixnimmt_env.play.*")),
     ("package", ("sixnimmt_env",)),
     ("training-config", ("training.config",)),
-    ("training-model", ("training.features", "training.agent")),
+    ("training-model", ("training.features", "training.policy", "training.agent")),
     ("training-envs", ("training.opponents", "training.vec", "training.vec_env")),
     ("training", ("training", "training.*")),
 )

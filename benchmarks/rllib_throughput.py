@@ -83,7 +83,7 @@ def measure_sb3(config: str, steps: int) -> dict[str, float]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from train_speed import measure
 
-    from training.config import algo_kwargs
+    from training.policy import algo_kwargs
 
     cfg = load_config(config, ["self_play.enabled=false"])
     return measure(cfg, algo_kwargs(cfg), steps)

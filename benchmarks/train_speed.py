@@ -46,7 +46,8 @@ import torch
 from sb3_contrib import MaskablePPO
 
 import training.agent  # noqa: F401  (ppo: specs)
-from training.config import TrainConfig, algo_kwargs, load_config
+from training.config import TrainConfig, load_config
+from training.policy import algo_kwargs
 from training.vec import build_vec_env, sampler_from_config
 
 

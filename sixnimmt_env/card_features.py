@@ -1,6 +1,6 @@
 """What each card would do on the current rows, computed from an observation (numba, no torch).
 
-The card policy (:mod:`training.features`, ``algo.policy: card``) and the shipped ``champion``
+The card policy (:mod:`training.policy`, ``algo.policy: card``) and the shipped ``champion``
 agent (:mod:`sixnimmt_env.champion`) read these features; they live here so that playing the
 champion needs neither torch nor SB3. Only the observation pieces ``hand``, ``row_lengths``,
 ``row_ends``, ``row_bullheads`` and ``seen`` are read (no hidden information, `RULES.md` E4),
@@ -116,7 +116,7 @@ def hand_features(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def card_features(obs: np.ndarray, cards: np.ndarray) -> np.ndarray:
     """``float32 (batch, K, 8)``: the :data:`CARD_FEATURES` of card indices ``cards`` ``(batch, K)`` (card - 1)
-    in observations ``obs`` ``(batch, 402)``, in numba (torch: ``training.features._card_features_torch``)."""
+    in observations ``obs`` ``(batch, 402)``, in numba (the features extractors of ``training.features`` call it)."""
     out = np.empty((*cards.shape, len(CARD_FEATURES)), np.float32)
     _card_features_kernel(np.asarray(obs, np.float32), np.ascontiguousarray(cards, np.int64), out)
     return out

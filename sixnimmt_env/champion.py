@@ -1,7 +1,7 @@
 """The shipped ``champion`` agent: a trained card policy played in numpy and numba (no torch, no SB3).
 
 The weights (``champion.npz`` beside this module, package data) are the actor of a
-:class:`training.features.CardPolicy` trained with MaskablePPO by ``configs/champion.yaml``;
+:class:`training.policy.CardPolicy` trained with MaskablePPO by ``configs/champion.yaml``;
 ``python -m training.champion`` reproduces and exports them (``docs/champion.md``: budget,
 strength tables). The agent is deterministic: it plays the legal action of the highest logit.
 
@@ -54,7 +54,7 @@ _GLOBAL_SIZE = OBS_SIZE + HAND_SIZE * len(HAND_FEATURES)  # 492: the actor MLP's
 class CardActor:
     """The card policy's actor in numpy: action logits ``float32 (batch, 109)`` for observations ``(batch, 402)``.
 
-    The network (``training.features.CardPolicy``): an MLP over the observation and the held
+    The network (``training.policy.CardPolicy``): an MLP over the observation and the held
     cards' :data:`~sixnimmt_env.card_features.HAND_FEATURES` (492 inputs) gives a global latent
     ``g``; the logits are ``g @ linear_w + linear_b``, and each held card adds
     ``relu(card_features @ card_in_w + card_in_b + g @ global_in_w) @ card_out_w + card_out_b``.

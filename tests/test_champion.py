@@ -125,7 +125,7 @@ def test_export_matches_the_torch_policy_and_never_overwrites(tmp_path: Path) ->
 
     from training.agent import PolicyAgent
     from training.champion import export, main
-    from training.features import CardPolicy
+    from training.policy import CardPolicy
 
     env = gymnasium.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["greedy"] * 3, episode="round")
     model = MaskablePPO(CardPolicy, env, seed=1, policy_kwargs={"net_arch": [32, 16]})

@@ -100,7 +100,7 @@ def test_labels_hold_real_decisions_and_their_returns(tmp_path: Path) -> None:
 def test_fit_learns_the_teacher(tmp_path: Path) -> None:
     from sb3_contrib import MaskablePPO
 
-    from training.features import CardPolicy
+    from training.policy import CardPolicy
     from training.vec_env import SixNimmtVecEnv
 
     labels = label_positions(CONFIG, 3000, 16, batch_size=32, seed=1)

@@ -1,4 +1,4 @@
-"""Card features and the card policy (training/features.py)."""
+"""Card features and the card policy (training/features.py, training/policy.py)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,10 @@ from training.features import (
     FEATURES_SIZE,
     HAND_FEATURES,
     CardFeatures,
-    CardPolicy,
     HandFeatures,
-    MaskedCategorical,
     card_features_numpy,
 )
+from training.policy import CardPolicy, MaskedCategorical
 
 SPACE = gymnasium.spaces.Box(-np.inf, np.inf, (OBS_SIZE,), np.float32)
 
@@ -181,6 +180,29 @@ def test_card_policy_scores_only_through_legal_actions_and_survives_save_load(tm
     env.close()
 
 
+def test_a_checkpoint_saved_as_training_features_card_policy_loads(tmp_path, monkeypatch):
+    # checkpoints written while CardPolicy lived in training.features pickle that class reference
+    import gymnasium as gym
+    from sb3_contrib import MaskablePPO
+
+    import training.features
+    from training.agent import load_policy_agent
+    from training.policy import custom_objects
+
+    env = gym.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["greedy"] * 3, episode="round")
+    model = MaskablePPO(CardPolicy, env, seed=0, policy_kwargs={"net_arch": [16]})
+    with monkeypatch.context() as m:
+        m.setattr(CardPolicy, "__module__", "training.features")
+        m.setattr(training.features, "CardPolicy", CardPolicy, raising=False)
+        model.save(tmp_path / "old.zip")
+    model.save(tmp_path / "new.zip")
+    assert custom_objects(tmp_path / "old.zip") == {"policy_class": CardPolicy}
+    assert custom_objects(tmp_path / "new.zip") == {}
+    agent = load_policy_agent(f"ppo:{tmp_path / 'old.zip'}")
+    assert type(agent.policy) is CardPolicy
+    env.close()
+
+
 def test_numpy_actor_matches_torch_for_card_features_mlp(tmp_path):
     from sb3_contrib import MaskablePPO
 
@@ -206,7 +228,8 @@ def test_numpy_actor_matches_torch_for_card_features_mlp(tmp_path):
 
 
 def test_config_names_the_policy_and_rejects_unknown_ones(tmp_path):
-    from training.config import ConfigError, algo_kwargs, load_config
+    from training.config import ConfigError, load_config
+    from training.policy import algo_kwargs
 
     cfg = load_config("configs/smoke.yaml", ["algo.policy=card"])
     assert algo_kwargs(cfg)["policy"] is CardPolicy

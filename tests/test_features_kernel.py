@@ -1,16 +1,19 @@
-"""The card features of training/features.py against the reference engine on random positions: each card's target
-row, low-card and full-row flags, row length and bullheads, immediate cost and distance (RULES.md R7-R9)."""
+"""The card features (sixnimmt_env/card_features.py, read by training/features.py) against the reference engine on
+random positions: each card's target row, low-card and full-row flags, row length and bullheads, immediate cost and
+distance (RULES.md R7-R9)."""
 
 from __future__ import annotations
 
+import gymnasium
 import numpy as np
 import pytest
 import torch
 
 from sixnimmt_env import engine as E
 from sixnimmt_env.agents import immediate_cost
-from sixnimmt_env.observation import encode
-from training.features import CARD_FEATURES, _card_features_numpy, _card_features_torch
+from sixnimmt_env.card_features import CARD_FEATURES, card_features
+from sixnimmt_env.observation import OBS_SIZE, encode
+from training.features import CardFeatures
 
 
 def _approx(x: float) -> object:
@@ -37,8 +40,9 @@ def test_card_features_match_the_engine_on_random_positions() -> None:
     positions = _positions(150, seed=3)
     obs = np.stack([encode(state, 0) for state in positions])
     cards = np.repeat(np.arange(104)[None], len(positions), axis=0)
-    feats = _card_features_numpy(obs, cards)
-    torch_feats = _card_features_torch(torch.as_tensor(obs), torch.as_tensor(cards)).numpy()
+    feats = card_features(obs, cards)
+    space = gymnasium.spaces.Box(-np.inf, np.inf, (OBS_SIZE,), np.float32)
+    torch_feats = CardFeatures(space)(torch.as_tensor(obs)).numpy()[:, OBS_SIZE:].reshape(feats.shape)
     np.testing.assert_allclose(torch_feats, feats, atol=1e-6)
     lows = fulls = 0
     for b, state in enumerate(positions):

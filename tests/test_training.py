@@ -125,6 +125,18 @@ def test_config_errors_name_the_key_before_anything_starts(override: list[str], 
     assert "smoke.yaml" in str(err.value)
 
 
+def test_every_vec_env_name_has_a_builder(tmp_path: Path) -> None:
+    import typing
+
+    from training.config import TrainSection
+    from training.vec import VEC_ENV_BUILDERS
+
+    assert set(VEC_ENV_BUILDERS) == set(typing.get_args(typing.get_type_hints(TrainSection)["vec_env"]))
+    message = r"smoke\.yaml: key 'train\.vec_env' must be 'dummy' or 'subproc' or 'batched'"
+    with pytest.raises(ConfigError, match=message):
+        load_config(SMOKE, ["train.vec_env=threads"])
+
+
 # --------------------------------------------------------------------------- vector envs and masks
 
 

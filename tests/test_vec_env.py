@@ -19,7 +19,8 @@ from sixnimmt_env.engine import DONE, NOOP, SELECT, GameConfig, State, step, vie
 from sixnimmt_env.gym_env import ILLEGAL_PENALTY
 from sixnimmt_env.observation import OBS_SIZE, SLICES, action_mask, encode
 from training.agent import PolicyAgent
-from training.config import algo_kwargs, load_config
+from training.config import load_config
+from training.policy import algo_kwargs
 from training.vec import MixtureSampler, build_vec_env
 from training.vec_env import SixNimmtVecEnv
 

@@ -121,8 +121,8 @@ def actor_layers(policy: Any) -> list[tuple[np.ndarray, np.ndarray, Callable[[np
 
 
 def _card_actor(policy: Any) -> Any:
-    """A numpy copy of a :class:`training.features.CardPolicy`'s actor, or ``None`` for other policies."""
-    from training.features import CardPolicy, NumpyCardActor
+    """A numpy copy of a :class:`training.policy.CardPolicy`'s actor, or ``None`` for other policies."""
+    from training.policy import CardPolicy, NumpyCardActor
 
     if not isinstance(policy, CardPolicy):
         return None
@@ -242,10 +242,12 @@ def load_policy(path: str | Path) -> tuple[Any, ObsNorm | None]:
         return _CACHE[key]
     from sb3_contrib import MaskablePPO
 
+    from training.policy import custom_objects
+
     if not zipfile.is_zipfile(p):
         raise ValueError(f"ppo checkpoint {str(path)!r} is not a MaskablePPO .zip checkpoint (not a zip archive)")
     try:
-        model = MaskablePPO.load(p, device="cpu")
+        model = MaskablePPO.load(p, device="cpu", custom_objects=custom_objects(p))
     except Exception as e:  # SB3 raises many kinds for a damaged archive
         hint = ""
         if "size mismatch" in str(e) and "CardPolicy" in str(e):

@@ -30,12 +30,12 @@ __all__ = ["export", "main", "weight_arrays"]
 
 
 def weight_arrays(policy: Any) -> dict[str, np.ndarray]:
-    """The actor of a :class:`training.features.CardPolicy` as the arrays of :class:`sixnimmt_env.champion.CardActor`.
+    """The actor of a :class:`training.policy.CardPolicy` as the arrays of :class:`sixnimmt_env.champion.CardActor`.
 
     Raises:
         ValueError: a policy that is not a card policy, or an activation other than Tanh/ReLU.
     """
-    from training.features import CardPolicy, NumpyCardActor
+    from training.policy import CardPolicy, NumpyCardActor
 
     if not isinstance(policy, CardPolicy):
         raise ValueError(f"champion export needs a card policy (algo.policy: card), got {type(policy).__name__}")

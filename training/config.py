@@ -21,8 +21,7 @@ algo         MaskablePPO keyword arguments as a plain mapping
              (``policy_kwargs`` included), checked against its signature
 train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              ``learn``: training stops at whichever comes first), ``n_envs``, ``vec_env`` (``dummy`` |
-             ``subproc`` | ``batched`` | any name registered in
-             :data:`training.vec.VEC_ENV_BUILDERS`), ``n_workers`` (read by
+             ``subproc`` | ``batched``, :data:`training.vec.VEC_ENV_BUILDERS`), ``n_workers`` (read by
              ``subproc`` only: ``null`` = SB3's ``SubprocVecEnv``, one process per
              env; ``k`` = :class:`training.vec.WorkerVecEnv`, the envs split
              over ``k`` processes), ``normalize_obs``,
@@ -45,7 +44,8 @@ ray          ``train.backend: rllib`` only (:mod:`training.rllib.config`):
 
 ``train.backend`` is ``sb3`` (default: MaskablePPO) or ``rllib`` (Ray RLlib's PPO,
 :mod:`training.rllib`); with ``rllib`` the ``algo`` keys are checked by
-:func:`training.rllib.config.check_rllib` instead of against MaskablePPO.
+:func:`_check_rllib` instead of against MaskablePPO (the names mean what they mean for SB3;
+:mod:`training.rllib.config` translates them).
 
 ``--set a.b=value`` overrides are parsed with ``yaml.safe_load`` and applied
 to the raw mapping before validation, so they are checked the same way.
@@ -122,7 +122,7 @@ class TrainSection:
     total_timesteps: int = 1_000_000
     max_minutes: float | None = None
     n_envs: int = 8
-    vec_env: str = "dummy"
+    vec_env: Literal["dummy", "subproc", "batched"] = "dummy"
     n_workers: int | None = None
     normalize_obs: bool = False
     seed: int = 0
@@ -429,38 +429,156 @@ ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu")
 EXTRACTORS = ("card_features",)
 """Names allowed for ``algo.policy_kwargs.features_extractor_class`` (:mod:`training.features`)."""
 POLICIES = ("MlpPolicy", "card")
-"""Names allowed for ``algo.policy``: SB3's ``MlpPolicy`` or :class:`training.features.CardPolicy` (``card``)."""
+"""Names allowed for ``algo.policy``: SB3's ``MlpPolicy`` or :class:`training.policy.CardPolicy` (``card``)."""
 
 
-def algo_kwargs(cfg: TrainConfig) -> dict[str, Any]:
-    """The MaskablePPO keyword arguments of ``cfg.algo``, with ``policy_kwargs.activation_fn`` and
-    ``policy_kwargs.features_extractor_class`` named by strings turned into their classes."""
-    import torch.nn as nn
+# --------------------------------------------------------------------------- train.backend: rllib
 
-    from training.features import POLICIES as POLICY_CLASSES
+RLLIB_ALGO_KEYS = ("policy", "policy_kwargs", *ALGO_NUMBERS)
+"""Keys allowed in ``algo`` with ``train.backend: rllib`` (:mod:`training.rllib.config` maps each to RLlib's)."""
+RLLIB_POLICY_KWARGS = ("net_arch", "activation_fn")
+"""Keys allowed in ``algo.policy_kwargs`` with ``train.backend: rllib``."""
+RLLIB_POLICIES = ("card", "MlpPolicy")
+"""Names allowed for ``algo.policy`` with ``train.backend: rllib`` (the RLModules of :mod:`training.rllib.module`)."""
+DEFAULT_N_STEPS = 128
+"""``algo.n_steps`` when not given: steps per env per iteration."""
+_ADDRESS = re.compile(r"^(auto|(ray://)?[A-Za-z0-9_.\-]+:\d{1,5})$")
 
-    kwargs = dict(cfg.algo)
-    kwargs["policy"] = POLICY_CLASSES[kwargs.get("policy", "MlpPolicy")]
-    pk = dict(kwargs.get("policy_kwargs") or {})
-    if isinstance(pk.get("activation_fn"), str):
-        classes = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "leaky_relu": nn.LeakyReLU}
-        pk["activation_fn"] = classes[pk["activation_fn"]]
-    if isinstance(pk.get("features_extractor_class"), str):
-        from training.features import FEATURE_EXTRACTORS
 
-        pk["features_extractor_class"] = FEATURE_EXTRACTORS[pk["features_extractor_class"]]
-    if pk:
-        kwargs["policy_kwargs"] = pk
-    return kwargs
+def num_envs(cfg: TrainConfig) -> int:
+    """Training envs of an RLlib run: ``max(num_env_runners, 1) * num_envs_per_env_runner``."""
+    return max(cfg.ray.num_env_runners, 1) * cfg.ray.num_envs_per_env_runner
+
+
+def n_steps(cfg: TrainConfig) -> int:
+    """Steps per env per iteration (``algo.n_steps``, default :data:`DEFAULT_N_STEPS`)."""
+    return int(cfg.algo.get("n_steps", DEFAULT_N_STEPS))
+
+
+def train_batch_size(cfg: TrainConfig) -> int:
+    """Env steps per training iteration: ``n_steps`` x :func:`num_envs`."""
+    return n_steps(cfg) * num_envs(cfg)
+
+
+def cpus_needed(cfg: TrainConfig) -> float:
+    """CPUs the env runners and learners of an RLlib run reserve (``ray.num_*_per_*``)."""
+    r = cfg.ray
+    return r.num_env_runners * r.num_cpus_per_env_runner + r.num_learners * r.num_cpus_per_learner
+
+
+def _check_rllib(cfg: TrainConfig, source: str) -> None:
+    """The checks of ``train.backend: rllib`` (:mod:`training.rllib.config`), before Ray starts.
+
+    Raises:
+        ConfigError: naming ``source`` and the key.
+    """
+    for k in cfg.algo:
+        if k not in RLLIB_ALGO_KEYS:
+            raise ConfigError(
+                f"{source}: unknown key 'algo.{k}' for train.backend: rllib; allowed: {', '.join(RLLIB_ALGO_KEYS)}"
+            )
+    policy = cfg.algo.get("policy", "card")
+    if policy not in RLLIB_POLICIES:
+        raise ConfigError(f"{source}: key 'algo.policy' must be one of {', '.join(RLLIB_POLICIES)}, got {policy!r}")
+    pk = cfg.algo.get("policy_kwargs")
+    if pk is not None and not isinstance(pk, dict):
+        raise ConfigError(f"{source}: key 'algo.policy_kwargs' must be a mapping, got {pk!r}")
+    for k in pk or {}:
+        if k not in RLLIB_POLICY_KWARGS:
+            raise ConfigError(
+                f"{source}: unknown key 'algo.policy_kwargs.{k}' for train.backend: rllib; "
+                f"allowed: {', '.join(RLLIB_POLICY_KWARGS)}"
+            )
+    arch = (pk or {}).get("net_arch", [64, 64])
+    if not (isinstance(arch, list) and all(isinstance(a, int) and not isinstance(a, bool) and a > 0 for a in arch)):
+        raise ConfigError(f"{source}: key 'algo.policy_kwargs.net_arch' must be a list of layer sizes, got {arch!r}")
+    act = (pk or {}).get("activation_fn", "tanh")
+    if act not in ACTIVATIONS:
+        raise ConfigError(
+            f"{source}: key 'algo.policy_kwargs.activation_fn' must be one of {', '.join(ACTIVATIONS)}, got {act!r}"
+        )
+    for key, (kind, low) in ALGO_NUMBERS.items():
+        value = cfg.algo.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, kind) or not value >= low:
+            what = "an integer" if kind is int else "a number"
+            raise ConfigError(f"{source}: key 'algo.{key}' must be {what} >= {low}, got {value!r}")
+
+    defaults = TrainSection()
+    for key in ("n_envs", "vec_env", "n_workers", "normalize_obs"):
+        if getattr(cfg.train, key) != getattr(defaults, key):
+            raise ConfigError(
+                f"{source}: key 'train.{key}' does not apply to train.backend: rllib (got "
+                f"{getattr(cfg.train, key)!r}); the envs are ray.num_env_runners x ray.num_envs_per_env_runner"
+            )
+
+    r = cfg.ray
+    if r.address is not None and not _ADDRESS.match(r.address):
+        raise ConfigError(
+            f"{source}: key 'ray.address' must be null (a local Ray), 'auto' or HOST:PORT (ray://HOST:PORT), "
+            f"got {r.address!r}"
+        )
+    for key, value, low in [
+        ("ray.num_env_runners", r.num_env_runners, 0),
+        ("ray.num_envs_per_env_runner", r.num_envs_per_env_runner, 1),
+        ("ray.num_learners", r.num_learners, 0),
+        ("ray.object_store_mb", r.object_store_mb, 80),
+        ("ray.num_cpus_per_env_runner", r.num_cpus_per_env_runner, 0),
+        ("ray.num_gpus_per_env_runner", r.num_gpus_per_env_runner, 0),
+        ("ray.num_cpus_per_learner", r.num_cpus_per_learner, 0),
+        ("ray.num_gpus_per_learner", r.num_gpus_per_learner, 0),
+    ]:
+        if value < low:
+            raise ConfigError(f"{source}: key '{key}' must be >= {low}, got {value}")
+    if r.num_cpus is not None and r.num_cpus < 1:
+        raise ConfigError(f"{source}: key 'ray.num_cpus' must be >= 1 or null, got {r.num_cpus}")
+    if r.address is not None:
+        if r.num_cpus is not None:
+            raise ConfigError(
+                f"{source}: key 'ray.num_cpus' applies to a local Ray only (ray.address: null); "
+                f"a cluster's CPUs are set by `ray start --num-cpus` on each node (ray.address is {r.address!r})"
+            )
+        if r.object_store_mb != RaySection().object_store_mb:
+            raise ConfigError(
+                f"{source}: key 'ray.object_store_mb' applies to a local Ray only (ray.address: null); "
+                f"set it with `ray start --object-store-memory` (ray.address is {r.address!r})"
+            )
+    elif r.num_cpus is not None and cpus_needed(cfg) > r.num_cpus:
+        raise ConfigError(
+            f"{source}: key 'ray.num_env_runners': {r.num_env_runners} runners x {r.num_cpus_per_env_runner} CPUs "
+            f"+ {r.num_learners} learners x {r.num_cpus_per_learner} CPUs need {cpus_needed(cfg):g} CPUs, "
+            f"more than ray.num_cpus = {r.num_cpus}"
+        )
+    if r.address is None and (r.num_gpus_per_env_runner > 0 or r.num_gpus_per_learner > 0):
+        import torch
+
+        if not torch.cuda.is_available():
+            key = "ray.num_gpus_per_learner" if r.num_gpus_per_learner > 0 else "ray.num_gpus_per_env_runner"
+            raise ConfigError(f"{source}: key '{key}' asks for a GPU, and this machine has none (torch sees no CUDA)")
+    if r.num_gpus_per_learner > 0 and r.num_learners == 0 and cfg.train.device == "cpu":
+        raise ConfigError(
+            f"{source}: key 'ray.num_gpus_per_learner' needs ray.num_learners >= 1 (the local learner uses "
+            "train.device)"
+        )
+    batch = train_batch_size(cfg)
+    minibatch = cfg.algo.get("batch_size")
+    if minibatch is not None and minibatch > batch // max(r.num_learners, 1):
+        raise ConfigError(
+            f"{source}: key 'algo.batch_size' ({minibatch}) is larger than the train batch per learner "
+            f"({batch // max(r.num_learners, 1)} = algo.n_steps {n_steps(cfg)} x {num_envs(cfg)} envs"
+            f"{' / ' + str(r.num_learners) + ' learners' if r.num_learners > 1 else ''})"
+        )
 
 
 def check_agent_spec(spec: str, key: str, source: str) -> None:
     """Raise :class:`ConfigError` naming ``key`` and ``source`` when ``spec`` is not a known agent spec.
 
-    ``ppo:PATH`` specs are checked for an existing file only (loading waits until the run starts).
+    ``ppo:PATH`` specs are checked for an existing file only (loading waits until the run starts). Other
+    prefixes are built by :func:`sixnimmt_env.agents.make_agent`, which imports an installed plugin's module
+    (e.g. ``training.agent`` for ``ppo-sample:``) when its prefix is asked for.
     """
     from sixnimmt_env.agents import make_agent
-    from training import agent as _registered  # noqa: F401  (registers the ppo: prefix)
 
     if spec.startswith("ppo:"):
         if not Path(spec[4:]).is_file():
@@ -547,17 +665,8 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
             raise ConfigError(f"{source}: keys 'distill.epsilon' must be in [0, 1] and 'distill.value_coef' >= 0")
     if not 0.0 <= cfg.self_play.prob <= 1.0:
         raise ConfigError(f"{source}: key 'self_play.prob' must be in [0, 1], got {cfg.self_play.prob}")
-    from training.vec import VEC_ENV_BUILDERS
-
-    if cfg.train.vec_env not in VEC_ENV_BUILDERS:
-        raise ConfigError(
-            f"{source}: key 'train.vec_env' must be one of {', '.join(sorted(VEC_ENV_BUILDERS))}, "
-            f"got {cfg.train.vec_env!r}"
-        )
     if cfg.train.backend == "rllib":
-        from training.rllib.config import check_rllib
-
-        check_rllib(cfg, source)
+        _check_rllib(cfg, source)
         return cfg
     if cfg.ray != RaySection():
         raise ConfigError(f"{source}: section 'ray' applies to train.backend: rllib only (train.backend is sb3)")

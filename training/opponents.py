@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from sixnimmt_env.agents import Agent, make_agent
 from training import agent as _ppo_agents  # noqa: F401  (registers ppo: specs in every process)
-
-if TYPE_CHECKING:  # training.config imports the env builders lazily; the type is enough here
-    from training.config import TrainConfig
+from training.config import TrainConfig
 
 
 class MixtureSampler:

@@ -61,7 +61,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from training.config import ConfigError, TrainConfig, algo_kwargs, apply_override, dump_config, load_config
+from training.config import ConfigError, TrainConfig, apply_override, dump_config, load_config
 
 RESUME_OVERRIDES = ("train.total_timesteps", "train.max_minutes")
 """The keys ``--set`` may change with ``--resume``: the budget of the run."""
@@ -237,6 +237,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
 
     from training.callbacks import ArenaEval, CheckpointEvery, Progress, SelfPlayPool, prune_pool, save_model
     from training.evaluate import evaluate_lineups, write_report
+    from training.policy import algo_kwargs, custom_objects
     from training.vec import build_vec_env, sampler_from_config
 
     torch.set_num_threads(cfg.train.torch_threads)
@@ -252,7 +253,13 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     if resume_from is not None:
         from stable_baselines3.common.vec_env import VecNormalize
 
-        model = MaskablePPO.load(resume_from, env=venv, device=cfg.train.device, tensorboard_log=str(run_dir / "tb"))
+        model = MaskablePPO.load(
+            resume_from,
+            env=venv,
+            device=cfg.train.device,
+            tensorboard_log=str(run_dir / "tb"),
+            custom_objects=custom_objects(resume_from),
+        )
         seed = cfg.train.seed + model.num_timesteps  # continue the seed stream past the steps already played
         model.set_random_seed(seed)
         norm_file = resume_from.with_name(resume_from.stem + ".obsnorm.npz")
@@ -362,8 +369,10 @@ def init_policy(model: Any, checkpoint: str | Path) -> None:
     """
     from sb3_contrib import MaskablePPO
 
+    from training.policy import custom_objects
+
     try:
-        source = MaskablePPO.load(checkpoint, device=model.device)
+        source = MaskablePPO.load(checkpoint, device=model.device, custom_objects=custom_objects(checkpoint))
     except Exception as exc:  # a damaged or foreign file: say which and why
         raise ConfigError(f"train.init_from {str(checkpoint)!r} does not load: {exc}") from exc
     theirs, ours = source.policy.state_dict(), model.policy.state_dict()

@@ -9,9 +9,7 @@ when ``train.normalize_obs`` is set.
 
 Every stack forwards ``env_method("action_masks")``, which MaskablePPO calls at
 each step, and ``env_method("set_opponents", sampler)``, which the self-play
-callback calls when the pool changes. A new kind of vector env (e.g. a batched
-engine) is added with :func:`register_vec_env`; it receives the same
-:class:`VecEnvRequest`.
+callback calls when the pool changes. Each builder receives a :class:`VecEnvRequest`.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -31,6 +29,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvO
 
 from sixnimmt_env.engine import NUM_ACTIONS
 from training import agent as _ppo_agents  # noqa: F401  (registers ppo: specs in every process)
+from training.config import TrainConfig
 from training.opponents import MixtureSampler, sampler_from_config
 
 __all__ = [
@@ -40,13 +39,9 @@ __all__ = [
     "VecEnvRequest",
     "WorkerVecEnv",
     "build_vec_env",
-    "register_vec_env",
+    "players_per_env",
     "sampler_from_config",
-    "table_sizes",
 ]
-
-if TYPE_CHECKING:  # avoids an import cycle with training.config
-    from training.config import TrainConfig
 
 
 class EnvFactory:
@@ -293,18 +288,15 @@ VEC_ENV_BUILDERS: dict[str, Callable[[VecEnvRequest], VecEnv]] = {
     "subproc": _subproc,
     "batched": _batched,
 }
-"""``train.vec_env`` name -> builder. The VecEnv returned must answer ``env_method("action_masks")``
+"""``train.vec_env`` name (the ``Literal`` of :attr:`training.config.TrainSection.vec_env`) -> builder.
+The VecEnv returned must answer ``env_method("action_masks")``
 (stacked to ``bool (n_envs, 109)``) and ``env_method("set_opponents", sampler)``."""
 
 
-def register_vec_env(name: str, builder: Callable[[VecEnvRequest], VecEnv]) -> None:
-    """Make ``train.vec_env: <name>`` use ``builder`` (e.g. a batched engine's VecEnv)."""
-    VEC_ENV_BUILDERS[name] = builder
-
-
-def table_sizes(cfg: TrainConfig) -> list[int]:
-    """Players of each training env: ``env.num_players``, or with a list of sizes env ``i`` gets ``sizes[i % len]``."""
-    sizes = cfg.env.num_players if isinstance(cfg.env.num_players, list) else [cfg.env.num_players]
+def players_per_env(cfg: TrainConfig) -> list[int]:
+    """Players of each of the ``train.n_envs`` training envs: env ``i`` plays ``sizes[i % len]`` of the
+    table sizes ``sizes`` (:meth:`training.config.EnvSection.table_sizes`)."""
+    sizes = cfg.env.table_sizes()
     return [sizes[i % len(sizes)] for i in range(cfg.train.n_envs)]
 
 
@@ -330,7 +322,7 @@ def build_vec_env(
             str(monitor_dir / f"{i}.monitor.csv") if monitor_dir is not None else None,
             None if cfg.train.vec_env == "dummy" else 1,
         )
-        for i, n in enumerate(table_sizes(cfg))
+        for i, n in enumerate(players_per_env(cfg))
     ]
     venv = VEC_ENV_BUILDERS[cfg.train.vec_env](VecEnvRequest(cfg, fns, sampler, monitor_dir))
     if wrap_normalize and cfg.train.normalize_obs:

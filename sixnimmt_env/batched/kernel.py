@@ -3,7 +3,7 @@
 :mod:`sixnimmt_env.engine` is the readable specification; this module is its one compiled twin. The batched engine
 (:mod:`.core`), the compiled single-game backend (:mod:`.single`), the learner tables (:mod:`.learner`), the arena's
 heuristic games (:mod:`.arena`), the ``mc:N`` rollouts (:mod:`.mc`), the vectorised agents (:mod:`.agents`) and the
-card features of ``training.features`` call it; none of them places a card, picks a target row or books a penalty
+card features (:mod:`..card_features`) call it; none of them places a card, picks a target row or books a penalty
 by itself. A rule changes here and in the engine, and the parity tests compare the two.
 
 **Rows.** A table's rows are read through three arrays of 4 entries, the *light rows*: ``ends`` (last card of each

@@ -101,7 +101,7 @@ class RLlibAgent(PolicyAgent):
 
     The same decisions as :class:`training.agent.PolicyAgent` (masked argmax, or a Gumbel-max sample
     from the masked softmax with ``sample=True``); the card policy's actor is copied to numpy
-    (:class:`training.features.NumpyCardActor`), the MLP runs through torch.
+    (:class:`training.policy.NumpyCardActor`), the MLP runs through torch.
 
     Args:
         module: a loaded :class:`~training.rllib.module.CardRLModule`.
@@ -110,7 +110,7 @@ class RLlibAgent(PolicyAgent):
     """
 
     def __init__(self, module: Any, sample: bool = False, name: str = "rllib") -> None:
-        from training.features import NumpyCardActor
+        from training.policy import NumpyCardActor
 
         self.policy = module
         self.obs_norm = None

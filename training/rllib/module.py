@@ -12,18 +12,18 @@
 ==============  ==========================================================================
 key             meaning
 ==============  ==========================================================================
-``policy``      ``"card"`` (default): :mod:`training.features`' card policy: the held
+``policy``      ``"card"`` (default): :mod:`training.policy`'s card policy: the held
                 cards' features (:class:`~training.features.HandFeatures`), actor and
-                critic MLPs over 492 inputs (:class:`~training.features.CardNetworks`),
+                critic MLPs over 492 inputs (:class:`~training.policy.CardNetworks`),
                 one small network scoring every held card alike
-                (:class:`~training.features.CardHead`); ``"MlpPolicy"``: actor and critic
+                (:class:`~training.policy.CardHead`); ``"MlpPolicy"``: actor and critic
                 MLPs over the flat 402 observation, a linear head to 109 logits
 ``net_arch``    hidden layer sizes of the actor and of the critic (default ``[64, 64]``)
 ``activation``  ``"tanh"`` (default), ``"relu"``, ``"elu"`` or ``"leaky_relu"``
 ==============  ==========================================================================
 
 The networks are the SB3 card policy's modules (same classes, same initialisation), so
-:class:`training.features.NumpyCardActor` runs a trained module's actor in numpy
+:class:`training.policy.NumpyCardActor` runs a trained module's actor in numpy
 (:mod:`training.rllib.agent`).
 """
 
@@ -43,17 +43,9 @@ from ray.rllib.utils.torch_utils import FLOAT_MIN
 from sixnimmt_env.engine import NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE
 from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY
-from training.features import CardHead, CardNetworks, HandFeatures
-
-ACTIVATIONS: dict[str, type[torch.nn.Module]] = {
-    "tanh": torch.nn.Tanh,
-    "relu": torch.nn.ReLU,
-    "elu": torch.nn.ELU,
-    "leaky_relu": torch.nn.LeakyReLU,
-}
-"""Names allowed for ``model_config["activation"]``."""
-MODULE_POLICIES = ("card", "MlpPolicy")
-"""Names allowed for ``model_config["policy"]``."""
+from training.config import RLLIB_POLICIES
+from training.features import HandFeatures
+from training.policy import ACTIVATION_CLASSES, CardHead, CardNetworks
 
 
 def _init(module: torch.nn.Module, gain: float) -> None:
@@ -66,7 +58,7 @@ def _init(module: torch.nn.Module, gain: float) -> None:
 
 class _MlpNetworks(torch.nn.Module):
     """Actor and critic MLPs over the flat observation (``policy: MlpPolicy``); the interface of
-    :class:`~training.features.CardNetworks` (``policy_net``, ``value_net``, ``forward_actor``, ``forward_critic``)."""
+    :class:`~training.policy.CardNetworks` (``policy_net``, ``value_net``, ``forward_actor``, ``forward_critic``)."""
 
     def __init__(self, net_arch: list[int], activation_fn: type[torch.nn.Module]) -> None:
         super().__init__()
@@ -114,16 +106,17 @@ class CardRLModule(TorchRLModule, ValueFunctionAPI):
         policy = config.get("policy", "card")
         arch = config.get("net_arch", [64, 64])
         activation = config.get("activation", "tanh")
-        if policy not in MODULE_POLICIES:
-            raise ValueError(f"CardRLModule: model_config 'policy' must be one of {MODULE_POLICIES}, got {policy!r}")
+        if policy not in RLLIB_POLICIES:
+            raise ValueError(f"CardRLModule: model_config 'policy' must be one of {RLLIB_POLICIES}, got {policy!r}")
         if not (isinstance(arch, list | tuple) and all(isinstance(a, int) and a > 0 for a in arch)):
             raise ValueError(f"CardRLModule: model_config 'net_arch' must be a list of layer sizes, got {arch!r}")
-        if activation not in ACTIVATIONS:
+        if activation not in ACTIVATION_CLASSES:
             raise ValueError(
-                f"CardRLModule: model_config 'activation' must be one of {', '.join(ACTIVATIONS)}, got {activation!r}"
+                f"CardRLModule: model_config 'activation' must be one of {', '.join(ACTIVATION_CLASSES)}, "
+                f"got {activation!r}"
             )
         self.card = policy == "card"
-        act = ACTIVATIONS[activation]
+        act = ACTIVATION_CLASSES[activation]
         self.features = HandFeatures(space[OBS_KEY]) if self.card else torch.nn.Identity()
         self.mlp_extractor: CardNetworks | _MlpNetworks = (
             CardNetworks(list(arch), act) if self.card else _MlpNetworks(list(arch), act)

@@ -51,8 +51,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from training.config import ConfigError
-from training.rllib.config import local_cpus, model_config, n_steps, ppo_training_kwargs
+from training.config import ConfigError, n_steps
+from training.rllib.config import local_cpus, model_config, ppo_training_kwargs
 
 if TYPE_CHECKING:
     from training.config import TrainConfig

@@ -1,0 +1,271 @@
+"""The card policy: a MaskablePPO policy whose card logits come from one network shared by all cards.
+
+:class:`CardPolicy` (``algo.policy: card``, the shipped configs) reads the held cards' features
+(:class:`training.features.HandFeatures`); its actor and critic MLPs (:class:`CardNetworks`) read the
+observation and these features, and one small network shared by all cards scores them
+(:class:`CardHead`): what it learns about card 37 holds for card 73. :class:`MaskedCategorical` is its
+action distribution and :class:`NumpyCardActor` its actor copied to numpy (self-play opponents, the
+``ppo:`` agents). The RLlib module (:mod:`training.rllib.module`) builds the same networks.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+from sixnimmt_env.card_features import HAND_FEATURES, hand_features
+from sixnimmt_env.engine import HAND_SIZE, NUM_ACTIONS
+from sixnimmt_env.observation import OBS_SIZE
+from training.config import TrainConfig
+from training.features import FEATURE_EXTRACTORS, GLOBAL_SIZE, HAND_OUTPUT_SIZE, HandFeatures
+
+CARD_HIDDEN = 32
+"""Hidden units of :class:`CardHead`'s per-card MLP."""
+ACTIVATION_CLASSES: dict[str, type[torch.nn.Module]] = {
+    "tanh": torch.nn.Tanh,
+    "relu": torch.nn.ReLU,
+    "elu": torch.nn.ELU,
+    "leaky_relu": torch.nn.LeakyReLU,
+}
+"""The torch class of each name of :data:`training.config.ACTIVATIONS` (``algo.policy_kwargs.activation_fn``)."""
+
+
+class CardNetworks(torch.nn.Module):
+    """The ``mlp_extractor`` of :class:`CardPolicy`: actor and critic MLPs over the first 492 features.
+
+    ``forward_actor`` returns ``[global latent (G), held card features (90), held indices (10)]``:
+    the card part passes through untouched so that :class:`CardHead` scores every card with the
+    same weights. ``forward_critic`` is the critic MLP's output.
+    """
+
+    def __init__(self, net_arch: list[int], activation_fn: type[torch.nn.Module]) -> None:
+        super().__init__()
+
+        def mlp(sizes: list[int]) -> torch.nn.Sequential:
+            layers: list[torch.nn.Module] = []
+            last = GLOBAL_SIZE
+            for size in sizes:
+                layers += [torch.nn.Linear(last, size), activation_fn()]
+                last = size
+            return torch.nn.Sequential(*layers)
+
+        self.policy_net = mlp(net_arch)
+        self.value_net = mlp(net_arch)
+        self.global_dim = net_arch[-1] if net_arch else GLOBAL_SIZE
+        self.latent_dim_pi = self.global_dim + HAND_OUTPUT_SIZE - OBS_SIZE
+        self.latent_dim_vf = self.global_dim
+
+    def forward_actor(self, features: torch.Tensor) -> torch.Tensor:
+        return torch.cat([self.policy_net(features[:, :GLOBAL_SIZE]), features[:, OBS_SIZE:]], dim=1)
+
+    def forward_critic(self, features: torch.Tensor) -> torch.Tensor:
+        return self.value_net(features[:, :GLOBAL_SIZE])
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.forward_actor(features), self.forward_critic(features)
+
+
+class CardHead(torch.nn.Module):
+    """Action logits ``(batch, 109)`` from :class:`CardNetworks`' actor latent.
+
+    The logit of each action is a linear term of the global latent; each held card adds the
+    output of one small MLP (:data:`CARD_HIDDEN` units), shared by all cards, over the card's 9
+    :data:`HAND_FEATURES` and the global latent (the first layer's global part is computed once
+    per observation): what it learns about card 37 holds for card 73. Draft picks from the
+    display, rows 104..107 and the no-op get the linear term only.
+    """
+
+    def __init__(self, global_dim: int, hidden: int = CARD_HIDDEN) -> None:
+        super().__init__()
+        self.global_dim = global_dim
+        self.card_in = torch.nn.Linear(len(HAND_FEATURES), hidden)
+        self.global_in = torch.nn.Linear(global_dim, hidden, bias=False)
+        self.card_out = torch.nn.Linear(hidden, 1)
+        self.linear = torch.nn.Linear(global_dim, NUM_ACTIONS)
+
+    def forward(self, latent: torch.Tensor) -> torch.Tensor:
+        batch, g = latent.shape[0], self.global_dim
+        glob = latent[:, :g]
+        # the card part is a function of the observation: no gradient flows into it
+        cards = latent[:, g:].detach()
+        feats = cards[:, : HAND_SIZE * len(HAND_FEATURES)].reshape(batch, HAND_SIZE, len(HAND_FEATURES))
+        held = cards[:, HAND_SIZE * len(HAND_FEATURES) :].long()
+        hidden = torch.relu(self.card_in(feats) + self.global_in(glob).unsqueeze(1))
+        scores = self.card_out(hidden).squeeze(2) * feats[:, :, 0]  # 0 for the rows after the last held card
+        return self.linear(glob).scatter_add(1, held, scores)
+
+
+class MaskedCategorical(MaskableCategoricalDistribution):
+    """sb3-contrib's masked categorical distribution over the 109 actions, computed once per batch.
+
+    The same distribution as :class:`sb3_contrib.common.maskable.distributions.MaskableCategoricalDistribution`
+    (illegal actions' logits set to -1e8), with one ``log_softmax`` instead of three normalisations and argument
+    checks, and sampling by the inverse CDF (one uniform number per row). The card policy's rollouts and
+    updates spend a quarter of their time in the distribution otherwise.
+    """
+
+    def proba_distribution(self, action_logits: torch.Tensor) -> MaskedCategorical:
+        self.logits = action_logits.view(-1, self.action_dim)
+        self.masks: torch.Tensor | None = None
+        self._log_p: torch.Tensor | None = None
+        return self
+
+    def apply_masking(self, masks: np.ndarray | torch.Tensor | None) -> None:
+        self.masks = None if masks is None else torch.as_tensor(masks, dtype=torch.bool).reshape(self.logits.shape)
+        self._log_p = None
+
+    @property
+    def log_p(self) -> torch.Tensor:
+        """``(batch, 109)`` log-probabilities; -1e8 - logsumexp for illegal actions (probability 0)."""
+        if self._log_p is None:
+            logits = self.logits if self.masks is None else self.logits.masked_fill(~self.masks, -1e8)
+            self._log_p = torch.log_softmax(logits, dim=1)
+        return self._log_p
+
+    @property
+    def distribution(self) -> torch.distributions.Categorical:  # type: ignore[override]
+        """The masked distribution as a torch ``Categorical`` (as sb3-contrib's ``.distribution``), e.g. ``.probs``."""
+        return torch.distributions.Categorical(logits=self.log_p, validate_args=False)
+
+    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
+        return self.log_p.gather(1, actions.long().view(-1, 1)).squeeze(1)
+
+    def entropy(self) -> torch.Tensor:
+        log_p = self.log_p
+        return -(log_p.exp() * log_p).sum(dim=1)  # illegal actions: 0 * -1e8 = 0
+
+    def sample(self) -> torch.Tensor:
+        cdf = self.log_p.detach().exp().cumsum(dim=1)
+        total = cdf[:, -1:].contiguous()
+        drawn = torch.searchsorted(cdf, torch.rand(total.shape, dtype=cdf.dtype) * total, right=True)
+        # the first index that reaches the total is the last action of positive probability (u * total may round up)
+        return torch.minimum(drawn, torch.searchsorted(cdf, total)).squeeze(1)
+
+    def mode(self) -> torch.Tensor:
+        return self.log_p.argmax(dim=1)
+
+
+class CardPolicy(MaskableActorCriticPolicy):
+    """MaskablePPO policy over :class:`HandFeatures` whose card logits come from one network shared by all
+    cards (:class:`CardHead`): what it learns about card 37 holds for card 73. ``net_arch`` (a list) sizes
+    the actor and critic MLPs, each over the observation and the held cards' features (492 inputs).
+    Use it with ``algo.policy: card`` in a config."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("features_extractor_class", HandFeatures)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        if not isinstance(self.features_extractor, HandFeatures):
+            raise ValueError(
+                f"CardPolicy needs the HandFeatures extractor, got {type(self.features_extractor).__name__}"
+            )
+
+    def _build_mlp_extractor(self) -> None:
+        arch = self.net_arch
+        if isinstance(arch, dict) and arch.get("pi") == arch.get("vf"):  # SB3's default: dict(pi=[64, 64], vf=[64, 64])
+            arch = list(arch["pi"] or [])
+        if not isinstance(arch, list) or not all(isinstance(a, int) and a > 0 for a in arch):
+            raise ValueError(
+                f"CardPolicy: net_arch must be a list of layer sizes (it sizes the actor and the critic alike), "
+                f"e.g. [64, 64]; got {arch!r}"
+            )
+        self.mlp_extractor = CardNetworks(arch, self.activation_fn).to(self.device)
+
+    def _build(self, lr_schedule: object) -> None:
+        self._build_mlp_extractor()
+        self.action_dist = MaskedCategorical(NUM_ACTIONS)
+        self.action_net = CardHead(self.mlp_extractor.global_dim).to(self.device)
+        self.value_net = torch.nn.Linear(self.mlp_extractor.latent_dim_vf, 1).to(self.device)
+        if self.ortho_init:
+            self.mlp_extractor.apply(partial(self.init_weights, gain=np.sqrt(2)))
+            self.action_net.apply(partial(self.init_weights, gain=np.sqrt(2)))
+            self.init_weights(self.action_net.card_out, gain=0.01)
+            self.init_weights(self.action_net.linear, gain=0.01)
+            self.value_net.apply(partial(self.init_weights, gain=1.0))
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[operator]
+
+
+POLICIES: dict[str, object] = {"MlpPolicy": "MlpPolicy", "card": CardPolicy}
+"""Names allowed for ``algo.policy`` in configs: SB3's ``"MlpPolicy"`` (default) or :class:`CardPolicy`."""
+
+
+class NumpyCardActor:
+    """The actor of a :class:`CardPolicy` copied to numpy: logits ``float32 (batch, 109)`` for observations
+    ``(batch, 402)``, equal to the torch policy's (to float rounding). Later changes to the policy are not seen.
+
+    A single decision costs tens of microseconds instead of a torch call's overhead (self-play opponents).
+    """
+
+    def __init__(self, policy: CardPolicy) -> None:
+        def arrays(linear: torch.nn.Linear) -> tuple[np.ndarray, np.ndarray | None]:
+            weight = np.ascontiguousarray(linear.weight.detach().cpu().numpy().T.astype(np.float32))
+            bias = None if linear.bias is None else linear.bias.detach().cpu().numpy().astype(np.float32)
+            return weight, bias
+
+        self.layers: list[tuple[np.ndarray, np.ndarray | None, bool]] = []
+        for module in policy.mlp_extractor.policy_net:
+            if isinstance(module, torch.nn.Linear):
+                self.layers.append((*arrays(module), False))
+            elif isinstance(module, torch.nn.Tanh | torch.nn.ReLU):
+                weight, bias, _ = self.layers[-1]
+                self.layers[-1] = (weight, bias, isinstance(module, torch.nn.Tanh))
+            else:
+                raise ValueError(f"NumpyCardActor supports Linear/Tanh/ReLU layers, got {module!r}")
+        head = policy.action_net
+        self.card_in, self.global_in, self.card_out, self.linear = (
+            arrays(head.card_in),
+            arrays(head.global_in)[0],
+            arrays(head.card_out),
+            arrays(head.linear),
+        )
+
+    def logits(self, obs: np.ndarray) -> np.ndarray:
+        obs = np.asarray(obs, np.float32).reshape(-1, OBS_SIZE)
+        batch = obs.shape[0]
+        feats, held = hand_features(obs)
+        glob = np.concatenate([obs, feats.reshape(batch, -1)], axis=1)
+        for weight, bias, tanh in self.layers:
+            glob = glob @ weight + bias
+            glob = np.tanh(glob) if tanh else np.maximum(glob, 0.0)
+        hidden = np.maximum(feats @ self.card_in[0] + self.card_in[1] + (glob @ self.global_in)[:, None, :], 0.0)
+        scores = (hidden @ self.card_out[0] + self.card_out[1])[:, :, 0] * feats[:, :, 0]
+        logits = glob @ self.linear[0] + self.linear[1]
+        logits[np.arange(batch)[:, None], held] += scores  # held indices are distinct
+        return logits.astype(np.float32)
+
+
+def algo_kwargs(cfg: TrainConfig) -> dict[str, Any]:
+    """The MaskablePPO keyword arguments of ``cfg.algo``, with ``policy_kwargs.activation_fn`` and
+    ``policy_kwargs.features_extractor_class`` named by strings turned into their classes."""
+    kwargs = dict(cfg.algo)
+    kwargs["policy"] = POLICIES[kwargs.get("policy", "MlpPolicy")]
+    pk = dict(kwargs.get("policy_kwargs") or {})
+    if isinstance(pk.get("activation_fn"), str):
+        pk["activation_fn"] = ACTIVATION_CLASSES[pk["activation_fn"]]
+    if isinstance(pk.get("features_extractor_class"), str):
+        pk["features_extractor_class"] = FEATURE_EXTRACTORS[pk["features_extractor_class"]]
+    if pk:
+        kwargs["policy_kwargs"] = pk
+    return kwargs
+
+
+def custom_objects(path: str | Path) -> dict[str, Any]:
+    """The ``custom_objects`` for ``MaskablePPO.load(path, ...)``: ``{"policy_class": CardPolicy}`` for a checkpoint
+    whose pickled policy class is the card policy under its former module ``training.features`` (that reference no
+    longer resolves), else ``{}`` (the checkpoint's own class loads).
+
+    Raises:
+        OSError, zipfile.BadZipFile, KeyError, ValueError: ``path`` is not a readable SB3 checkpoint.
+    """
+    with zipfile.ZipFile(path) as archive:
+        stored = json.loads(archive.read("data")).get("policy_class")
+    if isinstance(stored, dict) and stored.get("__module__") == "training.features":
+        return {"policy_class": CardPolicy}
+    return {}
