@@ -101,16 +101,16 @@ _ALL_CARDS = np.arange(NUM_CARDS)[None]
 
 
 def card_features_numpy(obs: np.ndarray) -> np.ndarray:
-    """``float32 (batch, 1234)``: the observations ``(batch, 402)`` followed by their card features (card-major)."""
+    """``float32 (batch, 1338)``: the observations ``(batch, 506)`` followed by their card features (card-major)."""
     obs = np.asarray(obs, np.float32)
     feats = _card_features_numpy(obs, np.repeat(_ALL_CARDS, len(obs), axis=0))
     return np.concatenate([obs, feats.reshape(len(obs), -1)], axis=1)
 
 
 class CardFeatures(BaseFeaturesExtractor):
-    """SB3 features extractor: the observation (402) followed by 8 features for each card 1..104 (module docstring).
+    """SB3 features extractor: the observation (506) followed by 8 features for each card 1..104 (module docstring).
 
-    Input ``float32 (batch, 402)``; output ``float32 (batch, 1234)``. No parameters of its own.
+    Input ``float32 (batch, 506)``; output ``float32 (batch, 1338)``. No parameters of its own.
     """
 
     def __init__(self, observation_space: gymnasium.spaces.Box) -> None:
@@ -134,9 +134,9 @@ FEATURE_EXTRACTORS = {"card_features": CardFeatures}
 # --------------------------------------------------------------------------- a policy that scores every card alike
 
 GLOBAL_SIZE = OBS_SIZE + HAND_SIZE * len(HAND_FEATURES)
-"""Input width of the card policy's actor and critic MLPs: the observation and the held cards' features (492)."""
+"""Input width of the card policy's actor and critic MLPs: the observation and the held cards' features (596)."""
 HAND_OUTPUT_SIZE = GLOBAL_SIZE + HAND_SIZE
-"""Width of :class:`HandFeatures`' output (502)."""
+"""Width of :class:`HandFeatures`' output (606)."""
 CARD_HIDDEN = 32
 """Hidden units of :class:`CardHead`'s per-card MLP."""
 
@@ -144,7 +144,7 @@ CARD_HIDDEN = 32
 class HandFeatures(BaseFeaturesExtractor):
     """Features extractor of :class:`CardPolicy`: the :data:`HAND_FEATURES` of the held cards only.
 
-    Input ``float32 (batch, 402)``; output ``float32 (batch, 502)``: the observation, then the
+    Input ``float32 (batch, 506)``; output ``float32 (batch, 606)``: the observation, then the
     9 features of each of up to 10 held cards in ascending card order (zero rows after the last
     held card), then those cards' indices (card - 1, as floats; arbitrary for the zero rows).
     Ten cards instead of 104 keep the policy's update cheap. No parameters of its own.
@@ -174,7 +174,7 @@ _held_numpy = hand_features
 
 
 class CardNetworks(torch.nn.Module):
-    """The ``mlp_extractor`` of :class:`CardPolicy`: actor and critic MLPs over the first 492 features.
+    """The ``mlp_extractor`` of :class:`CardPolicy`: actor and critic MLPs over the first 596 features.
 
     ``forward_actor`` returns ``[global latent (G), held card features (90), held indices (10)]``:
     the card part passes through untouched so that :class:`CardHead` scores every card with the
@@ -291,7 +291,7 @@ class MaskedCategorical(MaskableCategoricalDistribution):
 class CardPolicy(MaskableActorCriticPolicy):
     """MaskablePPO policy over :class:`HandFeatures` whose card logits come from one network shared by all
     cards (:class:`CardHead`): what it learns about card 37 holds for card 73. ``net_arch`` (a list) sizes
-    the actor and critic MLPs, each over the observation and the held cards' features (492 inputs).
+    the actor and critic MLPs, each over the observation and the held cards' features (596 inputs).
     Use it with ``algo.policy: card`` in a config."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -333,7 +333,7 @@ POLICIES: dict[str, object] = {"MlpPolicy": "MlpPolicy", "card": CardPolicy}
 
 class NumpyCardActor:
     """The actor of a :class:`CardPolicy` copied to numpy: logits ``float32 (batch, 109)`` for observations
-    ``(batch, 402)``, equal to the torch policy's (to float rounding). Later changes to the policy are not seen.
+    ``(batch, 506)``, equal to the torch policy's (to float rounding). Later changes to the policy are not seen.
 
     A single decision costs tens of microseconds instead of a torch call's overhead (self-play opponents).
     """
