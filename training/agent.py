@@ -50,7 +50,7 @@ class ObsNorm:
     """Observation normalisation as VecNormalize applies it: ``clip((obs - mean) / sqrt(var + eps), -clip, clip)``.
 
     Args:
-        mean, var: float arrays of shape ``(402,)``.
+        mean, var: float arrays of shape ``(506,)``.
         clip: the clip bound (VecNormalize's ``clip_obs``).
         epsilon: VecNormalize's ``epsilon``.
     """
@@ -61,7 +61,7 @@ class ObsNorm:
         self.clip = float(clip)
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        """The normalised ``obs`` (any leading batch shape, last axis 402), ``float32``."""
+        """The normalised ``obs`` (any leading batch shape, last axis 506), ``float32``."""
         return np.clip((obs - self.mean) / self.std, -self.clip, self.clip).astype(np.float32)
 
 
@@ -148,7 +148,7 @@ class PolicyAgent:
     through torch. Later changes to ``policy`` are not seen.
 
     Args:
-        policy: a ``MaskableActorCriticPolicy`` with a flat 402-float observation.
+        policy: a ``MaskableActorCriticPolicy`` with a flat 506-float observation.
         obs_norm: normalisation applied first, if the policy was trained with it.
         sample: sample from the masked policy instead of taking its argmax.
         name: the spec shown by the arena.
@@ -168,7 +168,7 @@ class PolicyAgent:
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """Unmasked action logits, ``float32`` of shape ``(batch, 109)`` (or ``(109,)`` for one observation),
-        for observations ``(batch, 402)`` (or ``(402,)``)."""
+        for observations ``(batch, 506)`` (or ``(506,)``)."""
         if self.obs_norm is not None:
             obs = self.obs_norm(obs)
         if self.card_actor is not None:
@@ -191,7 +191,7 @@ class PolicyAgent:
             return policy.action_net(latent).cpu().numpy()
 
     def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
-        """Masked best (or sampled) actions, ``int64 (batch,)``, for ``obs (batch, 402)`` and ``mask (batch, 109)``
+        """Masked best (or sampled) actions, ``int64 (batch,)``, for ``obs (batch, 506)`` and ``mask (batch, 109)``
         (nonzero at the legal actions).
 
         Sampling adds Gumbel noise drawn from ``rng`` (one ``(batch, 109)`` draw) to the logits: the argmax
@@ -209,7 +209,7 @@ class PolicyAgent:
         return logits.argmax(axis=-1)
 
     def act_observation(self, observation: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
-        """The action for one seat's encoded observation (``float32 (402,)``) and mask (``(109,)``, nonzero at the
+        """The action for one seat's encoded observation (``float32 (506,)``) and mask (``(109,)``, nonzero at the
         legal actions): what :meth:`act` gives on that seat's view (108 when only the no-op is legal)."""
         return int(self.choose(observation[None], mask[None], rng)[0])
 
