@@ -102,7 +102,7 @@ def _hand_kernel(obs: np.ndarray, held: np.ndarray, out: np.ndarray) -> None:
 
 
 def hand_features(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The held cards' :data:`HAND_FEATURES` for observations ``(batch, 402)`` (the card policy's ``HandFeatures``).
+    """The held cards' :data:`HAND_FEATURES` for observations ``(batch, 506)`` (the card policy's ``HandFeatures``).
 
     Returns:
         ``(features float32 (batch, 10, 9), held card indices int64 (batch, 10))``: the held cards in
@@ -116,7 +116,7 @@ def hand_features(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def card_features(obs: np.ndarray, cards: np.ndarray) -> np.ndarray:
     """``float32 (batch, K, 8)``: the :data:`CARD_FEATURES` of card indices ``cards`` ``(batch, K)`` (card - 1)
-    in observations ``obs`` ``(batch, 402)``, in numba (the features extractors of ``training.features`` call it)."""
+    in observations ``obs`` ``(batch, 506)``, in numba (the features extractors of ``training.features`` call it)."""
     out = np.empty((*cards.shape, len(CARD_FEATURES)), np.float32)
     _card_features_kernel(np.asarray(obs, np.float32), np.ascontiguousarray(cards, np.int64), out)
     return out

@@ -16,7 +16,7 @@ spec                agent
 ``make_agent("champion")`` finds the spec through the ``sixnimmt.agents`` entry point
 (``pyproject.toml``); importing this module registers it too.
 
-Every phase and variant: the network reads the 402-float observation
+Every phase and variant: the network reads the 506-float observation
 (:mod:`sixnimmt_env.observation`), whose size does not depend on the table, and the
 illegal actions are masked out, so it plays a legal action in the ``select``,
 ``choose_row`` and ``draft`` phases of every variant (``standard``, ``tactics``, ``logic``)
@@ -24,6 +24,8 @@ and table size (2..10 players), single rounds and whole games. It was trained on
 4-player standard single rounds with the player's row choice (R9b ``"player"``); elsewhere
 it plays but its strength is not measured. In the logic draft (V2) the card scores do not
 apply (display cards are not held) and only the network's linear term ranks the display.
+The shipped weights predate the observation's last piece, ``drafted_by`` (0 outside the logic
+variant): :func:`read_weights` gives them zero weights for it, so they read it but ignore it.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import numpy as np
 from sixnimmt_env.agents import register_agent
 from sixnimmt_env.card_features import HAND_FEATURES, hand_features
 from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_ACTIONS
-from sixnimmt_env.observation import OBS_SIZE, observation_from_view
+from sixnimmt_env.observation import OBS_SIZE, SLICES, observation_from_view
 
 __all__ = ["WEIGHTS", "CardActor", "ChampionAgent", "load_champion", "observation_from_view"]
 
@@ -48,14 +50,17 @@ WEIGHTS = Path(__file__).with_name("champion.npz")
 FORMAT = "sixnimmt-card-actor-1"
 """The ``format`` entry of a weights file this module reads."""
 
-_GLOBAL_SIZE = OBS_SIZE + HAND_SIZE * len(HAND_FEATURES)  # 492: the actor MLP's input
+_GLOBAL_SIZE = OBS_SIZE + HAND_SIZE * len(HAND_FEATURES)  # 596: the actor MLP's input
+_DRAFTED_BY = SLICES["drafted_by"]
+_NARROW_SIZE = _GLOBAL_SIZE - (_DRAFTED_BY.stop - _DRAFTED_BY.start)
+"""Input width of weights trained before the observation had its last piece, ``drafted_by`` (402 + 90)."""
 
 
 class CardActor:
-    """The card policy's actor in numpy: action logits ``float32 (batch, 109)`` for observations ``(batch, 402)``.
+    """The card policy's actor in numpy: action logits ``float32 (batch, 109)`` for observations ``(batch, 506)``.
 
     The network (``training.policy.CardPolicy``): an MLP over the observation and the held
-    cards' :data:`~sixnimmt_env.card_features.HAND_FEATURES` (492 inputs) gives a global latent
+    cards' :data:`~sixnimmt_env.card_features.HAND_FEATURES` (596 inputs) gives a global latent
     ``g``; the logits are ``g @ linear_w + linear_b``, and each held card adds
     ``relu(card_features @ card_in_w + card_in_b + g @ global_in_w) @ card_out_w + card_out_b``.
 
@@ -102,7 +107,7 @@ class CardActor:
                 raise ValueError(f"champion weights: {name} has shape {getattr(self, name).shape}, expected {shape}")
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
-        """Unmasked logits ``float32 (batch, 109)`` for observations ``float32 (batch, 402)`` (or one ``(402,)``)."""
+        """Unmasked logits ``float32 (batch, 109)`` for observations ``float32 (batch, 506)`` (or one ``(506,)``)."""
         obs = np.asarray(obs, np.float32).reshape(-1, OBS_SIZE)
         batch = obs.shape[0]
         feats, held = hand_features(obs)
@@ -134,7 +139,26 @@ def read_weights(path: str | Path) -> tuple[CardActor, dict[str, Any]]:
     meta = json.loads(str(arrays.pop("meta"))) if "meta" in arrays else {}
     if meta.get("format") != FORMAT:
         raise ValueError(f"champion weights {str(path)!r}: format {meta.get('format')!r}, expected {FORMAT!r}")
-    return CardActor(arrays), meta
+    return CardActor(_widen_inputs(arrays)), meta
+
+
+def _widen_inputs(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``arrays`` with zero input rows for the ``drafted_by`` piece if their first layer lacks it.
+
+    Weights whose first layer (``hidden_w0``, or ``global_in_w`` and ``linear_w`` without hidden layers) reads
+    ``402 + 90`` inputs were trained on the observation without its last piece, ``drafted_by``; zero rows at
+    that piece's place give the same logits on every observation whose ``drafted_by`` is 0 (every variant but
+    the logic variant's draft picks, V2). Weights of any other width are returned unchanged.
+    """
+    out = dict(arrays)
+    tanh = np.asarray(arrays.get("hidden_tanh", []), bool).reshape(-1)
+    first = ["hidden_w0"] if len(tanh) else ["global_in_w", "linear_w"]
+    for name in first:
+        weight = out.get(name)
+        if weight is not None and weight.ndim == 2 and weight.shape[0] == _NARROW_SIZE:
+            zeros = np.zeros((_GLOBAL_SIZE - _NARROW_SIZE, weight.shape[1]), weight.dtype)
+            out[name] = np.concatenate([weight[: _DRAFTED_BY.start], zeros, weight[_DRAFTED_BY.start :]])
+    return out
 
 
 class ChampionAgent:
@@ -158,14 +182,14 @@ class ChampionAgent:
         return f"ChampionAgent({self.spec!r})"
 
     def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
-        """Best legal actions ``int64 (batch,)`` for ``obs float32 (batch, 402)`` and ``mask (batch, 109)``
+        """Best legal actions ``int64 (batch,)`` for ``obs float32 (batch, 506)`` and ``mask (batch, 109)``
         (nonzero at the legal actions)."""
         logits = self.actor.logits(obs)
         logits[np.asarray(mask).reshape(logits.shape) == 0] = -np.inf
         return logits.argmax(axis=1)
 
     def act_observation(self, observation: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
-        """The action for one seat's observation (``float32 (402,)``) and mask (``(109,)``)."""
+        """The action for one seat's observation (``float32 (506,)``) and mask (``(109,)``)."""
         return int(self.choose(observation[None], mask[None])[0])
 
     def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:

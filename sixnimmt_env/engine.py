@@ -193,6 +193,8 @@ class State(NamedTuple):
             card (``draft``); -1 in the other phases.
         turn: turns completed in this round, 0..10 (R11).
         round: rounds completed before this one, 0-based (R12).
+        drafted: per seat, the cards it took from the display in this round's draft, sorted (V2; public, R4:
+            every pick is made face up). They stay listed after they are played; empty in the other variants.
     """
 
     config: GameConfig
@@ -208,6 +210,7 @@ class State(NamedTuple):
     chooser: int
     turn: int
     round: int
+    drafted: tuple[tuple[int, ...], ...]
 
     @property
     def done(self) -> bool:
@@ -261,13 +264,13 @@ def _deal(config: GameConfig, rng: np.random.Generator, totals: tuple[int, ...],
     if config.variant == "logic":  # V2: no shuffle; the first picker rotates with the round
         display = tuple(range(1, size + 1))
         first = round_index % n
-        return State(config, DRAFT, empty, (), empty, zeros, totals, (), display, zeros, first, 0, round_index)
+        return State(config, DRAFT, empty, (), empty, zeros, totals, (), display, zeros, first, 0, round_index, empty)
     deck = rng.permutation(_DECKS[size])
     k = n * HAND_SIZE
     hands = tuple(map(tuple, np.sort(deck[:k].reshape(n, HAND_SIZE), axis=1).tolist()))
     rows = tuple([(c,) for c in deck[k : k + NUM_ROWS].tolist()])
     stock = tuple(np.sort(deck[k + NUM_ROWS :]).tolist())
-    return State(config, SELECT, hands, rows, empty, zeros, totals, stock, (), zeros, -1, 0, round_index)
+    return State(config, SELECT, hands, rows, empty, zeros, totals, stock, (), zeros, -1, 0, round_index, empty)
 
 
 def new_game(config: GameConfig, rng: np.random.Generator) -> State:
@@ -302,6 +305,7 @@ def from_position(
     totals: Sequence[int] | None = None,
     display: Sequence[int] | None = None,
     round_index: int = 0,
+    drafted: Sequence[Sequence[int]] | None = None,
 ) -> State:
     """Build a state from an explicit position (copies every list given).
 
@@ -315,6 +319,10 @@ def from_position(
             the state is in phase ``"draft"``.
         round_index: rounds completed before this one (sets the draft's first
             player, V2).
+        drafted: logic variant only (V2): per seat, the cards it took in this
+            round's draft, including those it has played since. Default: each
+            seat's hand (every card a seat holds in the logic variant is one it
+            drafted); empty in the other variants.
 
     Returns:
         A state in phase ``"select"`` (or ``"draft"``). Cards in neither a
@@ -323,7 +331,9 @@ def from_position(
     Raises:
         ValueError: saying what is wrong: wrong number of hands or rows, a card
             outside the deck, a duplicate card, a row not ascending or longer
-            than 5, hands of unequal length, bad totals, a bad round index.
+            than 5, hands of unequal length, bad totals, a bad round index,
+            draft picks outside the logic variant, a pick by two seats, a held
+            card its holder did not draft, or a pick still on the display.
     """
     n = config.num_players
     try:
@@ -380,7 +390,8 @@ def from_position(
         if len(disp) == NUM_ROWS:
             raise ValueError("a display of only 4 cards means the draft is over: give those cards as rows instead")
         stock = tuple(sorted(set(range(1, deck_size + 1)) - set(everything)))
-        return State(config, DRAFT, hand_t, (), empty, zeros, tot, stock, disp, zeros, chooser, 0, round_index)
+        picked = _drafted(config, drafted, hand_t, disp)  # = the hands: a pick is in its hand or on the display
+        return State(config, DRAFT, hand_t, (), empty, zeros, tot, stock, disp, zeros, chooser, 0, round_index, picked)
     if len(row_t) != NUM_ROWS:
         raise ValueError(f"expected {NUM_ROWS} rows, got {len(row_t)}")
     for i, r in enumerate(row_t):
@@ -392,7 +403,46 @@ def from_position(
         raise ValueError(f"hands must all hold the same number of cards, 1..{HAND_SIZE}; got lengths {lengths}")
     stock = tuple(sorted(set(range(1, deck_size + 1)) - set(everything)))
     turn = HAND_SIZE - lengths[0]
-    return State(config, SELECT, hand_t, row_t, empty, zeros, tot, stock, (), zeros, -1, turn, round_index)
+    picked = _drafted(config, drafted, hand_t, ())
+    return State(config, SELECT, hand_t, row_t, empty, zeros, tot, stock, (), zeros, -1, turn, round_index, picked)
+
+
+def _drafted(
+    config: GameConfig,
+    drafted: Sequence[Sequence[int]] | None,
+    hands: tuple[tuple[int, ...], ...],
+    display: tuple[int, ...],
+) -> tuple[tuple[int, ...], ...]:
+    """The ``drafted`` field of a position (:func:`from_position`): checked, sorted per seat, or its default."""
+    n = config.num_players
+    if drafted is None:
+        return hands if config.variant == "logic" else ((),) * n
+    if config.variant != "logic":
+        raise ValueError(f"draft picks need variant='logic' (V2), got variant={config.variant!r}")
+    try:
+        count = len(drafted)
+    except TypeError:
+        raise ValueError(f"drafted must be a list of {n} lists of cards (one per seat), got {drafted!r}") from None
+    if count != n:
+        raise ValueError(f"expected {n} lists of drafted cards (num_players={n}), got {count}")
+    picked = tuple(tuple(sorted(_ints(p, f"drafted cards of seat {i}"))) for i, p in enumerate(drafted))
+    owner: dict[int, int] = {}
+    for seat, cards in enumerate(picked):
+        if len(cards) > HAND_SIZE:
+            raise ValueError(f"seat {seat} drafted {len(cards)} cards; a seat drafts at most {HAND_SIZE} (V2)")
+        for c in cards:
+            if not 1 <= c <= config.deck_size:
+                raise ValueError(f"drafted card {c} is outside the deck 1..{config.deck_size}")
+            if c in owner:
+                raise ValueError(f"card {c} is drafted by both seat {owner[c]} and seat {seat}")
+            owner[c] = seat
+        missing = sorted(set(hands[seat]) - set(cards))
+        if missing:
+            raise ValueError(f"seat {seat} holds {missing} but did not draft them (V2: every held card was drafted)")
+    on_display = sorted(set(owner) & set(display))
+    if on_display:
+        raise ValueError(f"drafted cards {on_display} are still on the display")
+    return picked
 
 
 # --------------------------------------------------------------------------- queries
@@ -626,7 +676,7 @@ def _play_turn(
         if state.config.row_choice == "player":
             new = _new_state((
                 state.config, CHOOSE_ROW, hands, rows, state.piles, state.round_penalties, state.totals,
-                state.stock, state.display, revealed, low_seat, state.turn, state.round,
+                state.stock, state.display, revealed, low_seat, state.turn, state.round, state.drafted,
             ))  # fmt: skip
             return new, _ZEROS[len(hands)]
         mid = state._replace(chooser=low_seat)
@@ -725,7 +775,7 @@ def _end_turn(
         totals = tuple([a + b for a, b in zip(state.totals, penalties, strict=True)])
     new = _new_state((
         config, SELECT, hands, tuple(rows), piles, round_pen, totals,
-        state.stock, state.display, revealed, -1, state.turn + 1, state.round,
+        state.stock, state.display, revealed, -1, state.turn + 1, state.round, state.drafted,
     ))  # fmt: skip
     if hands[0]:
         return new, penalties
@@ -744,10 +794,13 @@ def _draft(state: State, card: int) -> tuple[State, tuple[int, ...]]:
     display = tuple([c for c in state.display if c != card])
     hands = list(state.hands)
     hands[seat] = tuple(sorted((*hands[seat], card)))
+    hands_t = tuple(hands)  # during the draft every hand holds exactly its seat's picks: they are the drafted cards
     if len(display) == NUM_ROWS:
         rows = tuple([(c,) for c in display])
-        return state._replace(phase=SELECT, hands=tuple(hands), rows=rows, display=(), chooser=-1), _ZEROS[n]
-    return state._replace(hands=tuple(hands), display=display, chooser=(seat + 1) % n), _ZEROS[n]
+        return state._replace(phase=SELECT, hands=hands_t, rows=rows, display=(), chooser=-1, drafted=hands_t), _ZEROS[
+            n
+        ]
+    return state._replace(hands=hands_t, display=display, chooser=(seat + 1) % n, drafted=hands_t), _ZEROS[n]
 
 
 # --------------------------------------------------------------------------- views
@@ -766,7 +819,8 @@ class PlayerView(Mapping[str, Any]):
     (cards revealed this turn by seat, 0 = none; see :class:`State`),
     ``chooser`` (seat choosing a row or drafting, -1), ``seen`` (sorted cards
     revealed this round), ``piles`` (cards taken this round by seat),
-    ``display`` (sorted draft display), ``turn`` and ``round`` (ints),
+    ``display`` (sorted draft display), ``drafted`` (cards each seat took in
+    this round's draft, by seat; V2), ``turn`` and ``round`` (ints),
     ``legal_actions`` (list of action indices).
 
     Nothing of another seat's hand or of the unused stock is reachable (E4).
@@ -789,6 +843,7 @@ class PlayerView(Mapping[str, Any]):
         "seen",
         "piles",
         "display",
+        "drafted",
         "turn",
         "round",
         "legal_actions",
@@ -828,6 +883,8 @@ class PlayerView(Mapping[str, Any]):
             return [list(p) for p in s.piles]
         if key == "display":
             return list(s.display)
+        if key == "drafted":
+            return [list(p) for p in s.drafted]
         if key == "turn":
             return s.turn
         if key == "round":

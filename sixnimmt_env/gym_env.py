@@ -16,7 +16,7 @@ action_space          ``Discrete(109)``: ``0..103`` play card ``a + 1`` (or draf
                       V2), ``104..107`` take row ``a - 104`` (R9); the no-op 108 is
                       never legal for the learner, who is asked only when it has a
                       decision
-observation_space     ``Box(0, high, (402,), float32)``: the flat vector of
+observation_space     ``Box(0, high, (506,), float32)``: the flat vector of
                       :mod:`sixnimmt_env.observation` for the learner's seat, with
                       finite bounds from the rules (:func:`~sixnimmt_env.observation.observation_high`)
 action_masks()        ``bool`` array of shape ``(109,)``: True at the learner's legal
@@ -111,7 +111,7 @@ class ObservationAgent(Protocol):
     """An agent that can also decide on the seat's encoded observation (e.g. a trained policy).
 
     :class:`SingleSeatEnv` hands such an opponent the ParallelEnv's own
-    observation of its seat (``float32 (402,)``, :mod:`sixnimmt_env.observation`)
+    observation of its seat (``float32 (506,)``, :mod:`sixnimmt_env.observation`)
     and mask (``int8 (109,)``, 1 at the legal actions) instead of a view, so the
     observation is never rebuilt from the view. The result must equal
     ``act(view, rng)`` on the same state.
@@ -227,7 +227,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
 
     Args:
         parallel: a ``ParallelEnv`` of this package whose observations are
-            ``{"observation": float32 (402,), "action_mask": int8 (109,)}``,
+            ``{"observation": float32 (506,), "action_mask": int8 (109,)}``,
             whose infos are the readable views (:class:`~sixnimmt_env.engine.PlayerView`)
             and whose rewards are minus the bullheads taken. Build it with
             ``illegal_action="raise"``.
@@ -314,7 +314,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         """Start an episode: draw the learner's seat and the opponents, deal, play up to the learner's decision.
 
         Returns:
-            ``(observation float32 (402,), info)``.
+            ``(observation float32 (506,), info)``.
 
         Raises:
             ValueError: an opponent sampler returning the wrong number of agents.

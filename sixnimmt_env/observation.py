@@ -29,6 +29,9 @@ seat_present       10    seat-relative: 1 for seats in the game
 turn               1     turns completed this round / 10
 round              1     rounds completed / 10
 num_players        1     players / 10
+drafted_by         104   seat-relative: (k + 1) / 10 where card ``i + 1`` was taken in this
+                         round's draft by relative seat ``k`` (logic variant, public picks;
+                         kept after the card is played), 0 = not drafted this round
 =================  ====  ==========================================================
 
 :func:`encode` is the readable reference encoder; every other encoder (the
@@ -82,6 +85,7 @@ PIECES: tuple[tuple[str, int], ...] = (
     ("turn", 1),
     ("round", 1),
     ("num_players", 1),
+    ("drafted_by", NUM_CARDS),
 )
 """``(name, size)`` of each piece, in vector order."""
 
@@ -97,7 +101,7 @@ def _offsets() -> dict[str, slice]:
 SLICES: dict[str, slice] = _offsets()
 """Where each named piece sits in the vector."""
 OBS_SIZE: int = sum(size for _, size in PIECES)
-"""Length of the observation vector (402)."""
+"""Length of the observation vector (506)."""
 
 
 def pieces(obs: np.ndarray) -> dict[str, np.ndarray]:
@@ -142,6 +146,10 @@ def encode(state: State, seat: int, out: np.ndarray | None = None) -> np.ndarray
     v["turn"][0] = state.turn / 10.0
     v["round"][0] = state.round / 10.0
     v["num_players"][0] = n / 10.0
+    for s, cards in enumerate(state.drafted):
+        k = (s - seat) % n
+        for c in cards:
+            v["drafted_by"][c - 1] = (k + 1) / 10.0
     return obs
 
 
@@ -219,6 +227,7 @@ _PRESENT0 = SLICES["seat_present"].start
 _TURN0 = SLICES["turn"].start
 _ROUND0 = SLICES["round"].start
 _NUMP0 = SLICES["num_players"].start
+_DRAFTED0 = SLICES["drafted_by"].start
 # The public pieces rows..seen are contiguous: they are written to seat 0's vector and copied to the others at once.
 _PUBLIC_BLOCK = slice(_ROWS0, SLICES["seen"].stop)
 _SEEN_AT = _SEEN0 - 1  # card c is seen at _SEEN_AT + c
@@ -396,6 +405,11 @@ class BatchEncoder:
             for c in hand:
                 flat[b + _HAND0 + c - 1] = 1.0
                 mflat[mb + c - 1] = 1
+        for s, cards in enumerate(state.drafted):  # draft picks change only in a draft step, which resets
+            for i in self._seats if cards else ():
+                at, value = self._bases[i] + _DRAFTED0 - 1, ((s - i) % n + 1) / 10.0
+                for c in cards:
+                    flat[at + c] = value
         self._state = state
 
     def update(self, state: State) -> None:
@@ -469,10 +483,10 @@ def encode_all(state: State) -> tuple[np.ndarray, np.ndarray]:
 
 
 def observation_from_view(view: Mapping[str, Any]) -> np.ndarray:
-    """The seat's observation vector (``float32 (402,)``) rebuilt from its readable view.
+    """The seat's observation vector (``float32 (OBS_SIZE,)``) rebuilt from its readable view.
 
     The view holds everything the observation shows (own hand, rows, penalty piles, revealed
-    cards, scores, phase, chooser, display, turn, round; R4), so a
+    cards, scores, phase, chooser, display, draft picks, turn, round; R4), so a
     :class:`~sixnimmt_env.engine.State` with only this seat's hand is enough for the reference
     encoder :func:`sixnimmt_env.observation.encode`: the result equals the environments'
     observation of that seat (tested in ``tests/test_training.py``). Used by the ``ppo:`` agents and ``champion``.
@@ -495,5 +509,6 @@ def observation_from_view(view: Mapping[str, Any]) -> np.ndarray:
         chooser=view["chooser"],
         turn=view["turn"],
         round=view["round"],
+        drafted=tuple(tuple(p) for p in view["drafted"]),
     )
     return encode(state, seat)

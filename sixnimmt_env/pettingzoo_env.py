@@ -14,9 +14,9 @@ plumbing; every rule lives in the engine.
 =====================  ==============================================================
 agents                 ``player_0 … player_{n-1}`` (seat order, n = ``num_players``)
 action space           ``Discrete(109)`` for every agent (below)
-observation space      ``Dict({"observation": Box(float32, (402,)),
+observation space      ``Dict({"observation": Box(float32, (506,)),
                        "action_mask": Box(0, 1, (109,), int8)})``
-state space            ``Box(float32, (1442,))`` (:data:`STATE_PIECES`)
+state space            ``Box(float32, (1546,))`` (:data:`STATE_PIECES`)
 rewards                ``reward="penalty"`` (default) or ``"relative"`` (below)
 =====================  ==============================================================
 
@@ -30,7 +30,7 @@ and ``draft`` only one agent decides and the others give ``108``.
 
 **Observations**: ``"observation"`` is the named layout of
 :mod:`sixnimmt_env.observation` (own hand, rows, seen cards, the cards
-revealed this turn, phase, draft display, seat-relative scores, ...; 402
+revealed this turn, phase, draft display, seat-relative scores, ...; 506
 ``float32`` values whatever the table size); ``"action_mask"`` (``int8``)
 is 1 exactly at the agent's legal actions, never all zero for a live agent.
 Only public information and the agent's own hand go in (R4, E4). The
@@ -163,19 +163,19 @@ STATE_PIECES: tuple[tuple[str, int], ...] = (
 
 - ``hands`` (1040): seat ``s``'s hand at ``104 s + c - 1`` (1 where it holds
   card ``c``), absolute seat order, 0 for seats beyond ``num_players``;
-- ``observation`` (402): seat 0's observation (:mod:`sixnimmt_env.observation`),
+- ``observation`` (506): seat 0's observation (:mod:`sixnimmt_env.observation`),
   so its seat-relative pieces are in absolute seat order.
 
 The unused stock is implied: cards of the deck in no hand, row, pile or display.
 """
 STATE_SIZE = sum(size for _, size in STATE_PIECES)
-"""Length of the state vector (1442)."""
+"""Length of the state vector (1546)."""
 
 BACKENDS = ("reference", "compiled")
 ENV_OPTIONS = ("reward", "illegal_action", "render_mode", "backend", "infos")
 """Keyword arguments of the environment besides the :class:`GameConfig` fields."""
 
-_POSITION_KEYS = ("hands", "rows", "totals", "display")
+_POSITION_KEYS = ("hands", "rows", "totals", "display", "drafted")
 _new_dict = dict.__new__
 _INT_TYPES = frozenset({int, np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32, np.uint16, np.uint8})
 _empty = np.empty
@@ -475,7 +475,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         self._state: State | None = None
         self._game: Any = None  # the compiled backend's SingleGame
         self._lazy: _LazyState | None = None  # its current state
-        self._obs: np.ndarray | None = None  # its current observations (n, 402) and masks (n, 109)
+        self._obs: np.ndarray | None = None  # its current observations (n, 506) and masks (n, 109)
         self._masks: np.ndarray | None = None
         if backend == "compiled":
             from sixnimmt_env.batched.single import SingleGame
@@ -563,10 +563,11 @@ class SixNimmtParallelEnv(ParallelEnv):
                 compiled backend: its game's splitmix64 stream); later resets
                 without a seed continue its stream (same seed, same games).
             options: ``{"hands": [[...] per seat], "rows": [[...] × 4],
-                "totals": [...], "display": [...]}`` starts from that position
-                (:func:`engine.from_position`; the lists are copied, never kept);
-                ``"display"`` (logic variant) starts in the draft. Other keys are
-                ignored.
+                "totals": [...], "display": [...], "drafted": [[...] per seat]}``
+                starts from that position (:func:`engine.from_position`; the lists
+                are copied, never kept); ``"display"`` (logic variant) starts in the
+                draft, ``"drafted"`` (logic variant) gives each seat's draft picks.
+                Other keys are ignored.
 
         Returns:
             ``(observations, infos)`` keyed by agent.
@@ -611,6 +612,7 @@ class SixNimmtParallelEnv(ParallelEnv):
                 position.get("rows", ()),
                 totals=position.get("totals"),
                 display=position.get("display"),
+                drafted=position.get("drafted"),
             )
         if game is not None:
             if state is None:

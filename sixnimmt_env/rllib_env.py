@@ -13,7 +13,7 @@ modules take ``log`` of it or compare it, either works):
 name                            what
 ==============================  =============================================================
 :class:`ActionMaskParallelEnv`  a PettingZoo ``ParallelEnv`` wrapper: each agent's observation
-                                ``{"observations": float32 (402,), "action_mask": int8 (109,)}``
+                                ``{"observations": float32 (506,), "action_mask": int8 (109,)}``
 :func:`masked_parallel_env`     :func:`sixnimmt_env.parallel_env` wrapped in it
 :func:`masked_aec_env`          the AEC version (PettingZoo's ``parallel_to_aec``)
 :class:`ActionMaskObservation`  a Gymnasium wrapper of the single-seat env
@@ -23,7 +23,7 @@ name                            what
 :func:`rllib_single_seat_env`   an RLlib env creator: the single-seat env in :class:`ActionMaskObservation`
 ==============================  =============================================================
 
-The observation itself (402 floats, :mod:`sixnimmt_env.observation`), the
+The observation itself (506 floats, :mod:`sixnimmt_env.observation`), the
 actions (``Discrete(109)``), rewards (bullheads, R8 and R9 of ``RULES.md``) and
 infos are the wrapped env's. This module imports neither torch nor Ray at import
 time; the ``rllib_*`` creators import Ray's wrappers when called.
@@ -83,7 +83,7 @@ def _adapt(observation: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 class ActionMaskParallelEnv(BaseParallelWrapper):
     """A PettingZoo ``ParallelEnv`` whose observations use RLlib's action-masking keys.
 
-    Each agent's observation is ``{"observations": float32 (402,), "action_mask": int8 (109,)}``
+    Each agent's observation is ``{"observations": float32 (506,), "action_mask": int8 (109,)}``
     (the wrapped ``"observation"``, and its ``int8`` ``"action_mask"`` as 0.0/1.0). Actions, rewards,
     terminations, truncations and infos pass through unchanged; so do errors (e.g. an illegal action's
     ``ValueError`` under ``illegal_action="raise"``).
@@ -97,7 +97,7 @@ class ActionMaskParallelEnv(BaseParallelWrapper):
         self._spaces = {a: masked_space(env.observation_space(a)["observation"]) for a in env.possible_agents}
 
     def observation_space(self, agent: str) -> spaces.Dict:
-        """``Dict({"observations": Box(402,), "action_mask": Box(0, 1, (109,), int8)})`` of ``agent``."""
+        """``Dict({"observations": Box(506,), "action_mask": Box(0, 1, (109,), int8)})`` of ``agent``."""
         return self._spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
@@ -125,7 +125,7 @@ def masked_aec_env(**config: Any) -> Any:
 
 class ActionMaskObservation(gym.ObservationWrapper):
     """The single-seat Gymnasium env (:class:`sixnimmt_env.gym_env.SingleSeatEnv`) with the learner's
-    observation as ``{"observations": float32 (402,), "action_mask": int8 (109,)}``.
+    observation as ``{"observations": float32 (506,), "action_mask": int8 (109,)}``.
 
     The mask is the env's ``action_masks()`` after each reset and step (never empty while the learner
     has a decision). Everything else passes through.

@@ -189,3 +189,35 @@ def test_a_training_config_can_train_against_the_champion(tmp_path: Path) -> Non
     _, rewards, _, _ = venv.step((get_action_masks(venv).cumsum(axis=1) == 1).argmax(axis=1))
     assert rewards.shape == (8,) and (rewards <= 0).all()
     venv.close()
+
+
+def _raw_logits(arrays: dict[str, np.ndarray], obs: np.ndarray) -> np.ndarray:
+    """The card actor's forward pass (as :class:`CardActor`) on the raw arrays and the observation's first 402
+    values, the layout the shipped weights were trained on."""
+    from sixnimmt_env.card_features import hand_features
+
+    feats, held = hand_features(obs)
+    glob = np.concatenate([obs[:, :402], feats.reshape(len(obs), -1)], axis=1)
+    for i, tanh in enumerate(arrays["hidden_tanh"]):
+        glob = glob @ arrays[f"hidden_w{i}"] + arrays[f"hidden_b{i}"]
+        glob = np.tanh(glob) if tanh else np.maximum(glob, 0.0)
+    hidden = np.maximum(feats @ arrays["card_in_w"] + arrays["card_in_b"] + (glob @ arrays["global_in_w"])[:, None], 0)
+    scores = (hidden @ arrays["card_out_w"] + arrays["card_out_b"])[:, :, 0] * feats[:, :, 0]
+    logits = glob @ arrays["linear_w"] + arrays["linear_b"]
+    logits[np.arange(len(obs))[:, None], held] += scores
+    return logits
+
+
+def test_the_shipped_402_wide_weights_are_widened_with_zeros_for_drafted_by() -> None:
+    with np.load(WEIGHTS) as f:
+        raw = {k: f[k] for k in f.files if k != "meta"}
+    assert raw["hidden_w0"].shape[0] == 402 + 90  # champion.npz is kept as trained
+    actor, _ = read_weights(WEIGHTS)
+    assert actor.layers[0][0].shape[0] == 506 + 90
+    np.testing.assert_array_equal(actor.layers[0][0][402:506], 0.0)
+    for config in (GameConfig(num_players=4), GameConfig(num_players=6, variant="tactics")):
+        par = parallel_env(**{"num_players": config.num_players, "variant": config.variant})
+        observations, _ = par.reset(seed=4)
+        obs = np.stack([o["observation"] for o in observations.values()])
+        assert not obs[:, 402:].any()  # drafted_by is 0 outside the logic variant
+        np.testing.assert_allclose(actor.logits(obs), _raw_logits(raw, obs), rtol=1e-5, atol=1e-5)

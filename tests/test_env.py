@@ -296,7 +296,7 @@ def test_state_holds_every_hand_and_seat_0s_observation() -> None:
     par_env = parallel_env(num_players=3)
     par_env.reset(options=E2)
     state = par_env.state()
-    assert state.shape == (STATE_SIZE,) == (1442,) and state.dtype == np.float32
+    assert state.shape == (STATE_SIZE,) == (1546,) and state.dtype == np.float32
     assert par_env.state_space.contains(state)
     for seat, hand in enumerate(E2["hands"]):
         assert (np.flatnonzero(state[seat * 104 : (seat + 1) * 104]) + 1).tolist() == hand

@@ -30,7 +30,7 @@ def test_make_vec_sync_and_async(mode: str) -> None:
     envs = gymnasium.make_vec(ENV_ID, num_envs=3, vectorization_mode=mode, episode="round", num_players=3)
     try:
         obs, infos = envs.reset(seed=1)
-        assert obs.shape == (3, 402) and obs.dtype == np.float32
+        assert obs.shape == (3, 506) and obs.dtype == np.float32
         assert infos["action_mask"].shape == (3, 109) and infos["learner_seat"].shape == (3,)
         rng = np.random.default_rng(1)
         episodes, returns = 0, 0.0

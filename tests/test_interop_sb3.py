@@ -39,7 +39,7 @@ def test_make_vec_env(vec_env_cls: type) -> None:
     try:
         assert venv.get_attr("render_mode") == ["rgb_array", "rgb_array"]  # what make_vec_env asks for
         obs = venv.reset()
-        assert obs.shape == (2, 402)
+        assert obs.shape == (2, 506)
         frames = venv.env_method("render")
         assert all(f.shape == (600, 960, 3) for f in frames)
         rng = np.random.default_rng(0)

@@ -27,7 +27,7 @@ def test_wrapper_with_default_arguments_passes_check_env_specs(backend: str) -> 
     check_env_specs(env, seed=0)  # samples unmasked actions: the first illegal one ends the episode (-171)
     assert env.group_map == {"player": ["player_0", "player_1", "player_2", "player_3"]}
     spec = env.full_observation_spec["player", "observation", "observation"]
-    assert spec.shape == (4, 402) and spec.dtype == torch.float32
+    assert spec.shape == (4, 506) and spec.dtype == torch.float32
 
 
 def test_masked_random_rollout_plays_a_whole_game_legally() -> None:

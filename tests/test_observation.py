@@ -31,11 +31,12 @@ def f32(values: list[float]) -> np.ndarray:
     return np.asarray(values, np.float64).astype(np.float32)
 
 
-def test_layout_is_402_values_in_the_documented_order() -> None:
-    assert OBS_SIZE == 402
+def test_layout_is_506_values_in_the_documented_order() -> None:
+    assert OBS_SIZE == 506
     assert [name for name, _ in PIECES][:3] == ["hand", "rows", "row_lengths"]
     starts = [SLICES[name].start for name, _ in PIECES]
-    assert starts == sorted(starts) and SLICES["num_players"].stop == OBS_SIZE
+    assert starts == sorted(starts) and SLICES["drafted_by"].stop == OBS_SIZE
+    assert SLICES["num_players"].stop == SLICES["drafted_by"].start == 402  # the piece was appended: no offset moved
 
 
 @pytest.fixture
@@ -194,3 +195,78 @@ def test_masks_mark_exactly_the_legal_actions() -> None:
 def test_batch_encoder_rejects_a_state_of_another_size() -> None:
     with pytest.raises(ValueError, match="serves 3 players"):
         BatchEncoder(3).reset(engine.new_game(GameConfig(num_players=4), np.random.default_rng(0)))
+
+
+def test_drafted_by_says_who_took_each_card_seat_relative_and_persists() -> None:
+    """V2: the draft picks are public; ``drafted_by`` gives (k + 1) / 10 for relative seat k, 0 otherwise."""
+    from sixnimmt_env.batched.core import BatchedGames
+    from sixnimmt_env.pettingzoo_env import SixNimmtParallelEnv
+
+    config = GameConfig(num_players=3, variant="logic", episode="round")  # deck 1..34; seat 0 picks first
+    state = engine.new_game(config, np.random.default_rng(0))
+    # seat s takes the lowest display card on its turn: seat 0 gets 1, 4, 7, ...; seat 1 2, 5, ...; seat 2 3, 6, ...
+    while state.phase == DRAFT:
+        acts = [engine.NOOP] * 3
+        acts[state.chooser] = state.display[0] - 1
+        state, _ = engine.step(state, acts)
+    assert state.drafted == tuple(tuple(range(s + 1, 31, 3)) for s in range(3))
+    expected = {  # observer -> value of cards 1, 2, 3 (taken by seats 0, 1, 2)
+        0: [0.1, 0.2, 0.3],
+        2: [0.2, 0.3, 0.1],
+    }
+    for seat, values in expected.items():
+        v = pieces(encode(state, seat))["drafted_by"]
+        np.testing.assert_array_equal(v[:3], f32(values))
+        np.testing.assert_array_equal(v[3:6], f32(values))
+        assert not v[30:].any()  # 31..34 start the rows, never drafted
+    # played cards stay marked; every backend agrees
+    env = SixNimmtParallelEnv(num_players=3, variant="logic", episode="round", backend="compiled")
+    env.reset(options={"hands": state.hands, "rows": state.rows, "drafted": state.drafted})
+    games = BatchedGames(config, 1, seed=0)
+    games.set_state(0, state)
+    played = state
+    for _ in range(4):
+        played, _ = engine.step(played, [played.hands[s][0] - 1 for s in range(3)])
+        while played.phase == CHOOSE_ROW:
+            acts = [engine.NOOP] * 3
+            acts[played.chooser] = engine.ROW_ACTION
+            played, _ = engine.step(played, acts)
+    assert played.turn == 4 and played.drafted == state.drafted
+    for seat in (0, 2):
+        np.testing.assert_array_equal(
+            pieces(encode(played, seat))["drafted_by"], pieces(encode(state, seat))["drafted_by"]
+        )
+    compiled = env.step({f"player_{s}": state.hands[s][0] - 1 for s in range(3)})[0]
+    games.step(np.array([[state.hands[s][0] - 1 for s in range(3)]]))
+    after = engine.step(state, [state.hands[s][0] - 1 for s in range(3)])[0]
+    batched = games.observe()
+    for seat in range(3):
+        reference = encode(after, seat)
+        np.testing.assert_array_equal(compiled[f"player_{seat}"]["observation"], reference)
+        np.testing.assert_array_equal(batched[0, seat], reference)
+    # no draft, no picks: standard and tactics leave the piece 0
+    for variant in ("standard", "tactics"):
+        other = engine.new_game(GameConfig(num_players=3, variant=variant), np.random.default_rng(1))
+        assert other.drafted == ((), (), ()) and not pieces(encode(other, 1))["drafted_by"].any()
+
+
+def test_from_position_checks_draft_picks() -> None:
+    logic = GameConfig(num_players=2, variant="logic")  # deck 1..24
+    hands = [[1, 2], [3]]
+    display = [c for c in range(4, 25) if c not in (1, 2, 3)]
+    state = engine.from_position(logic, hands, display=display, round_index=0)
+    assert state.drafted == ((1, 2), (3,))  # default: the hands are the picks
+    with pytest.raises(ValueError, match="drafted cards \\[24\\] are still on the display"):
+        engine.from_position(logic, hands, display=display, drafted=[[1, 2], [3, 24]])
+    rows = [[21], [22], [23], [24]]
+    picks = [list(range(1, 11)), list(range(11, 21))]
+    select = engine.from_position(logic, [[2, 3], [12, 15]], rows, drafted=picks)
+    assert select.drafted == (tuple(range(1, 11)), tuple(range(11, 21)))
+    with pytest.raises(ValueError, match="holds \\[12\\] but did not draft them"):
+        engine.from_position(logic, [[2, 3], [12, 15]], rows, drafted=[picks[0], [15]])
+    with pytest.raises(ValueError, match="drafted by both seat 0 and seat 1"):
+        engine.from_position(logic, [[2, 3], [12, 15]], rows, drafted=[picks[0], [*picks[1][:-1], 1]])
+    with pytest.raises(ValueError, match="need variant='logic'"):
+        engine.from_position(GameConfig(num_players=2), [[2], [12]], rows, drafted=[[2], [12]])
+    with pytest.raises(ValueError, match="expected 2 lists of drafted cards"):
+        engine.from_position(logic, [[2, 3], [12, 15]], rows, drafted=[picks[0]])

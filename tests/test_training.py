@@ -322,7 +322,7 @@ def test_bad_checkpoints_are_clear_errors(tmp_path: Path) -> None:
     small = MaskablePPO("MlpPolicy", gymnasium.wrappers.TransformReward(other, float), n_steps=8, batch_size=8)
     wrong = tmp_path / "cartpole.zip"
     small.save(wrong)
-    with pytest.raises(ValueError, match=r"trained for observations of shape \(4,\).*\(402,\)"):
+    with pytest.raises(ValueError, match=r"trained for observations of shape \(4,\).*\(506,\)"):
         load_policy_agent(f"ppo:{wrong}")
     result = _run("-m", "training.evaluate", str(wrong), "--games", "10")
     assert result.returncode == 2 and "trained for observations of shape (4,)" in result.stderr

@@ -34,6 +34,7 @@ import torch
 from sixnimmt_env.agents import register_agent
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE, observation_from_view
+from training.features import GLOBAL_SIZE
 
 __all__ = [
     "ObsNorm",
@@ -50,7 +51,7 @@ class ObsNorm:
     """Observation normalisation as VecNormalize applies it: ``clip((obs - mean) / sqrt(var + eps), -clip, clip)``.
 
     Args:
-        mean, var: float arrays of shape ``(402,)``.
+        mean, var: float arrays of shape ``(506,)``.
         clip: the clip bound (VecNormalize's ``clip_obs``).
         epsilon: VecNormalize's ``epsilon``.
     """
@@ -61,7 +62,7 @@ class ObsNorm:
         self.clip = float(clip)
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        """The normalised ``obs`` (any leading batch shape, last axis 402), ``float32``."""
+        """The normalised ``obs`` (any leading batch shape, last axis 506), ``float32``."""
         return np.clip((obs - self.mean) / self.std, -self.clip, self.clip).astype(np.float32)
 
 
@@ -148,7 +149,7 @@ class PolicyAgent:
     through torch. Later changes to ``policy`` are not seen.
 
     Args:
-        policy: a ``MaskableActorCriticPolicy`` with a flat 402-float observation.
+        policy: a ``MaskableActorCriticPolicy`` with a flat 506-float observation.
         obs_norm: normalisation applied first, if the policy was trained with it.
         sample: sample from the masked policy instead of taking its argmax.
         name: the spec shown by the arena.
@@ -168,7 +169,7 @@ class PolicyAgent:
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """Unmasked action logits, ``float32`` of shape ``(batch, 109)`` (or ``(109,)`` for one observation),
-        for observations ``(batch, 402)`` (or ``(402,)``)."""
+        for observations ``(batch, 506)`` (or ``(506,)``)."""
         if self.obs_norm is not None:
             obs = self.obs_norm(obs)
         if self.card_actor is not None:
@@ -191,7 +192,7 @@ class PolicyAgent:
             return policy.action_net(latent).cpu().numpy()
 
     def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
-        """Masked best (or sampled) actions, ``int64 (batch,)``, for ``obs (batch, 402)`` and ``mask (batch, 109)``
+        """Masked best (or sampled) actions, ``int64 (batch,)``, for ``obs (batch, 506)`` and ``mask (batch, 109)``
         (nonzero at the legal actions).
 
         Sampling adds Gumbel noise drawn from ``rng`` (one ``(batch, 109)`` draw) to the logits: the argmax
@@ -209,7 +210,7 @@ class PolicyAgent:
         return logits.argmax(axis=-1)
 
     def act_observation(self, observation: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
-        """The action for one seat's encoded observation (``float32 (402,)``) and mask (``(109,)``, nonzero at the
+        """The action for one seat's encoded observation (``float32 (506,)``) and mask (``(109,)``, nonzero at the
         legal actions): what :meth:`act` gives on that seat's view (108 when only the no-op is legal)."""
         return int(self.choose(observation[None], mask[None], rng)[0])
 
@@ -252,8 +253,8 @@ def load_policy(path: str | Path) -> tuple[Any, ObsNorm | None]:
         hint = ""
         if "size mismatch" in str(e) and "CardPolicy" in str(e):
             hint = (
-                "\n(the card policy's layout changed on 2026-11-30: its actor and critic now read 492 inputs, the "
-                "held cards' features; checkpoints of the earlier 1234-input card policy must be trained again)"
+                f"\n(this version's card policy reads {GLOBAL_SIZE} inputs, the {OBS_SIZE}-wide observation and the "
+                "held cards' features; a checkpoint of another layout must be trained again, see CHANGELOG.md)"
             )
         raise ValueError(f"ppo checkpoint {str(path)!r} could not be loaded as MaskablePPO: {e}{hint}") from None
     obs_shape = tuple(model.observation_space.shape or ())

@@ -47,22 +47,22 @@ __all__ = [
 FEATURES_SIZE = OBS_SIZE + NUM_CARDS * len(CARD_FEATURES)
 """Width of :class:`CardFeatures`' output: the observation, then 104 x 8 card features (card-major)."""
 GLOBAL_SIZE = OBS_SIZE + HAND_SIZE * len(HAND_FEATURES)
-"""The observation and the held cards' features (492): the input width of the card policy's MLPs."""
+"""The observation and the held cards' features (596): the input width of the card policy's MLPs."""
 HAND_OUTPUT_SIZE = GLOBAL_SIZE + HAND_SIZE
-"""Width of :class:`HandFeatures`' output (502): :data:`GLOBAL_SIZE`, then the 10 held card indices."""
+"""Width of :class:`HandFeatures`' output (606): :data:`GLOBAL_SIZE`, then the 10 held card indices."""
 
 _ALL_CARDS = np.arange(NUM_CARDS)[None]
 
 
 def card_features_numpy(obs: np.ndarray) -> np.ndarray:
-    """``float32 (batch, 1234)``: the observations ``(batch, 402)`` followed by their card features (card-major)."""
+    """``float32 (batch, 1338)``: the observations ``(batch, 506)`` followed by their card features (card-major)."""
     obs = np.asarray(obs, np.float32)
     feats = card_features(obs, np.repeat(_ALL_CARDS, len(obs), axis=0))
     return np.concatenate([obs, feats.reshape(len(obs), -1)], axis=1)
 
 
 def hand_features_numpy(obs: np.ndarray) -> np.ndarray:
-    """``float32 (batch, 502)``: the observations ``(batch, 402)``, their held cards' features ``(10 x 9)`` and the
+    """``float32 (batch, 606)``: the observations ``(batch, 506)``, their held cards' features ``(10 x 9)`` and the
     held card indices (card - 1, as floats), as :class:`HandFeatures` gives them."""
     obs = np.asarray(obs, np.float32)
     feats, held = hand_features(obs)
@@ -70,7 +70,7 @@ def hand_features_numpy(obs: np.ndarray) -> np.ndarray:
 
 
 def _check_space(name: str, observation_space: gymnasium.spaces.Box) -> None:
-    """Raise ``ValueError`` unless ``observation_space`` is the flat ``(402,)`` observation."""
+    """Raise ``ValueError`` unless ``observation_space`` is the flat ``(506,)`` observation."""
     if observation_space.shape != (OBS_SIZE,):
         raise ValueError(f"{name} needs the flat ({OBS_SIZE},) observation, got shape {observation_space.shape}")
 
@@ -81,9 +81,9 @@ def _from_numpy(out: np.ndarray, like: torch.Tensor) -> torch.Tensor:
 
 
 class CardFeatures(BaseFeaturesExtractor):
-    """SB3 features extractor: the observation (402) followed by 8 features for each card 1..104 (module docstring).
+    """SB3 features extractor: the observation (506) followed by 8 features for each card 1..104 (module docstring).
 
-    Input ``float32 (batch, 402)``; output ``float32 (batch, 1234)`` (:func:`card_features_numpy`).
+    Input ``float32 (batch, 506)``; output ``float32 (batch, 1338)`` (:func:`card_features_numpy`).
     """
 
     def __init__(self, observation_space: gymnasium.spaces.Box) -> None:
@@ -101,7 +101,7 @@ FEATURE_EXTRACTORS = {"card_features": CardFeatures}
 class HandFeatures(BaseFeaturesExtractor):
     """Features extractor of the card policy: the :data:`HAND_FEATURES` of the held cards only.
 
-    Input ``float32 (batch, 402)``; output ``float32 (batch, 502)`` (:func:`hand_features_numpy`): the
+    Input ``float32 (batch, 506)``; output ``float32 (batch, 606)`` (:func:`hand_features_numpy`): the
     observation, then the 9 features of each of up to 10 held cards in ascending card order (zero rows
     after the last held card), then those cards' indices (card - 1, as floats; distinct cards not in hand
     for the zero rows). Ten cards instead of 104 keep the policy's update cheap.

@@ -39,7 +39,7 @@ ACTIVATION_CLASSES: dict[str, type[torch.nn.Module]] = {
 
 
 class CardNetworks(torch.nn.Module):
-    """The ``mlp_extractor`` of :class:`CardPolicy`: actor and critic MLPs over the first 492 features.
+    """The ``mlp_extractor`` of :class:`CardPolicy`: actor and critic MLPs over the first 596 features.
 
     ``forward_actor`` returns ``[global latent (G), held card features (90), held indices (10)]``:
     the card part passes through untouched so that :class:`CardHead` scores every card with the
@@ -156,7 +156,7 @@ class MaskedCategorical(MaskableCategoricalDistribution):
 class CardPolicy(MaskableActorCriticPolicy):
     """MaskablePPO policy over :class:`HandFeatures` whose card logits come from one network shared by all
     cards (:class:`CardHead`): what it learns about card 37 holds for card 73. ``net_arch`` (a list) sizes
-    the actor and critic MLPs, each over the observation and the held cards' features (492 inputs).
+    the actor and critic MLPs, each over the observation and the held cards' features (596 inputs).
     Use it with ``algo.policy: card`` in a config."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -198,7 +198,7 @@ POLICIES: dict[str, object] = {"MlpPolicy": "MlpPolicy", "card": CardPolicy}
 
 class NumpyCardActor:
     """The actor of a :class:`CardPolicy` copied to numpy: logits ``float32 (batch, 109)`` for observations
-    ``(batch, 402)``, equal to the torch policy's (to float rounding). Later changes to the policy are not seen.
+    ``(batch, 506)``, equal to the torch policy's (to float rounding). Later changes to the policy are not seen.
 
     A single decision costs tens of microseconds instead of a torch call's overhead (self-play opponents).
     """

@@ -197,7 +197,7 @@ class WorkerVecEnv(VecEnv):
             remote.send(("step", actions[sl]))
 
     def step_wait(self) -> VecEnvStepReturn:
-        """``(obs float32 (n_envs, 402), rewards float32 (n_envs,), dones bool (n_envs,), infos)``."""
+        """``(obs float32 (n_envs, 506), rewards float32 (n_envs,), dones bool (n_envs,), infos)``."""
         results = [remote.recv() for remote in self._remotes]
         obs, rewards, dones, infos, masks = zip(*results, strict=True)
         self._action_masks = np.concatenate(masks)

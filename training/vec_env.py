@@ -19,7 +19,7 @@ It is the Gymnasium env batched, space for space and value for value:
 ====================  ==============================================================
 space / key           value
 ====================  ==============================================================
-observation_space     the Gymnasium env's ``Box(0, high, (402,), float32)``: the vector of
+observation_space     the Gymnasium env's ``Box(0, high, (506,), float32)``: the vector of
                       :mod:`sixnimmt_env.observation` for the learner's seat
 action_space          ``Discrete(109)``; the learner is asked only when it has a decision
 action_masks()        ``bool (B, 109)``; ``env_method("action_masks")`` gives the B rows,
@@ -297,7 +297,7 @@ class SixNimmtVecEnv(VecEnv):
     # ------------------------------------------------------------------ VecEnv API
 
     def reset(self) -> VecEnvObs:
-        """Start a new episode in every game (reseeded if ``seed()`` was called); returns observations ``(B, 402)``."""
+        """Start a new episode in every game (reseeded if ``seed()`` was called); returns observations ``(B, 506)``."""
         seed = self._seeds[0]
         if seed is not None:
             self.np_random = np.random.default_rng(seed)
@@ -319,7 +319,7 @@ class SixNimmtVecEnv(VecEnv):
         """Play the learner's actions, the opponents' and every opponent-only step up to each learner's next decision.
 
         Returns:
-            ``(observations float32 (B, 402), rewards float32 (B,) in bullheads (<= 0), dones bool (B,), infos)``.
+            ``(observations float32 (B, 506), rewards float32 (B,) in bullheads (<= 0), dones bool (B,), infos)``.
 
         Raises:
             RuntimeError: ``step`` before ``reset``.

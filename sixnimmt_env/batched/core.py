@@ -171,8 +171,8 @@ class BatchedGames:
         config, batch_size (B), num_players (n);
         arrays: the :class:`~sixnimmt_env.batched.kernel.GameArrays` of the batch, also reachable one by one
             (``phase``, ``hand``, ``hand_len``, ``rows``, ``row_len``, ``row_end``, ``row_bull``, ``pile``,
-            ``display``, ``revealed``, ``round_pen``, ``totals``, ``chooser``, ``turn``, ``round``); treat them
-            as read-only;
+            ``display``, ``revealed``, ``round_pen``, ``totals``, ``chooser``, ``turn``, ``round``, ``drafter``);
+            treat them as read-only;
         cfg: the rules as the kernels' ``int64`` config vector (:func:`~sixnimmt_env.batched.kernel.config_vector`);
         deal_rng: ``uint64 (B,)``, each game's deal generator; deals, deal_next: the injected deals and the
             cursor into them (:meth:`reset`). Code that drives the kernels itself (the learner tables, the
@@ -192,7 +192,7 @@ class BatchedGames:
         self.arrays = new_arrays(B, n)
         self.phase, self.hand, self.hand_len, self.rows, self.row_len, self.row_end, self.row_bull = self.arrays[:7]
         self.pile, self.display, self.revealed, self.round_pen, self.totals, self.chooser = self.arrays[7:13]
-        self.turn, self.round = self.arrays[13:]
+        self.turn, self.round, self.drafter = self.arrays[13:]
         self._penalties = np.zeros((B, n), np.int32)
         self.deal_rng = np.zeros(B, np.uint64)
         self.deals = np.zeros((B, 0, n * HAND_SIZE + NUM_ROWS), np.int16)
@@ -276,6 +276,9 @@ class BatchedGames:
         self.row_len[b] = 0
         self.pile[b] = -1
         self.display[b] = False
+        self.drafter[b] = -1
+        for s, cards in enumerate(state.drafted):
+            self.drafter[b, list(cards)] = s
         for s, h in enumerate(state.hands):
             self.hand[b, s, : len(h)] = h
             self.hand_len[b, s] = len(h)
@@ -325,6 +328,7 @@ class BatchedGames:
             int(self.chooser[b]),
             int(self.turn[b]),
             int(self.round[b]),
+            tuple(tuple(int(c) for c in np.flatnonzero(self.drafter[b] == s)) for s in range(n)),
         )
 
     # ----------------------------------------------------------------- play
@@ -375,8 +379,8 @@ class BatchedGames:
         """Observations, value for value those of :func:`sixnimmt_env.observation.encode`.
 
         Args:
-            out: optional ``float32`` array to fill: shape ``(B, n, 402)`` (every seat, absolute seat order)
-                or, with ``seats``, ``(B, 402)``.
+            out: optional ``float32`` array to fill: shape ``(B, n, OBS_SIZE)`` (every seat, absolute seat order)
+                or, with ``seats``, ``(B, OBS_SIZE)``.
             seats: optional integer array of shape ``(B,)``: observe only seat ``seats[b]`` of game b.
 
         Returns:

@@ -38,6 +38,7 @@ field              shape, dtype     meaning
 ``chooser``        (B,) int8        as ``State.chooser`` (-1 if none)
 ``turn``           (B,) int8        turns completed this round
 ``round``          (B,) int32       rounds completed before this one
+``drafter``        (B, 105) int8    ``drafter[b, c]``: seat that took card c in this round's draft (V2), else -1
 =================  ===============  ==========================================================
 
 :func:`step_game` applies one joint action to game ``b`` (R5-R14, V2); :func:`deal` sets up a round (R3, R14);
@@ -114,6 +115,7 @@ class GameArrays(NamedTuple):
     chooser: np.ndarray
     turn: np.ndarray
     round: np.ndarray
+    drafter: np.ndarray
 
 
 def new_arrays(batch_size: int, num_players: int) -> GameArrays:
@@ -135,6 +137,7 @@ def new_arrays(batch_size: int, num_players: int) -> GameArrays:
         chooser=np.full(B, -1, np.int8),
         turn=np.zeros(B, np.int8),
         round=np.zeros(B, np.int32),
+        drafter=np.full((B, NUM_CARDS + 1), -1, np.int8),
     )
 
 
@@ -370,9 +373,11 @@ def deal(
         for j in range(HAND_SIZE):
             hand[b, s, j] = 0
         hand_len[b, s] = 0
+    drafter = S.drafter
     for c in range(NUM_CARDS + 1):
         pile[b, c] = -1
         display[b, c] = False
+        drafter[b, c] = -1
     for r in range(NUM_ROWS):
         row_len[b, r] = 0
         row_end[b, r] = 0
@@ -537,6 +542,7 @@ def _draft(S: GameArrays, cfg: np.ndarray, b: int, card: int) -> None:
     n = cfg[C_N]
     seat = chooser[b]
     display[b, card] = False
+    S.drafter[b, card] = seat
     k = hand_len[b, seat]
     j = k
     while j > 0 and hand[b, seat, j - 1] > card:
@@ -665,11 +671,12 @@ O_SEAT_PRESENT = SLICES["seat_present"].start
 O_TURN = SLICES["turn"].start
 O_ROUND = SLICES["round"].start
 O_NUM_PLAYERS = SLICES["num_players"].start
+O_DRAFTED_BY = SLICES["drafted_by"].start
 
 
 @njit(cache=True, inline="always")
 def encode_public(S: GameArrays, cfg: np.ndarray, b: int, o: np.ndarray) -> None:
-    """Write the pieces every seat of game ``b`` shares into the zeroed vector ``o`` (402,) (``observation.PIECES``)."""
+    """Write the pieces every seat of game ``b`` shares into the zeroed vector ``o`` (OBS_SIZE,) (``PIECES``)."""
     rows, row_len, row_end, row_bull, pile, display = S.rows, S.row_len, S.row_end, S.row_bull, S.pile, S.display
     phase, revealed, turn, rnd = S.phase, S.revealed, S.turn, S.round
     n = cfg[C_N]
@@ -703,7 +710,7 @@ def encode_public(S: GameArrays, cfg: np.ndarray, b: int, o: np.ndarray) -> None
 
 @njit(cache=True, inline="always")
 def encode_seat(S: GameArrays, cfg: np.ndarray, b: int, seat: int, o: np.ndarray) -> None:
-    """Write the pieces of ``seat``'s own view (hand, seat-relative pieces, must_act) into ``o``.
+    """Write the pieces of ``seat``'s own view (hand, seat-relative pieces, must_act, drafted_by) into ``o``.
 
     ``o`` holds the public pieces (:func:`encode_public`) and zeros in ``hand`` and ``chooser``.
     """
@@ -723,11 +730,17 @@ def encode_seat(S: GameArrays, cfg: np.ndarray, b: int, seat: int, o: np.ndarray
     o[O_MUST_ACT] = 1.0 if (p == SELECT or (p != DONE and ch == seat)) else 0.0
     if ch >= 0:
         o[O_CHOOSER + (ch - seat) % n] = 1.0
+    if cfg[C_LOGIC]:  # draft picks exist only in the logic variant (V2)
+        drafter = S.drafter
+        for c in range(1, cfg[C_DECK] + 1):
+            d = drafter[b, c]
+            if d >= 0:
+                o[O_DRAFTED_BY + c - 1] = ((d - seat) % n + 1) / 10.0
 
 
 @njit(cache=True, inline="always")
 def encode(S: GameArrays, cfg: np.ndarray, b: int, seat: int, o: np.ndarray) -> None:
-    """Write ``seat``'s observation of game ``b`` into ``o`` (402,) (zeroed here): ``observation.encode``."""
+    """Write ``seat``'s observation of game ``b`` into ``o`` (OBS_SIZE,) (zeroed here): ``observation.encode``."""
     for i in range(OBS_SIZE):
         o[i] = 0.0
     encode_public(S, cfg, b, o)

@@ -184,7 +184,7 @@ class LearnerTables:
         return self._pair_games[:k].copy(), self._pair_seats[:k].copy()
 
     def observe_pairs(self, games: np.ndarray, seats: np.ndarray) -> np.ndarray:
-        """``float32 (len(games), 402)``: the observation of seat ``seats[i]`` in game ``games[i]`` (= ``encode``)."""
+        """``float32 (len(games), 506)``: the observation of seat ``seats[i]`` in game ``games[i]`` (= ``encode``)."""
         out = np.empty((len(games), OBS_SIZE), np.float32)
         _observe_pairs(self.games.arrays, self.games.cfg, games, seats, out)
         return out

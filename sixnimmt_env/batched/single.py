@@ -4,7 +4,7 @@
 packed into one byte buffer (:data:`LAYOUT`), and advances it with ONE compiled call per step
 (:func:`step_and_observe`): check every action against the mask (nothing changes if one is illegal), apply the
 joint action with the engine's inline kernel :func:`~sixnimmt_env.batched.core.step_game` (`RULES.md` R5-R14,
-V2), then fill fresh arrays passed in by the caller: every seat's observation (``float32 (n, 402)``, value for
+V2), then fill fresh arrays passed in by the caller: every seat's observation (``float32 (n, OBS_SIZE)``, value for
 value :func:`sixnimmt_env.observation.encode`), every seat's mask (``int8 (n, 109)``,
 :func:`sixnimmt_env.observation.action_mask`) and a snapshot of the whole game (:data:`SNAPSHOT` layout, in
 extra rows of the observation array) from which :func:`state_from_snapshot` rebuilds the reference
@@ -82,16 +82,18 @@ SNAPSHOT = (
     ("pile", NUM_CARDS + 1),
     ("taken_at", NUM_CARDS + 1),
     ("display", NUM_CARDS + 1),
+    ("drafter", NUM_CARDS + 1),
 )
 """Layout of a game snapshot (integers, length :func:`snapshot_size`, stored exactly as ``float32`` below the
 observations, read with :func:`snapshot_of`): the state arrays of game 0 of
 :class:`BatchedGames` in this order (``pile[c]``: seat holding card c in its penalty pile, -1; ``taken_at[c]``:
-the step at which it was taken, which orders each pile; ``display[c]``: 1 if card c is on the draft display)."""
+the step at which it was taken, which orders each pile; ``display[c]``: 1 if card c is on the draft display;
+``drafter[c]``: seat that took card c in this round's draft, -1)."""
 
 
 def snapshot_size(num_players: int) -> int:
     """Length of a snapshot of a game of ``num_players`` seats (see :data:`SNAPSHOT`)."""
-    return _HANDS + HAND_SIZE * num_players + 4 * num_players + 3 * _PILE_SIZE
+    return _HANDS + HAND_SIZE * num_players + 4 * num_players + 4 * _PILE_SIZE
 
 
 # --------------------------------------------------------------------------- the packed game
@@ -129,13 +131,14 @@ LAYOUT: tuple[tuple[type, tuple[tuple[str, tuple[int | str, ...]], ...]], ...] =
             ("pile", (1, _PILE_SIZE)),
             ("chooser", (1,)),
             ("turn", (1,)),
+            ("drafter", (1, _PILE_SIZE)),
         ),
     ),
     (np.bool_, (("display", (1, _PILE_SIZE)),)),
 )
 """The arrays of one game, grouped by dtype, each a view into one byte buffer (each group starts on 8 bytes):
 the config vector (:func:`~sixnimmt_env.batched.kernel.config_vector`), the action buffer, the deal generator
-state (``rng``, stored as ``int64``, viewed as ``uint64``), the 15 arrays of a
+state (``rng``, stored as ``int64``, viewed as ``uint64``), the 16 arrays of a
 :class:`~sixnimmt_env.batched.kernel.GameArrays` with batch size 1, this step's penalties, the deal cursor and
 ``taken_at`` (index 0: the step clock; ``taken_at[c]``: the step at which card c entered a penalty pile, -1 if
 it is in none). One buffer crosses into numba instead of twenty arrays (a compiled call costs about 0.07 µs per
@@ -201,7 +204,7 @@ def _unpack(buf: np.ndarray) -> tuple:
     revealed = i16[j + NUM_ROWS * ROW_LIMIT : j + NUM_ROWS * ROW_LIMIT + n].reshape((1, n))
     row_end = i16[k - NUM_ROWS : k].reshape((1, NUM_ROWS))
     o += (2 * k + 7) // 8 * 8
-    k = 1 + n + NUM_ROWS + _PILE_SIZE + 2  # int8: phase, hand_len, row_len, pile, chooser, turn
+    k = 1 + n + NUM_ROWS + 2 * _PILE_SIZE + 2  # int8: phase, hand_len, row_len, pile, chooser, turn, drafter
     i8 = buf[o : o + k].view(np.int8)
     phase = i8[0:1]
     hand_len = i8[1 : 1 + n].reshape((1, n))
@@ -210,11 +213,12 @@ def _unpack(buf: np.ndarray) -> tuple:
     pile = i8[j : j + _PILE_SIZE].reshape((1, _PILE_SIZE))
     chooser = i8[j + _PILE_SIZE : j + _PILE_SIZE + 1]
     turn = i8[j + _PILE_SIZE + 1 : j + _PILE_SIZE + 2]
+    drafter = i8[j + _PILE_SIZE + 2 : k].reshape((1, _PILE_SIZE))
     o += (k + 7) // 8 * 8
     display = buf[o : o + _PILE_SIZE].view(np.bool_).reshape((1, _PILE_SIZE))
     S = GameArrays(
         phase, hand, hand_len, rows, row_len, row_end, row_bull, pile, display, revealed, round_pen, totals, chooser,
-        turn, rnd,
+        turn, rnd, drafter,
     )  # fmt: skip
     return S, cfg, actions, pen, deal_next, rng, taken_at
 
@@ -238,11 +242,11 @@ def _track_piles(pile: np.ndarray, taken_at: np.ndarray) -> None:
 def _outputs(S: GameArrays, cfg: np.ndarray, taken_at: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> None:
     """Write the observations with the snapshot below them (see :func:`step_and_observe`) and the masks."""
     phase, hand, hand_len, rows, row_len = S.phase, S.hand, S.hand_len, S.rows, S.row_len
-    pile, display = S.pile, S.display
+    pile, display, drafter = S.pile, S.display, S.drafter
     revealed, round_pen, totals, chooser, turn, rnd = S.revealed, S.round_pen, S.totals, S.chooser, S.turn, S.round
     n = cfg[C_N]
     snap = obs[n:].reshape(-1)  # every entry below is written: zero only the tail past the snapshot
-    snap[_HANDS + HAND_SIZE * n + 4 * n + 3 * _PILE_SIZE :] = 0.0
+    snap[_HANDS + HAND_SIZE * n + 4 * n + 4 * _PILE_SIZE :] = 0.0
     base = obs[0]  # the shared pieces, copied whole into every other seat's row
     base[:] = 0.0
     encode_public(S, cfg, 0, base)
@@ -278,6 +282,7 @@ def _outputs(S: GameArrays, cfg: np.ndarray, taken_at: np.ndarray, obs: np.ndarr
         snap[k + c] = pile[0, c]
         snap[k + _PILE_SIZE + c] = taken_at[c]
         snap[k + 2 * _PILE_SIZE + c] = display[0, c]
+        snap[k + 3 * _PILE_SIZE + c] = drafter[0, c]
 
 
 @njit(cache=True)
@@ -288,7 +293,7 @@ def step_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, masks:
         buf: the game's :data:`LAYOUT` buffer (``uint8``), its ``actions`` holding one action per seat; the
             game must not be over.
         deals: ``int16 (1, R, 10 n + 4)`` deals to use before the game's own generator (``R`` may be 0).
-        obs: ``float32 (n + k, 402)`` (:func:`output_shapes`), filled after the step: rows ``0..n-1`` with the
+        obs: ``float32 (n + k, OBS_SIZE)`` (:func:`output_shapes`), filled after the step: rows ``0..n-1`` with the
             seats' observations, the others with the :data:`SNAPSHOT` (read it with :func:`snapshot_of`).
         masks: ``int8 (n, 109)``, filled with the seats' masks after the step.
 
@@ -393,7 +398,7 @@ def state_from_snapshot(config: GameConfig, obs: np.ndarray) -> State:
 
     Args:
         config: the game's rules.
-        obs: the observations array of :func:`step_and_observe` (``float32 (n + k, 402)``, snapshot below).
+        obs: the observations array of :func:`step_and_observe` (``float32 (n + k, OBS_SIZE)``, snapshot below).
 
     The stock holds the cards of the deck that are nowhere else, sorted, as the reference engine keeps it.
     """
@@ -411,6 +416,8 @@ def state_from_snapshot(config: GameConfig, obs: np.ndarray) -> State:
     pile, taken_at = a[k : k + _PILE_SIZE], a[k + _PILE_SIZE : k + 2 * _PILE_SIZE]
     on_display = a[k + 2 * _PILE_SIZE : k + 3 * _PILE_SIZE] != 0
     display = tuple(np.flatnonzero(on_display).tolist())
+    drafter = a[k + 3 * _PILE_SIZE : k + 4 * _PILE_SIZE]
+    drafted = tuple(tuple(np.flatnonzero(drafter == s).tolist()) for s in range(n))
     held = np.flatnonzero(pile >= 0)
     held = held[np.lexsort((held, taken_at[held]))]  # by the step taken, then ascending within a row
     piles: list[list[int]] = [[] for _ in range(n)]
@@ -439,6 +446,7 @@ def state_from_snapshot(config: GameConfig, obs: np.ndarray) -> State:
         v[_CHOOSER],
         v[_TURN],
         v[_ROUND],
+        drafted,
     )
 
 
@@ -458,7 +466,7 @@ class SingleGame:
         (:func:`output_shapes`) for callers of the kernels.
 
     Each of :meth:`new_game`, :meth:`load` and :meth:`step` returns fresh arrays that are never written again:
-    observations ``float32 (n + k, 402)`` (rows ``n..`` hold the :data:`SNAPSHOT`) and masks ``int8 (n, 109)``.
+    observations ``float32 (n + k, OBS_SIZE)`` (rows ``n..`` hold the :data:`SNAPSHOT`) and masks ``int8 (n, 109)``.
     """
 
     def __init__(self, config: GameConfig, seed: int | None = None) -> None:
@@ -472,6 +480,7 @@ class SingleGame:
         self._views["phase"][:] = DONE
         self._views["pile"][:] = -1
         self._views["chooser"][:] = -1
+        self._views["drafter"][:] = -1
         self._views["taken_at"][:] = -1
         self.deals = np.zeros((1, 0, n * HAND_SIZE + NUM_ROWS), np.int16)
         self.obs_shape, self.mask_shape = output_shapes(n)
@@ -526,6 +535,7 @@ class SingleGame:
             v[name][:] = 0
         v["pile"][:] = -1
         v["display"][:] = False
+        v["drafter"][:] = -1
         v["taken_at"][:] = -1
         v["phase"][0] = PHASES.index(state.phase)
         for s, hand in enumerate(state.hands):
@@ -541,6 +551,8 @@ class SingleGame:
             v["row_end"][0, r] = row[-1]
             v["row_bull"][0, r] = sum(BULL[c] for c in row)
         v["display"][0, list(state.display)] = True
+        for s, cards in enumerate(state.drafted):
+            v["drafter"][0, list(cards)] = s
         v["revealed"][0] = state.revealed
         v["round_pen"][0] = state.round_penalties
         v["totals"][0] = state.totals

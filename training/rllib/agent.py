@@ -124,8 +124,8 @@ class RLlibAgent(PolicyAgent):
         return f"RLlibAgent({self.spec!r})"
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
-        """Unmasked logits ``float32 (batch, 109)`` (or ``(109,)``) for observations ``(batch, 402)``
-        (or ``(402,)``)."""
+        """Unmasked logits ``float32 (batch, 109)`` (or ``(109,)``) for observations ``(batch, 506)``
+        (or ``(506,)``)."""
         x = np.asarray(obs, np.float32)
         if self.card_actor is not None:
             return self.card_actor.logits(x).reshape(*x.shape[:-1], -1)

@@ -7,7 +7,7 @@ With ``self_play.enabled`` the RLlib backend (:mod:`training.rllib.train`) train
   snapshot seat (an RLlib agent) with probability ``self_play.prob`` once the league holds a snapshot, the
   snapshot drawn uniformly from the filled slots; otherwise an agent of the ``opponents`` mixture played
   inside the env, as in the single-seat env. RLlib agents get an observation only when they have a
-  decision (``{"observations": float32 (402,), "action_mask": int8 (109,)}``); steps where only in-env
+  decision (``{"observations": float32 (506,), "action_mask": int8 (109,)}``); steps where only in-env
   opponents decide (e.g. their row choice, R9) are played inside :meth:`LeagueEnv.step`. An agent's reward
   is minus the bullheads its seat took since its last decision (R8, R9), given with its next observation
   and at the end.

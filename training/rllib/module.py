@@ -1,7 +1,7 @@
 """The card policy and an MLP as RLlib ``RLModule``s with action masking (PPO, torch, new API stack).
 
 :class:`CardRLModule` reads the adapted observation of :mod:`sixnimmt_env.rllib_env`
-(``{"observations": float32 (B, 402), "action_mask": (B, 109)}``, 1 at the legal actions, any dtype) and gives
+(``{"observations": float32 (B, 506), "action_mask": (B, 109)}``, 1 at the legal actions, any dtype) and gives
 
 - ``action_dist_inputs``: logits ``(B, 109)``, illegal actions set to RLlib's ``FLOAT_MIN``
   (probability 0 under RLlib's ``TorchCategorical``);
@@ -14,10 +14,10 @@ key             meaning
 ==============  ==========================================================================
 ``policy``      ``"card"`` (default): :mod:`training.policy`'s card policy: the held
                 cards' features (:class:`~training.features.HandFeatures`), actor and
-                critic MLPs over 492 inputs (:class:`~training.policy.CardNetworks`),
+                critic MLPs over 596 inputs (:class:`~training.policy.CardNetworks`),
                 one small network scoring every held card alike
                 (:class:`~training.policy.CardHead`); ``"MlpPolicy"``: actor and critic
-                MLPs over the flat 402 observation, a linear head to 109 logits
+                MLPs over the flat 506 observation, a linear head to 109 logits
 ``net_arch``    hidden layer sizes of the actor and of the critic (default ``[64, 64]``)
 ``activation``  ``"tanh"`` (default), ``"relu"``, ``"elu"`` or ``"leaky_relu"``
 ==============  ==========================================================================
@@ -136,7 +136,7 @@ class CardRLModule(TorchRLModule, ValueFunctionAPI):
         _init(self.value_net, 1.0)
 
     def logits(self, obs: torch.Tensor) -> torch.Tensor:
-        """Unmasked logits ``(B, 109)`` for flat observations ``float32 (B, 402)``."""
+        """Unmasked logits ``(B, 109)`` for flat observations ``float32 (B, 506)``."""
         return self.action_net(self.mlp_extractor.forward_actor(self.features(obs)))
 
     def _masked(self, batch: dict[str, Any]) -> dict[str, Any]:
