@@ -5,10 +5,12 @@
 - :func:`parallel_env` / :func:`env`: the PettingZoo parallel and AEC environments
   (:mod:`sixnimmt_env.pettingzoo_env`; PettingZoo's versioned module is :mod:`sixnimmt_env.sixnimmt_v0`).
 - ``gymnasium.make("sixnimmt/SixNimmt-v0", ...)``: one learning seat against agents
-  (:mod:`sixnimmt_env.gym_env`), registered when this package is imported.
+  (:mod:`sixnimmt_env.gym_env`), registered once this package and Gymnasium are both imported.
 
 The environment modules are imported on first use, so importing the engine
-does not import PettingZoo; only the cheap Gymnasium registry is touched.
+imports neither PettingZoo nor Gymnasium: the id is registered right after
+Gymnasium's own import (:func:`sixnimmt_gymnasium_hook.install`), or at once if
+Gymnasium is imported already.
 """
 
 from __future__ import annotations
@@ -38,13 +40,19 @@ def env(**config: Any) -> Any:
 
 
 def _register_gymnasium() -> None:
-    """Register ``sixnimmt/SixNimmt-v0`` (entry point :func:`sixnimmt_env.gym_env.make_env`, imported on make)."""
+    """Register ``sixnimmt/SixNimmt-v0`` (entry point :func:`sixnimmt_env.gym_env.make_env`, imported on make) now
+    if Gymnasium is imported, else right after it is (importing Gymnasium costs as much as importing numpy)."""
     try:
-        import gymnasium
-    except ImportError:  # gymnasium is a core dependency; tolerate a stripped install of the engine
+        from sixnimmt_gymnasium_hook import install
+    except ImportError:  # the package without its top-level hook module (copied alone): register now
+        try:
+            import gymnasium
+        except ImportError:  # gymnasium is a core dependency; tolerate a stripped install of the engine
+            return
+        if "sixnimmt/SixNimmt-v0" not in gymnasium.registry:
+            gymnasium.register(id="sixnimmt/SixNimmt-v0", entry_point="sixnimmt_env.gym_env:make_env")
         return
-    if "sixnimmt/SixNimmt-v0" not in gymnasium.registry:
-        gymnasium.register(id="sixnimmt/SixNimmt-v0", entry_point="sixnimmt_env.gym_env:make_env")
+    install()
 
 
 _register_gymnasium()

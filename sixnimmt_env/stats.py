@@ -48,8 +48,14 @@ def win_shares(penalties: np.ndarray) -> np.ndarray:
         Shape ``(games, players)``; every row sums to 1.
     """
     p = np.asarray(penalties)
-    best = p == p.min(axis=1, keepdims=True)
-    return best / best.sum(axis=1, keepdims=True)
+    low = p[:, :1].copy()
+    for j in range(1, p.shape[1]):  # column by column: a reduction over a short axis is slow in numpy
+        np.minimum(low, p[:, j : j + 1], out=low)
+    best = p == low
+    winners = np.zeros_like(low, dtype=np.int64)
+    for j in range(p.shape[1]):
+        winners += best[:, j : j + 1]
+    return best / winners
 
 
 def fractional_ranks(penalties: np.ndarray) -> np.ndarray:
@@ -65,6 +71,10 @@ def fractional_ranks(penalties: np.ndarray) -> np.ndarray:
         Shape ``(games, players)``, ``float64``.
     """
     p = np.asarray(penalties)
-    below = (p[:, None, :] < p[:, :, None]).sum(axis=2)
-    equal = (p[:, None, :] == p[:, :, None]).sum(axis=2)
+    below = np.zeros(p.shape, np.int64)  # below[g, i]: players j with p[g, j] < p[g, i]
+    equal = np.zeros(p.shape, np.int64)  # equal[g, i]: players j with p[g, j] == p[g, i] (i included)
+    for j in range(p.shape[1]):
+        other = p[:, j : j + 1]
+        below += other < p
+        equal += other == p
     return 1.0 + below + (equal - 1) / 2.0

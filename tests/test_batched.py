@@ -274,23 +274,23 @@ def test_fast_arena_games_are_reproducible_and_rotate_seats() -> None:
         play_games(config, ["greedy", "mc:8", "random", "random"], seed=0, start=0, stop=4)
 
 
-def test_arena_chunk_is_a_drop_in_for_the_arena_games() -> None:
-    from types import SimpleNamespace
-
-    from sixnimmt_env import arena
+def test_batched_games_are_a_drop_in_for_the_arena_games() -> None:
+    from sixnimmt_env import seeding
+    from sixnimmt_env.arena import play
+    from sixnimmt_env.arena import pool as arena_pool
     from sixnimmt_env.batched import arena as fast
 
-    assert (fast.DEAL_TAG, fast.AGENT_TAG, fast.TABLE_TAG) == (arena.DEAL_TAG, arena.AGENT_TAG, arena.TABLE_TAG)
+    assert (fast.DEAL_TAG, fast.AGENT_TAG, arena_pool.TABLE_TAG) == (play.DEAL_TAG, play.AGENT_TAG, seeding.TABLE_TAG)
     config = GameConfig(num_players=3, episode="round")
     pool = [ref_agents.GreedyAgent(), "lowest", "highest", "random", "greedy"]
-    job = SimpleNamespace(config=config, seed=1, num_agents=5, duplicate=False, league=True)
-    start, pen, rounds, tables = fast.arena_chunk(job, pool, 10, 60)
+    job = arena_pool.Job(config, seed=1, num_agents=5, duplicate=False, league=True)
+    start, pen, rounds, tables = arena_pool.batched_games(job, pool, 10, 60)
     assert start == 10 and pen.shape == (50, 3) and (rounds == 1).all()
-    expected = np.random.default_rng([arena.TABLE_TAG, 1, 12]).permutation(5)[:3]
+    expected = np.random.default_rng([arena_pool.TABLE_TAG, 1, 12]).permutation(5)[:3]
     assert tables[2].tolist() == expected.tolist()
-    assert fast.arena_chunk(job, [*pool, ref_agents.MonteCarloAgent(4)], 0, 4) is None
-    job = SimpleNamespace(config=config, seed=1, num_agents=3, duplicate=True, league=False)
-    pen = fast.arena_chunk(job, ["greedy", "greedy", "greedy"], 0, 30)[1]
+    assert arena_pool.batched_games(job, [*pool, ref_agents.MonteCarloAgent(4)], 0, 4) is None
+    job = arena_pool.Job(config, seed=1, num_agents=3, duplicate=True, league=False)
+    pen = arena_pool.batched_games(job, ["greedy", "greedy", "greedy"], 0, 30)[1]
     # duplicate: games 3k..3k+2 replay one deal with rotated seats; identical agents take identical penalties
     np.testing.assert_array_equal(pen[0::3], pen[1::3])
     assert not np.array_equal(pen[0::3][0], pen[0::3][1]) or not np.array_equal(pen[0::3][1], pen[0::3][2])

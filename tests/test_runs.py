@@ -17,8 +17,10 @@ import pytest
 import yaml
 from sb3_contrib import MaskablePPO
 
-from sixnimmt_env.arena import LABEL_WIDTH, league_note, plot_results, run_league, short_labels, warn_workers
 from sixnimmt_env.arena import main as arena_main
+from sixnimmt_env.arena import run_league
+from sixnimmt_env.arena.pool import warn_workers
+from sixnimmt_env.arena.report import LABEL_WIDTH, league_note, plot_results, short_labels
 from sixnimmt_env.gym_env import make_env
 from sixnimmt_env.records import read_records, replay
 from training import evaluate as evaluate_module
@@ -440,7 +442,7 @@ def test_arena_ctrl_c_with_workers_is_short_and_leaves_no_folder(tmp_path: Path)
 
 
 def test_more_workers_than_cores_warns(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    import sixnimmt_env.arena as arena
+    import sixnimmt_env.arena.pool as arena
 
     monkeypatch.setattr(arena, "usable_cores", lambda: 2)
     assert warn_workers(2) is None
@@ -453,7 +455,7 @@ def test_more_workers_than_cores_warns(monkeypatch: pytest.MonkeyPatch, capsys) 
 
 
 def test_arena_cli_prints_the_worker_warning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys) -> None:
-    import sixnimmt_env.arena as arena
+    import sixnimmt_env.arena.pool as arena
 
     monkeypatch.setattr(arena, "usable_cores", lambda: 1)
     arena_main(["--agents", "greedy,random", "--games", "4", "--workers", "2", "--out", str(tmp_path / "o"), "--quiet"])

@@ -427,7 +427,8 @@ def _run_folder(checkpoint: Path) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit code (2 for bad input, 130 when interrupted)."""
-    from sixnimmt_env.arena import check_new_file, check_results_folder, new_results_folder, warn_workers
+    from sixnimmt_env.arena.pool import warn_workers
+    from sixnimmt_env.arena.report import check_new_file, check_results_folder, new_results_folder
 
     args = _parser().parse_args(argv)
     try:

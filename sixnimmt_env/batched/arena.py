@@ -5,9 +5,9 @@ or ``greedy`` agent) in ONE compiled call, :func:`play_chunk`: for each game it 
 (:func:`sixnimmt_env.batched.agents.heuristic_game_actions`) and applies their joint action with the kernel
 (:func:`sixnimmt_env.batched.kernel.step_game`) until the game is over, with no Python in between. It returns
 what :mod:`sixnimmt_env.arena` needs: per-seat penalties, rounds played and the listed agent position of every
-seat. The arena calls it through :func:`arena_chunk` when every agent of the run has a batched version
-(:func:`supports`). The compiled code is cached on disk (numba ``cache=True``): after the first run, a new process
-loads it instead of compiling.
+seat. The arena's pool (:func:`sixnimmt_env.arena.pool.batched_games`) calls it when every agent of the run has a
+batched version (:func:`supports`). The compiled code is cached on disk (numba ``cache=True``): after the first
+run, a new process loads it instead of compiling.
 
 Reproducibility: game ``g`` depends on ``(seed, g)`` only, as in the reference path, but its deals and the
 random agents' choices come from the kernel's splitmix64 streams (seeded from ``(DEAL_TAG, seed, deal)`` and
@@ -16,8 +16,8 @@ reference path for the same seed, with the same rules and the same agents. The g
 :class:`~sixnimmt_env.batched.core.BatchedGames` stepped with
 :class:`~sixnimmt_env.batched.agents.HeuristicPlayers` plays from the same streams (tested).
 
-Importing this module is cheap (numpy only): numba and the kernels are loaded by the first :func:`play_games`, so
-the arena's main process does not pay for them when worker processes play the games.
+Importing this module is cheap (numpy only): numba and the kernels are loaded by the first :func:`play_games` (or
+by :func:`load`).
 """
 
 from __future__ import annotations
@@ -28,10 +28,7 @@ import numpy as np
 
 from sixnimmt_env.batched.kinds import EXACT_AGENT_CLASSES, KINDS
 from sixnimmt_env.engine import GameConfig
-from sixnimmt_env.seeding import AGENT_TAG, DEAL_TAG, TABLE_TAG
-
-CHUNK = 8192
-"""Games per batch that :func:`arena_chunk` is best fed with."""
+from sixnimmt_env.seeding import AGENT_TAG, DEAL_TAG
 
 
 def supports(specs: Sequence[object]) -> bool:
@@ -58,6 +55,23 @@ def streams(tag: int, seed: int, ids: np.ndarray) -> np.ndarray:
 
     key = np.random.SeedSequence([tag, seed]).generate_state(1, np.uint64)[0]
     return mix_streams(key, np.asarray(ids, np.int64))
+
+
+def load(config: GameConfig) -> None:
+    """Load the compiled loop for ``config``'s player count without playing a game.
+
+    It reads numba's cache on disk (or compiles, the first time), as the first :func:`play_games` would: worker
+    processes forked afterwards (:func:`sixnimmt_env.arena.pool.play_all`) start with it loaded.
+    """
+    from sixnimmt_env.batched._fused import play_chunk
+    from sixnimmt_env.batched.kernel import config_vector
+
+    n = config.num_players
+    none = np.zeros(0, np.uint64)
+    play_chunk(
+        config_vector(config), np.zeros((0, n), np.int8), none, none, np.zeros((0, n), np.int64), none.view(np.int64)
+    )
+    streams(DEAL_TAG, 0, np.zeros(0, np.int64))
 
 
 def play_games(
@@ -113,32 +127,3 @@ def play_games(
         rounds,
     )
     return start, penalties, rounds, tables
-
-
-def arena_chunk(job: object, agents: Sequence[object], start: int, stop: int) -> tuple | None:
-    """Drop-in fast path for ``sixnimmt_env.arena._games(job, agents, start, stop)``.
-
-    Args:
-        job: the arena's ``_Job`` (``config``, ``seed``, ``num_agents``, ``duplicate``, ``league``).
-        agents: the listed agents (reference agent objects or spec strings).
-        start, stop: the game indices to play.
-
-    Returns:
-        ``(start, penalties, rounds, tables)`` as ``_games`` returns them, or ``None`` if some agent has no
-        batched version (the caller then plays the chunk on the reference path). League tables are drawn as
-        the arena draws them (``default_rng([TABLE_TAG, seed, g])``).
-    """
-    if not supports(agents):
-        return None
-    n = job.config.num_players  # type: ignore[attr-defined]
-    tables = None
-    if job.league:  # type: ignore[attr-defined]
-        tables = np.array(
-            [
-                np.random.default_rng([TABLE_TAG, job.seed, g]).permutation(job.num_agents)[:n]  # type: ignore[attr-defined]
-                for g in range(start, stop)
-            ],
-            np.int64,
-        ).reshape(stop - start, n)
-    specs = [spec_of(a) for a in agents]
-    return play_games(job.config, specs, job.seed, start, stop, job.duplicate, tables)  # type: ignore[attr-defined]
