@@ -19,7 +19,8 @@ $(VENV)/.installed: pyproject.toml setup.py
 install: $(VENV)/.installed
 
 # Train the default config (15 min on 2 cores), then play its final model against the baselines, on the rules
-# it was trained on (training.evaluate reads them from the run): greedy in every other seat, then a mixed table.
+# it was trained on (training.evaluate reads them from the run): greedy in every other seat, a mixed table, then
+# the searching mc:64 in every other seat.
 # The final model is final_model.zip (SB3) or the RLlib module folder final_model/ (train.backend: rllib).
 train: install
 	$(PY) -m training.train $(CONFIG)
@@ -27,7 +28,8 @@ train: install
 	model=$$(if [ -f $${run}final_model.zip ]; then echo ppo:$${run}final_model.zip; else echo rllib:$${run}final_model; fi) && \
 	$(PY) -m training.evaluate $$model --games 5000 --out $${run}eval_greedy && \
 	$(PY) -m training.evaluate $$model --opponents random,lowest,highest --fill-seats --games 5000 \
-		--out $${run}eval_mixed
+		--out $${run}eval_mixed && \
+	$(PY) -m training.evaluate $$model --opponents mc:64 --fill-seats --games 2000 --workers 2 --out $${run}eval_mc64
 
 test: install
 	$(PY) -m pytest -q -n 2

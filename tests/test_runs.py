@@ -173,9 +173,10 @@ def test_evaluate_plays_the_rules_the_run_trained_on(run3: Path, tmp_path: Path,
 def test_makefile_evaluation_follows_the_trained_config() -> None:
     make = (ROOT / "Makefile").read_text()
     lines = [line for line in make.splitlines() if "-m training.evaluate" in line]
-    assert len(lines) == 2
+    assert len(lines) == 3  # greedy in every other seat, the mixed table, mc:64 in every other seat
     assert all("--episode" not in line and "--variant" not in line and "--players" not in line for line in lines)
     assert "--opponents greedy,greedy,greedy" not in make and "--fill-seats" in lines[1]
+    assert "--opponents mc:64 --fill-seats" in lines[2]
 
 
 # --------------------------------------------------------------------------- 4, 9: config files
