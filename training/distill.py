@@ -9,7 +9,7 @@ policy that searches nothing:
    of the teacher's distribution ``softmax(-score / temperature)`` (with a small share of uniformly random legal
    actions), and keeps, for every real decision, the seat's observation, its legal-action mask, the candidates'
    scores and the bullheads the seat went on to take to the end of the round.
-2. :func:`fit_policy` trains a :class:`training.features.CardPolicy` on them: the actor by cross-entropy to the
+2. :func:`fit_policy` trains a :class:`training.policy.CardPolicy` on them: the actor by cross-entropy to the
    teacher's distribution over the legal actions, the critic by regression on minus the bullheads still to come
    (the return of a round episode, as the PPO reward counts it).
 
@@ -240,7 +240,7 @@ def fit_policy(
     seed: int = 0,
     log: Callable[[str], None] = print,
 ) -> dict[str, float]:
-    """Train ``policy`` (a :class:`training.features.CardPolicy`) on ``labels``: actor and critic, in place.
+    """Train ``policy`` (a :class:`training.policy.CardPolicy`) on ``labels``: actor and critic, in place.
 
     The actor's loss is the cross-entropy from the teacher's distribution (:func:`teacher_probs` at
     ``temperature``) to the policy's masked distribution; the critic's is ``value_coef`` times the squared error
@@ -306,7 +306,7 @@ def distill_into(policy: object, cfg: TrainConfig, out_dir: Path, log: Callable[
     """The ``distill:`` stage of a training run: label positions with ``mc:N``, fit ``policy`` on them in place.
 
     Args:
-        policy: the run's fresh :class:`training.features.CardPolicy` (or any masked actor-critic policy).
+        policy: the run's fresh :class:`training.policy.CardPolicy` (or any masked actor-critic policy).
         cfg: the run's config; ``cfg.distill`` gives the settings, ``cfg.env`` the game, ``cfg.train.seed`` the seed.
         out_dir: created; receives ``labels.npz`` and ``distill.json`` (the settings and the held-out figures).
 
