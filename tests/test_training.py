@@ -99,7 +99,7 @@ def test_unknown_agent_names_the_key(tmp_path: Path) -> None:
 
 def test_overrides_are_yaml_values_not_code() -> None:
     cfg = load_config(SMOKE, ["algo.learning_rate=1e-4", "algo.policy_kwargs={net_arch: [8, 8]}", "train.seed=7"])
-    assert cfg.algo["learning_rate"] == 1e-4 and cfg.algo["policy_kwargs"] == {"net_arch": [8, 8]}
+    assert cfg.algo.learning_rate == 1e-4 and cfg.algo.policy_kwargs.given_items() == {"net_arch": [8, 8]}
     assert cfg.train.seed == 7
     cfg = load_config(SMOKE, ["name=__import__('os').getcwd()"])
     assert cfg.name == "__import__('os').getcwd()"  # a plain string, never evaluated
@@ -478,3 +478,40 @@ def test_evaluate_rejects_an_empty_agent_entry() -> None:
     result = _run("-m", "training.evaluate", "--agents", "greedy,,greedy,random", "--games", "10", timeout=60)
     assert result.returncode == 2
     assert "--agents 'greedy,,greedy,random' has an empty entry" in result.stderr
+
+
+def test_algo_section_defaults_are_maskable_ppos_and_the_env_section_is_game_configs() -> None:
+    import dataclasses
+    import inspect
+
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    from sixnimmt_env.engine import GameConfig
+    from training.config import TRAINING_GAME_DEFAULTS, AlgoSection, EnvSection, PolicyKwargs
+
+    ppo = inspect.signature(MaskablePPO.__init__).parameters
+    for f in dataclasses.fields(AlgoSection):
+        if f.init and f.name not in ("policy", "policy_kwargs"):
+            assert getattr(AlgoSection(), f.name) == ppo[f.name].default, f.name
+    policy = inspect.signature(MaskableActorCriticPolicy.__init__).parameters
+    for f in dataclasses.fields(PolicyKwargs):
+        if f.init and f.name not in ("activation_fn", "features_extractor_class"):
+            assert getattr(PolicyKwargs(), f.name) == policy[f.name].default, f.name
+    assert PolicyKwargs().activation_fn == policy["activation_fn"].default.__name__.lower()
+    game = {f.name: f.default for f in dataclasses.fields(GameConfig)}
+    env = {f.name: f.default for f in dataclasses.fields(EnvSection)}
+    assert env == {**game, **TRAINING_GAME_DEFAULTS, "learner_seat": "random"}
+    assert TRAINING_GAME_DEFAULTS == {"episode": "round"}
+
+
+@pytest.mark.parametrize("path", sorted(Path(__file__).parent.parent.glob("configs/*.yaml")), ids=lambda p: p.name)
+def test_a_dumped_config_reloads_to_the_same_config(path: Path, tmp_path: Path) -> None:
+    from training.config import dump_config
+
+    cfg = load_config(path)
+    dump_config(cfg, tmp_path / "config.yaml")
+    again = load_config(tmp_path / "config.yaml")
+    assert again == cfg and again.algo.given == cfg.algo.given
+    assert again.to_dict() == cfg.to_dict()
+
