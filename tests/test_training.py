@@ -26,7 +26,8 @@ from sixnimmt_env.observation import OBS_SIZE
 from training.agent import load_policy_agent, observation_from_view
 from training.config import ConfigError, load_config
 from training.evaluate import evaluate_agents
-from training.vec import EnvFactory, WorkerVecEnv, build_vec_env, sampler_from_config
+from training.opponents import sampler_from_config
+from training.vec import EnvFactory, WorkerVecEnv, build_vec_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.yaml"
@@ -515,3 +516,20 @@ def test_a_dumped_config_reloads_to_the_same_config(path: Path, tmp_path: Path) 
     assert again == cfg and again.algo.given == cfg.algo.given
     assert again.to_dict() == cfg.to_dict()
 
+
+def test_the_snapshot_pool_keeps_the_newest_snapshots(tmp_path: Path) -> None:
+    from training.opponents import SnapshotPool
+
+    folder = tmp_path / "pool"
+    folder.mkdir()
+    for steps in (30, 100, 200):
+        (folder / f"snapshot_{steps}.zip").write_bytes(b"")
+    (folder / "snapshot_30.obsnorm.npz").write_bytes(b"")
+    pool = SnapshotPool(folder, 2)
+    assert pool.paths == [str(folder / "snapshot_100.zip"), str(folder / "snapshot_200.zip")]
+    assert sorted(p.name for p in folder.iterdir()) == ["snapshot_100.zip", "snapshot_200.zip"]
+    pool.path_for(300).write_bytes(b"")
+    pool.add(pool.path_for(300))
+    assert pool.paths == [str(folder / "snapshot_200.zip"), str(folder / "snapshot_300.zip")]
+    assert (folder / "snapshot_100.zip").is_file()  # evicted, deleted only by prune
+    assert pool.prune() == pool.paths and not (folder / "snapshot_100.zip").exists()
