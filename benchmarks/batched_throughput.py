@@ -167,7 +167,7 @@ def vec_env_rate(batch_size: int, seconds: float) -> float:
     playing its lowest legal action), masks fetched as MaskablePPO fetches them."""
     from sb3_contrib.common.maskable.utils import get_action_masks
 
-    from training.vec import MixtureSampler
+    from training.opponents import MixtureSampler
     from training.vec_env import SixNimmtVecEnv
 
     mixture = MixtureSampler(["greedy", "lowest", "highest", "random"], [0.7, 0.1, 0.1, 0.1])

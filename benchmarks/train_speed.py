@@ -47,8 +47,9 @@ from sb3_contrib import MaskablePPO
 
 import training.agent  # noqa: F401  (ppo: specs)
 from training.config import TrainConfig, load_config
+from training.opponents import sampler_from_config
 from training.policy import algo_kwargs
-from training.vec import build_vec_env, sampler_from_config
+from training.vec import build_vec_env
 
 
 def measure(cfg: TrainConfig, algo: dict, steps: int, self_play: TrainConfig | None = None) -> dict[str, float]:

@@ -39,6 +39,11 @@ def test_no_cycle_and_no_upward_edge() -> None:
     assert lines[-1].endswith("at module level: 0")
 
 
+def test_training_config_is_a_leaf_of_training() -> None:
+    _, edges, _ = import_graph.build()
+    assert [e.target for e in edges if e.source == "training.config" and e.target.startswith("training")] == []
+
+
 def test_cycles_finds_a_cycle() -> None:
     edges = [import_graph.Edge("a", "b", 1, "top"), import_graph.Edge("b", "a", 1, "lazy")]
     assert import_graph.cycles(["a", "b", "c"], edges) == [["a", "b", "a"]]

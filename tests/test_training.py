@@ -26,7 +26,8 @@ from sixnimmt_env.observation import OBS_SIZE
 from training.agent import load_policy_agent, observation_from_view
 from training.config import ConfigError, load_config
 from training.evaluate import evaluate_agents
-from training.vec import EnvFactory, WorkerVecEnv, build_vec_env, sampler_from_config
+from training.opponents import sampler_from_config
+from training.vec import EnvFactory, WorkerVecEnv, build_vec_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.yaml"
@@ -99,7 +100,7 @@ def test_unknown_agent_names_the_key(tmp_path: Path) -> None:
 
 def test_overrides_are_yaml_values_not_code() -> None:
     cfg = load_config(SMOKE, ["algo.learning_rate=1e-4", "algo.policy_kwargs={net_arch: [8, 8]}", "train.seed=7"])
-    assert cfg.algo["learning_rate"] == 1e-4 and cfg.algo["policy_kwargs"] == {"net_arch": [8, 8]}
+    assert cfg.algo.learning_rate == 1e-4 and cfg.algo.policy_kwargs.given_items() == {"net_arch": [8, 8]}
     assert cfg.train.seed == 7
     cfg = load_config(SMOKE, ["name=__import__('os').getcwd()"])
     assert cfg.name == "__import__('os').getcwd()"  # a plain string, never evaluated
@@ -478,3 +479,57 @@ def test_evaluate_rejects_an_empty_agent_entry() -> None:
     result = _run("-m", "training.evaluate", "--agents", "greedy,,greedy,random", "--games", "10", timeout=60)
     assert result.returncode == 2
     assert "--agents 'greedy,,greedy,random' has an empty entry" in result.stderr
+
+
+def test_algo_section_defaults_are_maskable_ppos_and_the_env_section_is_game_configs() -> None:
+    import dataclasses
+    import inspect
+
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    from sixnimmt_env.engine import GameConfig
+    from training.config import TRAINING_GAME_DEFAULTS, AlgoSection, EnvSection, PolicyKwargs
+
+    ppo = inspect.signature(MaskablePPO.__init__).parameters
+    for f in dataclasses.fields(AlgoSection):
+        if f.init and f.name not in ("policy", "policy_kwargs"):
+            assert getattr(AlgoSection(), f.name) == ppo[f.name].default, f.name
+    policy = inspect.signature(MaskableActorCriticPolicy.__init__).parameters
+    for f in dataclasses.fields(PolicyKwargs):
+        if f.init and f.name not in ("activation_fn", "features_extractor_class"):
+            assert getattr(PolicyKwargs(), f.name) == policy[f.name].default, f.name
+    assert PolicyKwargs().activation_fn == policy["activation_fn"].default.__name__.lower()
+    game = {f.name: f.default for f in dataclasses.fields(GameConfig)}
+    env = {f.name: f.default for f in dataclasses.fields(EnvSection)}
+    assert env == {**game, **TRAINING_GAME_DEFAULTS, "learner_seat": "random"}
+    assert TRAINING_GAME_DEFAULTS == {"episode": "round"}
+
+
+@pytest.mark.parametrize("path", sorted(Path(__file__).parent.parent.glob("configs/*.yaml")), ids=lambda p: p.name)
+def test_a_dumped_config_reloads_to_the_same_config(path: Path, tmp_path: Path) -> None:
+    from training.config import dump_config
+
+    cfg = load_config(path)
+    dump_config(cfg, tmp_path / "config.yaml")
+    again = load_config(tmp_path / "config.yaml")
+    assert again == cfg and again.algo.given == cfg.algo.given
+    assert again.to_dict() == cfg.to_dict()
+
+
+def test_the_snapshot_pool_keeps_the_newest_snapshots(tmp_path: Path) -> None:
+    from training.opponents import SnapshotPool
+
+    folder = tmp_path / "pool"
+    folder.mkdir()
+    for steps in (30, 100, 200):
+        (folder / f"snapshot_{steps}.zip").write_bytes(b"")
+    (folder / "snapshot_30.obsnorm.npz").write_bytes(b"")
+    pool = SnapshotPool(folder, 2)
+    assert pool.paths == [str(folder / "snapshot_100.zip"), str(folder / "snapshot_200.zip")]
+    assert sorted(p.name for p in folder.iterdir()) == ["snapshot_100.zip", "snapshot_200.zip"]
+    pool.path_for(300).write_bytes(b"")
+    pool.add(pool.path_for(300))
+    assert pool.paths == [str(folder / "snapshot_200.zip"), str(folder / "snapshot_300.zip")]
+    assert (folder / "snapshot_100.zip").is_file()  # evicted, deleted only by prune
+    assert pool.prune() == pool.paths and not (folder / "snapshot_100.zip").exists()

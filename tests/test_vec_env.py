@@ -20,8 +20,9 @@ from sixnimmt_env.gym_env import ILLEGAL_PENALTY
 from sixnimmt_env.observation import OBS_SIZE, SLICES, action_mask, encode
 from training.agent import PolicyAgent
 from training.config import load_config
+from training.opponents import MixtureSampler
 from training.policy import algo_kwargs
-from training.vec import MixtureSampler, build_vec_env
+from training.vec import build_vec_env
 from training.vec_env import SixNimmtVecEnv
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Training callbacks: progress bar, checkpoints, self-play pool, arena evaluation.
+"""Training callbacks: progress bar, checkpoints, self-play snapshots, arena evaluation.
 
 Each fires on the number of environment steps (``model.num_timesteps``), so
 the schedule does not depend on ``n_envs``.
@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from training.agent import save_obs_norm
 from training.evaluate import EVAL_FIELDS
+from training.opponents import SnapshotPool
 
 
 def _vec_normalize(model: Any) -> VecNormalize | None:
@@ -68,42 +69,22 @@ class CheckpointEvery(_Every):
         save_model(self.model, self.folder / f"model_{self.num_timesteps}_steps.zip")
 
 
-def prune_pool(folder: Path, size: int) -> list[str]:
-    """Delete all but the newest ``size`` snapshots ``snapshot_<steps>.zip`` of ``folder`` (and their
-    ``.obsnorm.npz``); returns the paths kept, oldest first."""
-    snapshots = sorted(folder.glob("snapshot_*.zip"), key=_steps_of)
-    for old in snapshots[: max(0, len(snapshots) - size)]:
-        old.unlink(missing_ok=True)
-        old.with_name(old.stem + ".obsnorm.npz").unlink(missing_ok=True)
-    return [str(p) for p in snapshots[-size:]]
-
-
-class SelfPlayPool(_Every):
-    """Snapshots the learner every ``every`` steps into ``folder``; the opponents' pool is the last ``size``,
-    and older snapshot files are deleted (``pool/`` holds at most ``size``).
-
-    After each snapshot the training envs get a new sampler (``make_sampler(pool)``)
-    through ``env_method("set_opponents", ...)``; it takes effect at their next reset. An evicted snapshot is
-    deleted only after that call returns: from then on no env draws it (opponents already playing keep their
-    loaded policy).
+class SelfPlaySnapshots(_Every):
+    """Every ``every`` steps: saves the learner into ``pool`` (:class:`training.opponents.SnapshotPool`) and gives
+    the training envs a new sampler (``make_sampler(pool.paths)``) through ``env_method("set_opponents", ...)``;
+    it takes effect at their next reset. An evicted snapshot is deleted only after that call returns: from then
+    on no env draws it (opponents already playing keep their loaded policy).
     """
 
-    def __init__(self, every: int, folder: Path, size: int, make_sampler: Callable[[list[str]], Any]) -> None:
+    def __init__(self, every: int, pool: SnapshotPool, make_sampler: Callable[[list[str]], Any]) -> None:
         super().__init__(every)
-        self.folder, self.size, self.make_sampler = folder, size, make_sampler
-        self.pool: list[str] = sorted((str(p) for p in folder.glob("snapshot_*.zip")), key=_steps_of)[-size:]
+        self.pool, self.make_sampler = pool, make_sampler
 
     def fire(self) -> None:
-        path = save_model(self.model, self.folder / f"snapshot_{self.num_timesteps}.zip")
-        self.pool = [*self.pool, str(path)][-self.size :]
-        self.training_env.env_method("set_opponents", self.make_sampler(self.pool))
-        prune_pool(self.folder, self.size)
-        self.logger.record("self_play/pool_size", len(self.pool))
-
-
-def _steps_of(path: str | Path) -> int:
-    digits = "".join(ch for ch in Path(path).stem if ch.isdigit())
-    return int(digits) if digits else -1
+        self.pool.add(save_model(self.model, self.pool.path_for(self.num_timesteps)))
+        self.training_env.env_method("set_opponents", self.make_sampler(self.pool.paths))
+        self.pool.prune()
+        self.logger.record("self_play/pool_size", len(self.pool.paths))
 
 
 class ArenaEval(_Every):

@@ -8,7 +8,8 @@ key, raised by :func:`load_config` before anything starts.
 ===========  ==================================================================
 section      meaning
 ===========  ==================================================================
-env          every :class:`sixnimmt_env.engine.GameConfig` field, plus
+env          every :class:`sixnimmt_env.engine.GameConfig` field with its
+             default (but :data:`TRAINING_GAME_DEFAULTS`: ``episode: round``), plus
              ``learner_seat`` (``"random"`` or a seat index); ``num_players``
              may be a list: training env ``i`` plays ``num_players[i % len]``
 opponents    a weighted mixture ``[{agent: SPEC, weight: W}, ...]``: each
@@ -17,8 +18,9 @@ opponents    a weighted mixture ``[{agent: SPEC, weight: W}, ...]``: each
 self_play    ``enabled``, ``snapshot_every`` (steps), ``pool_size`` (last M
              snapshots kept), ``prob`` (chance that an opponent seat is played
              by a pool snapshot instead of the mixture)
-algo         MaskablePPO keyword arguments as a plain mapping
-             (``policy_kwargs`` included), checked against its signature
+algo         MaskablePPO keyword arguments (:class:`AlgoSection`, SB3's defaults;
+             ``policy_kwargs``: :class:`PolicyKwargs`); a key left out takes
+             the backend's default, and ``config.yaml`` holds the keys set
 train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              ``learn``: training stops at whichever comes first), ``n_envs``, ``vec_env`` (``dummy`` |
              ``subproc`` | ``batched``, :data:`training.vec.VEC_ENV_BUILDERS`), ``n_workers`` (read by
@@ -43,8 +45,8 @@ ray          ``train.backend: rllib`` only (:mod:`training.rllib.config`):
 ===========  ==================================================================
 
 ``train.backend`` is ``sb3`` (default: MaskablePPO) or ``rllib`` (Ray RLlib's PPO,
-:mod:`training.rllib`); with ``rllib`` the ``algo`` keys are checked by
-:func:`_check_rllib` instead of against MaskablePPO (the names mean what they mean for SB3;
+:mod:`training.rllib`); with ``rllib`` the ``algo`` keys set are checked by
+:func:`_check_rllib` (a subset of MaskablePPO's; the names mean what they mean for SB3;
 :mod:`training.rllib.config` translates them).
 
 ``--set a.b=value`` overrides are parsed with ``yaml.safe_load`` and applied
@@ -54,14 +56,13 @@ to the raw mapping before validation, so they are checked the same way.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import re
 import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 
@@ -72,28 +73,47 @@ class ConfigError(ValueError):
     """A bad training config: names the file, the dotted key, the value and what is allowed."""
 
 
-@dataclass
-class EnvSection:
-    """The game (every :class:`GameConfig` field) and the learner's seat."""
+TRAINING_GAME_DEFAULTS: dict[str, Any] = {"episode": "round"}
+"""The env section's defaults that differ on purpose from :class:`GameConfig`'s: training plays single rounds
+(``episode: round``; ``GameConfig``'s default is a whole game), the episode the shipped configs train on."""
 
-    num_players: int | list[int] = 4
-    variant: Literal["standard", "tactics", "logic"] = "standard"
-    row_choice: Literal["player", "cheapest"] = "player"
-    end_score: int | None = 66
-    end_rule: Literal["at_least", "more_than"] = "at_least"
-    max_rounds: int | None = None
-    episode: Literal["game", "round"] = "round"
-    learner_seat: int | Literal["random"] = "random"
 
-    def table_sizes(self) -> list[int]:
-        """``num_players`` as a list (a list of sizes spreads the training envs over table sizes)."""
-        return list(self.num_players) if isinstance(self.num_players, list) else [self.num_players]
+def _env_fields() -> list[tuple[str, Any, Any]]:
+    """The env section's fields: every :class:`GameConfig` field with its type and default (but
+    :data:`TRAINING_GAME_DEFAULTS`; ``num_players`` may also be a list of table sizes), then ``learner_seat``."""
+    hints = typing.get_type_hints(GameConfig)
+    out: list[tuple[str, Any, Any]] = []
+    for f in dataclasses.fields(GameConfig):
+        tp = int | list[int] if f.name == "num_players" else hints[f.name]
+        out.append((f.name, tp, field(default=TRAINING_GAME_DEFAULTS.get(f.name, f.default))))
+    out.append(("learner_seat", int | Literal["random"], field(default="random")))
+    return out
 
-    def game_kwargs(self, num_players: int | None = None) -> dict[str, Any]:
-        """The :class:`GameConfig` keyword arguments of this section (for ``num_players``, default the first size)."""
-        out = {name: getattr(self, name) for name in GameConfig.field_names()}
-        out["num_players"] = self.table_sizes()[0] if num_players is None else num_players
-        return out
+
+def _table_sizes(self: Any) -> list[int]:
+    """``num_players`` as a list (a list of sizes spreads the training envs over table sizes)."""
+    return list(self.num_players) if isinstance(self.num_players, list) else [self.num_players]
+
+
+def _game_kwargs(self: Any, num_players: int | None = None) -> dict[str, Any]:
+    """The :class:`GameConfig` keyword arguments of this section (for ``num_players``, default the first size)."""
+    out = {name: getattr(self, name) for name in GameConfig.field_names()}
+    out["num_players"] = self.table_sizes()[0] if num_players is None else num_players
+    return out
+
+
+EnvSection = dataclasses.make_dataclass(
+    "EnvSection",
+    _env_fields(),
+    namespace={
+        "__doc__": "The game (every :class:`GameConfig` field, ``num_players`` possibly a list) and the learner's "
+        'seat (``"random"`` or a seat index).',
+        "table_sizes": _table_sizes,
+        "game_kwargs": _game_kwargs,
+        "__module__": __name__,
+    },
+)
+"""The env section, built from :class:`GameConfig`'s own fields (:func:`_env_fields`)."""
 
 
 @dataclass
@@ -113,6 +133,107 @@ class SelfPlaySection:
     snapshot_every: int = 50_000
     pool_size: int = 5
     prob: float = 0.3
+
+
+Activation = Literal["tanh", "relu", "elu", "leaky_relu"]
+"""Names of ``algo.policy_kwargs.activation_fn`` (the torch.nn classes Tanh, ReLU, ELU, LeakyReLU)."""
+ACTIVATIONS: tuple[str, ...] = typing.get_args(Activation)
+Extractor = Literal["card_features"]
+"""Names of ``algo.policy_kwargs.features_extractor_class`` (:data:`training.features.FEATURE_EXTRACTORS`)."""
+POLICIES = ("MlpPolicy", "card")
+"""Names allowed for ``algo.policy``: SB3's ``MlpPolicy`` or :class:`training.policy.CardPolicy` (``card``)."""
+
+
+def _at_least(low: float, default: Any) -> Any:
+    """A number field that must be ``>= low``: an integer when ``low`` is an ``int``, else any number."""
+    kind = "an integer" if isinstance(low, int) else "a number"
+    return field(default=default, metadata={"min": low, "means": f"{kind} >= {low}"})
+
+
+@dataclass
+class _GivenKeys:
+    """A section that remembers the keys its config sets (``given``): the keys of the file or ``--set``, and every
+    field whose value differs from its default. :meth:`given_items` is what ``config.yaml`` holds and what the
+    backend receives; a key left out takes the backend's own default."""
+
+    given: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        defaults = {
+            f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            for f in dataclasses.fields(self)
+            if f.init
+        }
+        self.given = frozenset(name for name, default in defaults.items() if getattr(self, name) != default)
+
+    def given_items(self) -> dict[str, Any]:
+        """The keys set, in field order, as plain data (nested sections as mappings)."""
+        out = {}
+        for f in dataclasses.fields(self):
+            if f.name in self.given:
+                value = getattr(self, f.name)
+                out[f.name] = value.given_items() if isinstance(value, _GivenKeys) else value
+        return out
+
+
+@dataclass
+class PolicyKwargs(_GivenKeys):
+    """``algo.policy_kwargs``: keyword arguments of the policy (SB3's ``MaskableActorCriticPolicy`` and
+    :class:`training.policy.CardPolicy`), with SB3's defaults; classes are named by strings.
+
+    ``net_arch``: ``null`` (SB3's default MLP), a list of layer sizes, or ``{pi: [...], vf: [...]}``
+    (``MlpPolicy`` only). ``features_extractor_class``: ``null`` (SB3's ``FlattenExtractor``) or
+    ``card_features`` (:class:`training.features.CardFeatures`, ``MlpPolicy`` only).
+    """
+
+    UNKNOWN_HINT: ClassVar[str] = "not a policy keyword argument"
+
+    net_arch: list[int] | dict[str, list[int]] | None = field(
+        default=None,
+        metadata={"means": "a list of layer sizes (e.g. [64, 64]; {pi: [...], vf: [...]} for MlpPolicy) or null"},
+    )
+    activation_fn: Activation = "tanh"
+    ortho_init: bool = True
+    features_extractor_class: Extractor | None = field(
+        default=None, metadata={"means": "one of card_features (or null: SB3's FlattenExtractor)"}
+    )
+    features_extractor_kwargs: dict[str, Any] | None = None
+    share_features_extractor: bool = True
+    normalize_images: bool = True
+    optimizer_kwargs: dict[str, Any] | None = None
+
+
+@dataclass
+class AlgoSection(_GivenKeys):
+    """``algo``: the MaskablePPO keyword arguments a config may set, with their types and SB3's defaults
+    (``tests/test_training.py`` pins them to MaskablePPO's signature). ``seed``, ``device``, ``verbose`` and
+    ``tensorboard_log`` are set by :mod:`training.train` from the ``train`` section.
+
+    With ``train.backend: rllib`` (:mod:`training.rllib.config`) a subset applies; there ``policy`` defaults to
+    ``card`` and ``n_steps`` to :data:`DEFAULT_N_STEPS` when the config does not set them.
+    """
+
+    UNKNOWN_HINT: ClassVar[str] = (
+        "not a MaskablePPO keyword argument, or set in another section: seed and device belong in train"
+    )
+
+    policy: str = "MlpPolicy"
+    learning_rate: float = _at_least(0.0, 3e-4)
+    n_steps: int = _at_least(1, 2048)
+    batch_size: int = _at_least(1, 64)
+    n_epochs: int = _at_least(1, 10)
+    gamma: float = _at_least(0.0, 0.99)
+    gae_lambda: float = _at_least(0.0, 0.95)
+    clip_range: float = _at_least(0.0, 0.2)
+    clip_range_vf: float | None = None
+    normalize_advantage: bool = True
+    ent_coef: float = _at_least(0.0, 0.0)
+    vf_coef: float = _at_least(0.0, 0.5)
+    max_grad_norm: float = _at_least(0.0, 0.5)
+    rollout_buffer_kwargs: dict[str, Any] | None = None
+    target_kl: float | None = None
+    stats_window_size: int = _at_least(1, 100)
+    policy_kwargs: PolicyKwargs = field(default_factory=PolicyKwargs)
 
 
 @dataclass
@@ -197,7 +318,7 @@ class TrainConfig:
     env: EnvSection = field(default_factory=EnvSection)
     opponents: list[OpponentEntry] = field(default_factory=lambda: [OpponentEntry("greedy", 1.0)])
     self_play: SelfPlaySection = field(default_factory=SelfPlaySection)
-    algo: dict[str, Any] = field(default_factory=dict)
+    algo: AlgoSection = field(default_factory=AlgoSection)
     train: TrainSection = field(default_factory=TrainSection)
     distill: DistillSection = field(default_factory=DistillSection)
     eval: EvalSection = field(default_factory=EvalSection)
@@ -205,8 +326,8 @@ class TrainConfig:
     ray: RaySection = field(default_factory=RaySection)
 
     def to_dict(self) -> dict[str, Any]:
-        """A plain mapping (what ``config.yaml`` of a run holds)."""
-        return dataclasses.asdict(self)
+        """A plain mapping (what ``config.yaml`` of a run holds; ``algo``: the keys the config sets)."""
+        return {**dataclasses.asdict(self), "algo": self.algo.given_items()}
 
 
 # --------------------------------------------------------------------------- conversion
@@ -282,16 +403,38 @@ def _convert(value: Any, tp: Any, key: str, source: str) -> Any:
     raise TypeError(f"unsupported config annotation {tp!r} at {key}")  # a bug in this module, not in a config
 
 
+def _convert_field(value: Any, tp: Any, metadata: Mapping[str, Any], key: str, source: str) -> Any:
+    """:func:`_convert`, then a field's ``metadata``: ``min`` (lowest allowed number) and ``means`` (what the
+    error message says is allowed, instead of the type's name)."""
+    means = metadata.get("means")
+    try:
+        out = _convert(value, tp, key, source)
+    except ConfigError:
+        if means is None:
+            raise
+        raise ConfigError(f"{source}: key '{key}' must be {means}, got {value!r}") from None
+    low = metadata.get("min")
+    if low is not None and out is not None and not out >= low:
+        raise ConfigError(f"{source}: key '{key}' must be {means}, got {value!r}")
+    return out
+
+
 def _build(cls: type, data: Mapping[str, Any], prefix: str, source: str) -> Any:
     hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     kwargs = {}
     for k, v in data.items():
         key = f"{prefix}.{k}" if prefix else str(k)
-        if k not in names:
-            raise ConfigError(f"{source}: unknown key '{key}'; allowed keys here: {', '.join(names)}")
-        kwargs[k] = _convert(v, hints[k], key, source)
-    return cls(**kwargs)
+        if k not in fields:
+            hint = getattr(cls, "UNKNOWN_HINT", None)
+            if hint is None:
+                raise ConfigError(f"{source}: unknown key '{key}'; allowed keys here: {', '.join(fields)}")
+            raise ConfigError(f"{source}: unknown key '{key}' ({hint}); allowed: {', '.join(fields)}")
+        kwargs[k] = _convert_field(v, hints[k], fields[k].metadata, key, source)
+    out = cls(**kwargs)
+    if isinstance(out, _GivenKeys):
+        out.given |= frozenset(kwargs)
+    return out
 
 
 # --------------------------------------------------------------------------- overrides
@@ -348,100 +491,55 @@ def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") 
 # --------------------------------------------------------------------------- validation
 
 
-def _check_algo(algo: Mapping[str, Any], source: str) -> None:
-    from sb3_contrib import MaskablePPO
+def _check_algo(algo: AlgoSection, source: str) -> None:
+    """The checks of ``algo`` with ``train.backend: sb3`` that its types do not express.
 
-    params = inspect.signature(MaskablePPO.__init__).parameters
-    # train.py sets verbose itself (0: the progress bar reports instead)
-    allowed = sorted(set(params) - {"self", "env", "_init_setup_model", "tensorboard_log", "seed", "device", "verbose"})
-    for k in algo:
-        if k not in allowed:
-            raise ConfigError(
-                f"{source}: unknown key 'algo.{k}' (not a MaskablePPO keyword argument, or set in another section: "
-                f"seed and device belong in train); allowed: {', '.join(allowed)}"
-            )
-    policy = algo.get("policy", "MlpPolicy")
-    if policy not in POLICIES:
-        raise ConfigError(f"{source}: key 'algo.policy' must be one of {', '.join(POLICIES)}, got {policy!r}")
-    pk = algo.get("policy_kwargs")
-    if pk is not None and not isinstance(pk, dict):
-        raise ConfigError(f"{source}: key 'algo.policy_kwargs' must be a mapping, got {pk!r}")
-    extractor = (pk or {}).get("features_extractor_class")
-    if extractor is not None and policy == "card":
+    Raises:
+        ConfigError: naming ``source`` and the key.
+    """
+    if algo.policy not in POLICIES:
+        raise ConfigError(f"{source}: key 'algo.policy' must be one of {', '.join(POLICIES)}, got {algo.policy!r}")
+    pk = algo.policy_kwargs
+    if pk.features_extractor_class is not None and algo.policy == "card":
         raise ConfigError(
             f"{source}: key 'algo.policy_kwargs.features_extractor_class' does not go with 'algo.policy: card' "
             f"(the card policy computes its own hand features); remove it or use algo.policy: MlpPolicy"
         )
-    if extractor is not None and extractor not in EXTRACTORS:
-        raise ConfigError(
-            f"{source}: key 'algo.policy_kwargs.features_extractor_class' must be one of {', '.join(EXTRACTORS)}, "
-            f"got {extractor!r}"
-        )
-    for key, (kind, low) in ALGO_NUMBERS.items():
-        value = algo.get(key)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, kind) or not value >= low:
-            what = "an integer" if kind is int else "a number"
-            raise ConfigError(f"{source}: key 'algo.{key}' must be {what} >= {low}, got {value!r}")
-    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
-
-    policy_params = inspect.signature(MaskableActorCriticPolicy.__init__).parameters
-    pk_allowed = sorted(set(policy_params) - {"self", "observation_space", "action_space", "lr_schedule"})
-    for k in pk or {}:
-        if k not in pk_allowed:
-            raise ConfigError(
-                f"{source}: unknown key 'algo.policy_kwargs.{k}' (not a policy keyword argument); "
-                f"allowed: {', '.join(pk_allowed)}"
-            )
-    arch = (pk or {}).get("net_arch")
-    if (
-        policy == "card"
-        and arch is not None
-        and not (isinstance(arch, list) and all(isinstance(a, int) and not isinstance(a, bool) and a > 0 for a in arch))
-    ):
+    if algo.policy == "card" and pk.net_arch is not None and not _layer_sizes(pk.net_arch):
         raise ConfigError(
             f"{source}: key 'algo.policy_kwargs.net_arch' must be a list of layer sizes for the card policy "
-            f"(it sizes the actor and the critic alike), e.g. [64, 64]; got {arch!r}"
-        )
-    act = (pk or {}).get("activation_fn")
-    if act is not None and act not in ACTIVATIONS:
-        raise ConfigError(
-            f"{source}: key 'algo.policy_kwargs.activation_fn' must be one of {', '.join(ACTIVATIONS)}, got {act!r}"
+            f"(it sizes the actor and the critic alike), e.g. [64, 64]; got {pk.net_arch!r}"
         )
 
 
-ALGO_NUMBERS: dict[str, tuple[type | tuple[type, ...], float]] = {
-    "learning_rate": ((int, float), 0.0),
-    "n_steps": (int, 1),
-    "batch_size": (int, 1),
-    "n_epochs": (int, 1),
-    "gamma": ((int, float), 0.0),
-    "gae_lambda": ((int, float), 0.0),
-    "clip_range": ((int, float), 0.0),
-    "ent_coef": ((int, float), 0.0),
-    "vf_coef": ((int, float), 0.0),
-    "max_grad_norm": ((int, float), 0.0),
-}
-"""MaskablePPO keyword arguments checked as numbers: ``(type, lowest allowed value)``."""
-ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu")
-"""Names allowed for ``algo.policy_kwargs.activation_fn`` (the torch.nn classes Tanh, ReLU, ELU, LeakyReLU)."""
-EXTRACTORS = ("card_features",)
-"""Names allowed for ``algo.policy_kwargs.features_extractor_class`` (:mod:`training.features`)."""
-POLICIES = ("MlpPolicy", "card")
-"""Names allowed for ``algo.policy``: SB3's ``MlpPolicy`` or :class:`training.policy.CardPolicy` (``card``)."""
+def _layer_sizes(arch: Any) -> bool:
+    """Whether ``arch`` is a list of positive layer sizes."""
+    return isinstance(arch, list) and all(a > 0 for a in arch)
 
 
 # --------------------------------------------------------------------------- train.backend: rllib
 
-RLLIB_ALGO_KEYS = ("policy", "policy_kwargs", *ALGO_NUMBERS)
+RLLIB_ALGO_KEYS = (
+    "policy",
+    "policy_kwargs",
+    "learning_rate",
+    "n_steps",
+    "batch_size",
+    "n_epochs",
+    "gamma",
+    "gae_lambda",
+    "clip_range",
+    "ent_coef",
+    "vf_coef",
+    "max_grad_norm",
+)
 """Keys allowed in ``algo`` with ``train.backend: rllib`` (:mod:`training.rllib.config` maps each to RLlib's)."""
 RLLIB_POLICY_KWARGS = ("net_arch", "activation_fn")
 """Keys allowed in ``algo.policy_kwargs`` with ``train.backend: rllib``."""
 RLLIB_POLICIES = ("card", "MlpPolicy")
 """Names allowed for ``algo.policy`` with ``train.backend: rllib`` (the RLModules of :mod:`training.rllib.module`)."""
 DEFAULT_N_STEPS = 128
-"""``algo.n_steps`` when not given: steps per env per iteration."""
+"""``algo.n_steps`` of ``train.backend: rllib`` when the config does not set it: steps per env per iteration."""
 _ADDRESS = re.compile(r"^(auto|(ray://)?[A-Za-z0-9_.\-]+:\d{1,5})$")
 
 
@@ -451,13 +549,18 @@ def num_envs(cfg: TrainConfig) -> int:
 
 
 def n_steps(cfg: TrainConfig) -> int:
-    """Steps per env per iteration (``algo.n_steps``, default :data:`DEFAULT_N_STEPS`)."""
-    return int(cfg.algo.get("n_steps", DEFAULT_N_STEPS))
+    """Steps per env per iteration of an RLlib run (``algo.n_steps`` when set, else :data:`DEFAULT_N_STEPS`)."""
+    return cfg.algo.n_steps if "n_steps" in cfg.algo.given else DEFAULT_N_STEPS
 
 
 def train_batch_size(cfg: TrainConfig) -> int:
     """Env steps per training iteration: ``n_steps`` x :func:`num_envs`."""
     return n_steps(cfg) * num_envs(cfg)
+
+
+def rllib_policy(cfg: TrainConfig) -> str:
+    """``algo.policy`` of an RLlib run: the config's when set, else ``card``."""
+    return cfg.algo.policy if "policy" in cfg.algo.given else "card"
 
 
 def cpus_needed(cfg: TrainConfig) -> float:
@@ -472,38 +575,25 @@ def _check_rllib(cfg: TrainConfig, source: str) -> None:
     Raises:
         ConfigError: naming ``source`` and the key.
     """
-    for k in cfg.algo:
+    for k in cfg.algo.given:
         if k not in RLLIB_ALGO_KEYS:
             raise ConfigError(
                 f"{source}: unknown key 'algo.{k}' for train.backend: rllib; allowed: {', '.join(RLLIB_ALGO_KEYS)}"
             )
-    policy = cfg.algo.get("policy", "card")
+    policy = rllib_policy(cfg)
     if policy not in RLLIB_POLICIES:
         raise ConfigError(f"{source}: key 'algo.policy' must be one of {', '.join(RLLIB_POLICIES)}, got {policy!r}")
-    pk = cfg.algo.get("policy_kwargs")
-    if pk is not None and not isinstance(pk, dict):
-        raise ConfigError(f"{source}: key 'algo.policy_kwargs' must be a mapping, got {pk!r}")
-    for k in pk or {}:
+    pk = cfg.algo.policy_kwargs
+    for k in pk.given:
         if k not in RLLIB_POLICY_KWARGS:
             raise ConfigError(
                 f"{source}: unknown key 'algo.policy_kwargs.{k}' for train.backend: rllib; "
                 f"allowed: {', '.join(RLLIB_POLICY_KWARGS)}"
             )
-    arch = (pk or {}).get("net_arch", [64, 64])
-    if not (isinstance(arch, list) and all(isinstance(a, int) and not isinstance(a, bool) and a > 0 for a in arch)):
-        raise ConfigError(f"{source}: key 'algo.policy_kwargs.net_arch' must be a list of layer sizes, got {arch!r}")
-    act = (pk or {}).get("activation_fn", "tanh")
-    if act not in ACTIVATIONS:
+    if pk.net_arch is not None and not _layer_sizes(pk.net_arch):
         raise ConfigError(
-            f"{source}: key 'algo.policy_kwargs.activation_fn' must be one of {', '.join(ACTIVATIONS)}, got {act!r}"
+            f"{source}: key 'algo.policy_kwargs.net_arch' must be a list of layer sizes, got {pk.net_arch!r}"
         )
-    for key, (kind, low) in ALGO_NUMBERS.items():
-        value = cfg.algo.get(key)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, kind) or not value >= low:
-            what = "an integer" if kind is int else "a number"
-            raise ConfigError(f"{source}: key 'algo.{key}' must be {what} >= {low}, got {value!r}")
 
     defaults = TrainSection()
     for key in ("n_envs", "vec_env", "n_workers", "normalize_obs"):
@@ -562,8 +652,8 @@ def _check_rllib(cfg: TrainConfig, source: str) -> None:
             "train.device)"
         )
     batch = train_batch_size(cfg)
-    minibatch = cfg.algo.get("batch_size")
-    if minibatch is not None and minibatch > batch // max(r.num_learners, 1):
+    minibatch = cfg.algo.batch_size
+    if "batch_size" in cfg.algo.given and minibatch > batch // max(r.num_learners, 1):
         raise ConfigError(
             f"{source}: key 'algo.batch_size' ({minibatch}) is larger than the train batch per learner "
             f"({batch // max(r.num_learners, 1)} = algo.n_steps {n_steps(cfg)} x {num_envs(cfg)} envs"
@@ -671,8 +761,8 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
     if cfg.ray != RaySection():
         raise ConfigError(f"{source}: section 'ray' applies to train.backend: rllib only (train.backend is sb3)")
     _check_algo(cfg.algo, source)
-    pk = cfg.algo.get("policy_kwargs") or {}
-    if cfg.train.normalize_obs and (cfg.algo.get("policy") == "card" or pk.get("features_extractor_class")):
+    pk = cfg.algo.policy_kwargs
+    if cfg.train.normalize_obs and (cfg.algo.policy == "card" or pk.features_extractor_class is not None):
         raise ConfigError(
             f"{source}: key 'train.normalize_obs' must be false with card features (algo.policy: card or "
             "features_extractor_class: card_features): they read card values from the raw observation"

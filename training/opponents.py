@@ -1,14 +1,18 @@
 """The opponents of training: the weighted mixture of agent specs and the pool of learner snapshots.
 
 :class:`MixtureSampler` draws each opponent seat per episode from the config's weighted mixture, or (with
-probability ``self_play.prob``) from the pool of learner snapshots. Both vector env stacks
-(:mod:`training.vec`, :mod:`training.vec_env`) and the RLlib backend use it.
+probability ``self_play.prob``) from the pool of learner snapshots; :func:`sampler_from_config` builds it from a
+config. Both vector env stacks (:mod:`training.vec`, :mod:`training.vec_env`) and the RLlib backend use it.
+:class:`SnapshotPool` is the pool of an SB3 run: the newest ``self_play.pool_size`` snapshot files in the run's
+``pool/`` folder (:class:`training.callbacks.SelfPlaySnapshots` adds one every ``self_play.snapshot_every``
+steps). The RLlib league keeps its snapshots in RLModule slots instead (:mod:`training.rllib.league`).
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -82,3 +86,39 @@ def sampler_from_config(cfg: TrainConfig, pool: Sequence[str] = ()) -> MixtureSa
     """The :class:`MixtureSampler` of a config's ``opponents`` and ``self_play`` sections."""
     prob = cfg.self_play.prob if cfg.self_play.enabled else 0.0
     return MixtureSampler([o.agent for o in cfg.opponents], [o.weight for o in cfg.opponents], pool, prob)
+
+
+class SnapshotPool:
+    """The learner snapshots opponent seats may play: the newest ``size`` files ``snapshot_<steps>.zip`` of
+    ``folder`` (each with its ``.obsnorm.npz`` under VecNormalize), oldest first in :attr:`paths`.
+
+    The folder is created if missing; snapshots beyond the newest ``size`` already in it (a resumed run) are
+    deleted at once.
+    """
+
+    def __init__(self, folder: Path, size: int) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder, self.size = folder, size
+        self.paths: list[str] = self.prune()
+
+    def path_for(self, steps: int) -> Path:
+        """Where the snapshot taken after ``steps`` environment steps goes."""
+        return self.folder / f"snapshot_{steps}.zip"
+
+    def add(self, path: str | Path) -> None:
+        """Put a saved snapshot into :attr:`paths` (the oldest leaves it; its file stays until :meth:`prune`)."""
+        self.paths = [*self.paths, str(path)][-self.size :]
+
+    def prune(self) -> list[str]:
+        """Delete all but the newest ``size`` snapshots of the folder (and their ``.obsnorm.npz``); returns the
+        paths kept, oldest first."""
+        snapshots = sorted(self.folder.glob("snapshot_*.zip"), key=_steps_of)
+        for old in snapshots[: max(0, len(snapshots) - self.size)]:
+            old.unlink(missing_ok=True)
+            old.with_name(old.stem + ".obsnorm.npz").unlink(missing_ok=True)
+        return [str(p) for p in snapshots[-self.size :]]
+
+
+def _steps_of(path: Path) -> int:
+    digits = "".join(ch for ch in path.stem if ch.isdigit())
+    return int(digits) if digits else -1

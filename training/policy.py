@@ -242,10 +242,11 @@ class NumpyCardActor:
 
 
 def algo_kwargs(cfg: TrainConfig) -> dict[str, Any]:
-    """The MaskablePPO keyword arguments of ``cfg.algo``, with ``policy_kwargs.activation_fn`` and
-    ``policy_kwargs.features_extractor_class`` named by strings turned into their classes."""
-    kwargs = dict(cfg.algo)
-    kwargs["policy"] = POLICIES[kwargs.get("policy", "MlpPolicy")]
+    """The MaskablePPO keyword arguments ``cfg.algo`` sets (MaskablePPO's defaults, which the section's repeat, for
+    the rest), with ``policy`` and ``policy_kwargs.activation_fn`` / ``policy_kwargs.features_extractor_class``
+    named by strings turned into their classes."""
+    kwargs = cfg.algo.given_items()
+    kwargs["policy"] = POLICIES[cfg.algo.policy]
     pk = dict(kwargs.get("policy_kwargs") or {})
     if isinstance(pk.get("activation_fn"), str):
         pk["activation_fn"] = ACTIVATION_CLASSES[pk["activation_fn"]]

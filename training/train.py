@@ -235,20 +235,17 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import CallbackList
 
-    from training.callbacks import ArenaEval, CheckpointEvery, Progress, SelfPlayPool, prune_pool, save_model
+    from training.callbacks import ArenaEval, CheckpointEvery, Progress, SelfPlaySnapshots, save_model
     from training.evaluate import evaluate_lineups, write_report
+    from training.opponents import SnapshotPool, sampler_from_config
     from training.policy import algo_kwargs, custom_objects
-    from training.vec import build_vec_env, sampler_from_config
+    from training.vec import build_vec_env
 
     torch.set_num_threads(cfg.train.torch_threads)
-    pool_dir = run_dir / "pool"
-    pool: list[str] = []
-    if cfg.self_play.enabled:
-        pool_dir.mkdir(exist_ok=True)
-        pool = prune_pool(pool_dir, cfg.self_play.pool_size)
+    pool = SnapshotPool(run_dir / "pool", cfg.self_play.pool_size) if cfg.self_play.enabled else None
     if resume_from is not None:
         _set_aside_monitor_logs(run_dir / "monitor", resume_from)
-    venv = build_vec_env(cfg, run_dir / "monitor", pool)
+    venv = build_vec_env(cfg, run_dir / "monitor", [] if pool is None else pool.paths)
     seed = cfg.train.seed
     if resume_from is not None:
         from stable_baselines3.common.vec_env import VecNormalize
@@ -296,14 +293,9 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
         evaluator,
         CheckpointEvery(cfg.checkpoint.every, run_dir / "checkpoints"),
     ]
-    if cfg.self_play.enabled:
+    if pool is not None:
         callbacks.append(
-            SelfPlayPool(
-                cfg.self_play.snapshot_every,
-                pool_dir,
-                cfg.self_play.pool_size,
-                lambda pool: sampler_from_config(cfg, pool),
-            )
+            SelfPlaySnapshots(cfg.self_play.snapshot_every, pool, lambda paths: sampler_from_config(cfg, paths))
         )
     max_seconds = None if cfg.train.max_minutes is None else 60.0 * cfg.train.max_minutes
     bar = Progress(cfg.train.total_timesteps, evaluator, disable=not progress, max_seconds=max_seconds)

@@ -1,9 +1,8 @@
 """Training environments: the vector env stacks.
 
-:class:`MixtureSampler` (defined in :mod:`training.opponents`, re-exported here)
-draws each opponent seat per episode. :func:`build_vec_env` builds ``n_envs`` copies of
-:class:`sixnimmt_env.gym_env.SingleSeatEnv` (each in a ``Monitor`` writing
-``monitor/<i>.monitor.csv``) with the builder named by ``train.vec_env`` in
+A :class:`training.opponents.MixtureSampler` draws each opponent seat per episode.
+:func:`build_vec_env` builds ``n_envs`` copies of :class:`sixnimmt_env.gym_env.SingleSeatEnv` (each in a
+``Monitor`` writing ``monitor/<i>.monitor.csv``) with the builder named by ``train.vec_env`` in
 :data:`VEC_ENV_BUILDERS`, then wraps it in ``VecNormalize`` (observations only)
 when ``train.normalize_obs`` is set.
 
@@ -35,12 +34,10 @@ from training.opponents import MixtureSampler, sampler_from_config
 __all__ = [
     "VEC_ENV_BUILDERS",
     "EnvFactory",
-    "MixtureSampler",
     "VecEnvRequest",
     "WorkerVecEnv",
     "build_vec_env",
     "players_per_env",
-    "sampler_from_config",
 ]
 
 

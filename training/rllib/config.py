@@ -24,7 +24,9 @@ The ``algo`` section keeps the SB3 names, each mapped to RLlib's PPO setting:
 ``max_grad_norm``    ``grad_clip``
 ===================  ===========================  =========================================
 
-A key left out takes MaskablePPO's default (:data:`SB3_DEFAULTS`), not RLlib's, and the loss is SB3's
+A key left out takes MaskablePPO's default (the defaults of :class:`training.config.AlgoSection`), not RLlib's
+(whose ``lr`` is 5e-5, ``lambda_`` 1.0, ``clip_param`` 0.3), but ``policy`` (``card``) and ``n_steps``
+(:data:`training.config.DEFAULT_N_STEPS`); and the loss is SB3's
 (``use_kl_loss: False``, no value-loss clipping), so one ``algo`` section means the same on both backends.
 
 The ``ray`` section (:class:`training.config.RaySection`):
@@ -57,7 +59,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from training.config import cpus_needed, train_batch_size
+from training.config import cpus_needed, rllib_policy, train_batch_size
 
 if TYPE_CHECKING:
     from training.config import TrainConfig
@@ -86,36 +88,21 @@ def local_cpus(cfg: TrainConfig) -> int:
 
 def model_config(cfg: TrainConfig) -> dict[str, Any]:
     """The RLModule's ``model_config`` (:mod:`training.rllib.module`) from ``algo.policy`` / ``policy_kwargs``."""
-    pk = cfg.algo.get("policy_kwargs") or {}
+    pk = cfg.algo.policy_kwargs
     return {
-        "policy": cfg.algo.get("policy", "card"),
-        "net_arch": list(pk.get("net_arch", [64, 64])),
-        "activation": pk.get("activation_fn", "tanh"),
+        "policy": rllib_policy(cfg),
+        "net_arch": [64, 64] if pk.net_arch is None else list(pk.net_arch),
+        "activation": pk.activation_fn,
     }
 
 
-SB3_DEFAULTS: dict[str, Any] = {
-    "learning_rate": 3e-4,
-    "batch_size": 64,
-    "n_epochs": 10,
-    "gamma": 0.99,
-    "gae_lambda": 0.95,
-    "clip_range": 0.2,
-    "ent_coef": 0.0,
-    "vf_coef": 0.5,
-    "max_grad_norm": 0.5,
-}
-"""MaskablePPO's defaults of the ``algo`` keys: an ``algo`` section means the same on both backends (RLlib's own
-defaults differ, e.g. ``lr`` 5e-5, ``lambda_`` 1.0, ``clip_param`` 0.3)."""
-
-
 def ppo_training_kwargs(cfg: TrainConfig) -> dict[str, Any]:
-    """``PPOConfig.training`` keyword arguments of ``cfg.algo`` (missing keys: :data:`SB3_DEFAULTS`), the train
+    """``PPOConfig.training`` keyword arguments of ``cfg.algo`` (keys not set: SB3's defaults), the train
     batch, and SB3's PPO loss: no KL penalty, no value-loss clipping."""
     per_learner = train_batch_size(cfg) // max(cfg.ray.num_learners, 1)
     out: dict[str, Any] = {"train_batch_size_per_learner": per_learner, "use_kl_loss": False, "vf_clip_param": 1e9}
     for key, name in ALGO_TO_RLLIB.items():
         if key != "n_steps":
-            out[name] = cfg.algo.get(key, SB3_DEFAULTS[key])
+            out[name] = getattr(cfg.algo, key)
     out["minibatch_size"] = min(out["minibatch_size"], per_learner)
     return out

@@ -32,6 +32,7 @@ from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS
 from sixnimmt_env.pettingzoo_env import parallel_env
 from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY, masked_space
+from training.opponents import MixtureSampler
 
 __all__ = [
     "LEARNER_MODULE",
@@ -66,7 +67,8 @@ class LeagueEnv(MultiAgentEnv):
     Args:
         config: ``game`` (:class:`~sixnimmt_env.engine.GameConfig` keywords; ``num_players`` is taken from
             ``table_sizes``), ``table_sizes`` (env runner ``i`` plays ``table_sizes[i % len]``),
-            ``learner_seat`` (``"random"`` or a seat index), ``specs``/``weights`` (the opponent mixture),
+            ``learner_seat`` (``"random"`` or a seat index), ``specs``/``weights`` (the opponent mixture,
+            a :class:`training.opponents.MixtureSampler` without a pool: snapshots are RLlib agents here),
             ``prob`` (chance of a snapshot per opponent seat), ``pool_slots`` (snapshot slots),
             ``filled`` (slots holding a snapshot now; :meth:`set_filled` changes it). RLlib passes an
             ``EnvContext`` whose ``worker_index`` picks the table size.
@@ -76,8 +78,6 @@ class LeagueEnv(MultiAgentEnv):
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         super().__init__()
-        from training.vec import MixtureSampler
-
         sizes = list(config["table_sizes"])
         self.num_players = sizes[getattr(config, "worker_index", 0) % len(sizes)]
         self.parallel = parallel_env(**{**config["game"], "num_players": self.num_players}, illegal_action="raise")

@@ -4,7 +4,7 @@
 game, the opponents and self-play mean what they mean for SB3. Without self-play each env is the
 single-seat env (:func:`sixnimmt_env.gym_env.make_env`) in
 :class:`sixnimmt_env.rllib_env.ActionMaskObservation`, its opponent seats drawn per episode from the
-``opponents`` mixture by :class:`training.vec.MixtureSampler`. With ``self_play.enabled`` the run is
+``opponents`` mixture by :class:`training.opponents.MixtureSampler`. With ``self_play.enabled`` the run is
 RLlib multi-agent, a league (:mod:`training.rllib.league`): the learner's seat and snapshot seats are
 RLlib agents of :class:`~training.rllib.league.LeagueEnv` (the mixture's opponents still play inside
 the env), mapped by the ``policy_mapping_fn`` to the trained module or to one of ``self_play.pool_size``
@@ -67,7 +67,7 @@ def training_env(config: Mapping[str, Any]) -> Any:
     """RLlib env creator of a run: the single-seat env with the run's opponents, in RLlib's mask layout.
 
     ``config``: ``game`` (GameConfig keywords), ``table_sizes`` (env runner ``i`` plays
-    ``table_sizes[i % len]``), ``learner_seat``, ``sampler`` (a :class:`training.vec.MixtureSampler`),
+    ``table_sizes[i % len]``), ``learner_seat``, ``sampler`` (a :class:`training.opponents.MixtureSampler`),
     ``torch_threads``. RLlib passes an ``EnvContext`` whose ``worker_index`` picks the table size.
     """
     import torch
@@ -83,12 +83,6 @@ def training_env(config: Mapping[str, Any]) -> Any:
     return ActionMaskObservation(env)
 
 
-def _sampler(cfg: TrainConfig) -> Any:
-    from training.vec import MixtureSampler
-
-    return MixtureSampler([o.agent for o in cfg.opponents], [o.weight for o in cfg.opponents])
-
-
 def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
     """The ``PPOConfig`` of ``cfg`` (env, runners, learners, the RLModule, PPO settings, seed).
 
@@ -101,6 +95,7 @@ def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
+    from training.opponents import sampler_from_config
     from training.rllib.league import LEARNER_MODULE, league_mapping, module_ids
     from training.rllib.module import CardRLModule
 
@@ -134,7 +129,7 @@ def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
             .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=dict.fromkeys(ids, spec)))
         )
     else:
-        env_config = {**base, "sampler": _sampler(cfg)}
+        env_config = {**base, "sampler": sampler_from_config(cfg)}
         config = config.environment(ENV_NAME, env_config=env_config, disable_env_checking=False).rl_module(
             rl_module_spec=spec
         )
