@@ -159,17 +159,17 @@ def test_beats_greedy_quickly() -> None:
 
 @pytest.mark.slow
 def test_strength_against_greedy_and_mc64() -> None:
-    """The strength run of docs/champion.md (shipped weights: 9.08 +- 0.21 against greedy's 13.6-14.0 in 4,000
-    games; against mc:64 11.69 +- 0.51 vs 12.35-12.62 in 1,000 games). The issue's targets, not all met, are in
-    the doc; this pins what the shipped weights reach (all games are fixed by the seed)."""
+    """The strength run of docs/champion.md (shipped weights, 4,000 games each: 8.78 +- 0.20 against greedy's
+    13.8-14.1; 10.15 +- 0.24 against mc:64's 12.82-12.87, winning 33.9 %). The issue's targets, not all met,
+    are in the doc; this pins what the shipped weights reach (all games are fixed by the seed)."""
     greedy = run_arena(["champion", "greedy", "greedy", "greedy"], games=4000, seed=1, workers=2)
     me, *others = greedy["agents"]
-    assert me["mean_penalty"] + me["ci95"] < 9.5
+    assert me["mean_penalty"] + me["ci95"] < 9.1
     assert all(me["mean_penalty"] + me["ci95"] < o["mean_penalty"] - o["ci95"] for o in others)
-    mc = run_arena(["champion", "mc:64", "mc:64", "mc:64"], games=1000, seed=1, workers=2)
+    mc = run_arena(["champion", "mc:64", "mc:64", "mc:64"], games=4000, seed=2, workers=2)
     me, *others = mc["agents"]
-    assert me["win_share"] > 0.25  # above parity
-    assert all(me["mean_penalty"] < o["mean_penalty"] for o in others)
+    assert me["win_share"] > 0.32  # parity is 0.25
+    assert all(me["mean_penalty"] + me["ci95"] < o["mean_penalty"] - o["ci95"] for o in others)
 
 
 def test_a_training_config_can_train_against_the_champion(tmp_path: Path) -> None:
