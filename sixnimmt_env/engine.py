@@ -472,15 +472,6 @@ def legal_actions(state: State, seat: int) -> tuple[int, ...]:
     return tuple([c - 1 for c in state.display])
 
 
-def acting_seats(state: State) -> tuple[int, ...]:
-    """Seats with a real decision now: all in ``select``, the chooser in ``choose_row``/``draft``, none when done."""
-    if state.phase == SELECT:
-        return _SEAT_RANGES[len(state.hands)]
-    if state.phase == DONE:
-        return ()
-    return (state.chooser,)
-
-
 def row_for(rows: Sequence[Sequence[int]], card: int) -> int:
     """Index of the row ``card`` goes to (R7), or -1 for a low card (R9).
 
