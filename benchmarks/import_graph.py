@@ -33,7 +33,16 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("sixnimmt_env", "training")
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("rules", ("sixnimmt_env.engine", "sixnimmt_env.seeding", "sixnimmt_env.stats", "sixnimmt_env.batched.kinds")),
+    (
+        "rules",
+        (
+            "sixnimmt_env.engine",
+            "sixnimmt_env.rewards",
+            "sixnimmt_env.seeding",
+            "sixnimmt_env.stats",
+            "sixnimmt_env.batched.kinds",
+        ),
+    ),
     ("observation", ("sixnimmt_env.observation", "sixnimmt_env.render", "sixnimmt_env.backends")),
     ("kernel", ("sixnimmt_env.batched.kernel",)),
     ("batched", ("sixnimmt_env.batched", "sixnimmt_env.batched.*", "sixnimmt_env.card_features")),

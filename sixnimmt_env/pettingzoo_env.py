@@ -58,9 +58,10 @@ minus the bullheads it took in that step (R8, R9), so an episode's return is
 minus its penalty; ``reward="relative"`` gives
 ``mean(bullheads the others took) - own bullheads`` (own penalty minus the mean
 of the others', negated so that higher is better; the rewards of a step sum to
-0). An illegal action under ``illegal_action="terminate"`` (the default, as
-PettingZoo classic's ``TerminateIllegalWrapper``, so checkers that sample
-unmasked actions run) ends the episode: the offender gets
+0; both defined by :func:`sixnimmt_env.rewards.rewards`). An illegal action
+under ``illegal_action="terminate"`` (the default, as PettingZoo classic's
+``TerminateIllegalWrapper``, so checkers that sample unmasked actions run)
+ends the episode: the offender gets
 ``-ILLEGAL_ACTION_PENALTY`` (-171, the bullheads of the whole deck, worse than
 any round), every other agent 0. An integer outside 0..108 is illegal like any
 other; a value that is not an integer is a ``ValueError`` in every mode.
@@ -145,6 +146,7 @@ from sixnimmt_env.observation import (
     start_total_limit,
 )
 from sixnimmt_env.render import render_table, step_events
+from sixnimmt_env.rewards import REWARD_MODES, rewards
 
 if TYPE_CHECKING:
     from sixnimmt_env.backends.compiled import LazyState
@@ -154,7 +156,6 @@ ILLEGAL_ACTION_PENALTY = 171.0
 ``illegal_action="terminate"``: the whole deck's bullheads (R2), more than any
 player can take in one round."""
 
-REWARD_MODES = ("penalty", "relative")
 ILLEGAL_ACTION_MODES = ("terminate", "raise")
 RENDER_MODES = ("ansi", "human", "rgb_array")
 INFO_MODES = ("empty", "view")
@@ -708,14 +709,10 @@ class SixNimmtParallelEnv(ParallelEnv):
         return observations, rewards, self._all_false.copy(), self._all_false.copy(), infos
 
     def _rewards(self, penalties: Sequence[int]) -> dict[str, float]:
-        """Rewards of one step from the bullheads each seat took (module docstring: ``penalty`` or ``relative``)."""
-        names = self._names
+        """Rewards of one step from the bullheads each seat took: :func:`sixnimmt_env.rewards.rewards`."""
         if not any(penalties):
             return self._zero_rewards.copy()
-        if self.reward_mode == "penalty":
-            return {name: 0.0 - p for name, p in zip(names, penalties, strict=True)}
-        total, others = sum(penalties), len(names) - 1
-        return {name: (total - p) / others - p for name, p in zip(names, penalties, strict=True)}
+        return dict(zip(self._names, rewards(penalties, self.reward_mode), strict=True))
 
     def _terminate(self, offender: str) -> tuple[Any, ...]:
         """End the episode after an illegal action of ``offender`` (``illegal_action="terminate"``)."""
