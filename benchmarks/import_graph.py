@@ -33,10 +33,20 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("sixnimmt_env", "training")
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("rules", ("sixnimmt_env.engine", "sixnimmt_env.seeding", "sixnimmt_env.stats", "sixnimmt_env.batched.kinds")),
-    ("observation", ("sixnimmt_env.observation", "sixnimmt_env.render")),
+    (
+        "rules",
+        (
+            "sixnimmt_env.engine",
+            "sixnimmt_env.rewards",
+            "sixnimmt_env.seeding",
+            "sixnimmt_env.stats",
+            "sixnimmt_env.batched.kinds",
+        ),
+    ),
+    ("observation", ("sixnimmt_env.observation", "sixnimmt_env.render", "sixnimmt_env.backends")),
     ("kernel", ("sixnimmt_env.batched.kernel",)),
     ("batched", ("sixnimmt_env.batched", "sixnimmt_env.batched.*", "sixnimmt_env.card_features")),
+    ("env-backends", ("sixnimmt_env.backends.*",)),
     ("agents", ("sixnimmt_env.agents", "sixnimmt_env.champion")),
     ("arena", ("sixnimmt_env.records", "sixnimmt_env.replay", "sixnimmt_env.arena.play", "sixnimmt_env.arena.pool")),
     ("arena-report", ("sixnimmt_env.arena.summary", "sixnimmt_env.arena.report")),

@@ -45,10 +45,8 @@ def _register_gymnasium() -> None:
     try:
         from sixnimmt_gymnasium_hook import install
     except ImportError:  # the package without its top-level hook module (copied alone): register now
-        try:
-            import gymnasium
-        except ImportError:  # gymnasium is a core dependency; tolerate a stripped install of the engine
-            return
+        import gymnasium  # a hard dependency
+
         if "sixnimmt/SixNimmt-v0" not in gymnasium.registry:
             gymnasium.register(id="sixnimmt/SixNimmt-v0", entry_point="sixnimmt_env.gym_env:make_env")
         return

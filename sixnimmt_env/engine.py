@@ -472,15 +472,6 @@ def legal_actions(state: State, seat: int) -> tuple[int, ...]:
     return tuple([c - 1 for c in state.display])
 
 
-def acting_seats(state: State) -> tuple[int, ...]:
-    """Seats with a real decision now: all in ``select``, the chooser in ``choose_row``/``draft``, none when done."""
-    if state.phase == SELECT:
-        return _SEAT_RANGES[len(state.hands)]
-    if state.phase == DONE:
-        return ()
-    return (state.chooser,)
-
-
 def row_for(rows: Sequence[Sequence[int]], card: int) -> int:
     """Index of the row ``card`` goes to (R7), or -1 for a low card (R9).
 
@@ -489,7 +480,7 @@ def row_for(rows: Sequence[Sequence[int]], card: int) -> int:
     best, best_end = -1, 0
     for i, r in enumerate(rows):
         end = r[-1]
-        if end < card and end > best_end:
+        if best_end < end < card:
             best, best_end = i, end
     return best
 
@@ -671,7 +662,7 @@ def _play_turn(
     keys.sort()
     rows = state.rows
     low = keys[0] >> _SEAT_BITS
-    if low < rows[0][-1] and low < rows[1][-1] and low < rows[2][-1] and low < rows[3][-1]:
+    if row_for(rows, low) < 0:  # R9a: no row ends below the lowest card
         low_seat = keys[0] & _SEAT_MASK
         if state.config.row_choice == "player":
             new = _new_state((
@@ -700,18 +691,9 @@ def _place(
     lists already started this turn; it is returned, created on the first
     penalty, so a turn without penalties builds nothing.
     """
-    end0, end1, end2, end3 = rows[0][-1], rows[1][-1], rows[2][-1], rows[3][-1]
     for key in keys:
         card = key >> _SEAT_BITS
-        best, best_end = -1, 0
-        if best_end < end0 < card:
-            best, best_end = 0, end0
-        if best_end < end1 < card:
-            best, best_end = 1, end1
-        if best_end < end2 < card:
-            best, best_end = 2, end2
-        if best_end < end3 < card:
-            best = 3
+        best = row_for(rows, card)  # R7 (never -1: no low card here)
         row = rows[best]
         if len(row) == ROW_LIMIT:  # R8: the sixth card takes the row
             if taken is None:
@@ -722,14 +704,6 @@ def _place(
             rows[best] = (card,)
         else:
             rows[best] = (*row, card)
-        if best == 0:
-            end0 = card
-        elif best == 1:
-            end1 = card
-        elif best == 2:
-            end2 = card
-        else:
-            end3 = card
     return taken
 
 

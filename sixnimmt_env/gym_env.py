@@ -39,8 +39,9 @@ info                  ``learner_seat`` (int), ``illegal_action`` (bool),
 Illegal actions (algorithms without masking try them): with
 ``illegal_action="terminate"`` (default) an integer action that is not legal,
 including one outside 0..108, ends the episode at once, nothing is played, the
-reward is ``-illegal_penalty`` (default :data:`ILLEGAL_PENALTY`, the
-ParallelEnv's 171 bullheads, the whole deck: worse than any round can cost) and
+reward is ``-illegal_penalty`` (default
+:data:`~sixnimmt_env.pettingzoo_env.ILLEGAL_ACTION_PENALTY`, the ParallelEnv's
+171 bullheads, the whole deck: worse than any round can cost) and
 ``info["illegal_action"]`` is True. With ``"raise"`` the action goes to the
 ParallelEnv, which raises its ``ValueError`` naming the agent, the action and
 the legal actions. Any integer-like action is accepted (Python and numpy
@@ -84,13 +85,10 @@ from sixnimmt_env.engine import NOOP, NUM_ACTIONS, PlayerView, State
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY, RENDER_MODES, action_index, parallel_env
 from sixnimmt_env.render import render_table, step_events
 
-__all__ = ["ENV_ID", "ILLEGAL_PENALTY", "ObservationAgent", "OpponentSampler", "SingleSeatEnv", "make_env"]
+__all__ = ["ENV_ID", "ObservationAgent", "OpponentSampler", "SingleSeatEnv", "make_env"]
 
 ENV_ID = "sixnimmt/SixNimmt-v0"
 """The id registered with Gymnasium."""
-ILLEGAL_PENALTY = ILLEGAL_ACTION_PENALTY
-"""Bullheads charged for an illegal action under ``illegal_action="terminate"`` (reward ``-171.0``), as the
-ParallelEnv charges."""
 
 
 @runtime_checkable
@@ -254,7 +252,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         opponents: OpponentsArg | None = None,
         learner_seat: int | Literal["random"] = "random",
         illegal_action: Literal["terminate", "raise"] = "terminate",
-        illegal_penalty: float = ILLEGAL_PENALTY,
+        illegal_penalty: float = ILLEGAL_ACTION_PENALTY,
         render_mode: str | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in RENDER_MODES:
@@ -485,7 +483,7 @@ def make_env(
     opponents: OpponentsArg | None = None,
     learner_seat: int | Literal["random"] = "random",
     illegal_action: Literal["terminate", "raise"] = "terminate",
-    illegal_penalty: float = ILLEGAL_PENALTY,
+    illegal_penalty: float = ILLEGAL_ACTION_PENALTY,
     render_mode: str | None = None,
     **config: Any,
 ) -> SingleSeatEnv:

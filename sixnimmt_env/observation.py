@@ -471,17 +471,6 @@ class BatchEncoder:
         self._state = state
 
 
-def encode_all(state: State) -> tuple[np.ndarray, np.ndarray]:
-    """Every seat's observation and mask: ``float32 (n, OBS_SIZE)`` and ``int8 (n, 109)``.
-
-    Row ``i`` equals ``encode(state, i)`` and ``action_mask(state, i)``; one
-    call costs about as much as one :func:`encode`.
-    """
-    enc = BatchEncoder(state.config.num_players)
-    enc.reset(state)
-    return enc.observations(), enc.masks()
-
-
 def observation_from_view(view: Mapping[str, Any]) -> np.ndarray:
     """The seat's observation vector (``float32 (OBS_SIZE,)``) rebuilt from its readable view.
 

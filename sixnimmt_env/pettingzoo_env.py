@@ -3,9 +3,11 @@
 (The module is ``pettingzoo_env``, not ``env``: a submodule named ``env`` would
 replace the package's :func:`sixnimmt_env.env` factory once imported.)
 
-A thin shell around the pure rules engine :mod:`sixnimmt_env.engine`
-(`RULES.md`): it holds agent names, spaces, the random generator and the dict
-plumbing; every rule lives in the engine.
+A thin shell over a backend (:class:`sixnimmt_env.backends.Backend`: the
+pure rules engine :mod:`sixnimmt_env.engine` or its compiled twin) that holds
+one game and plays it (`RULES.md`): the environment holds agent names, spaces,
+the dicts, rewards, rendering and error reporting; every rule lives in the
+backend.
 
 >>> from sixnimmt_env import parallel_env
 >>> env = parallel_env(num_players=4)
@@ -56,9 +58,10 @@ minus the bullheads it took in that step (R8, R9), so an episode's return is
 minus its penalty; ``reward="relative"`` gives
 ``mean(bullheads the others took) - own bullheads`` (own penalty minus the mean
 of the others', negated so that higher is better; the rewards of a step sum to
-0). An illegal action under ``illegal_action="terminate"`` (the default, as
-PettingZoo classic's ``TerminateIllegalWrapper``, so checkers that sample
-unmasked actions run) ends the episode: the offender gets
+0; both defined by :func:`sixnimmt_env.rewards.rewards`). An illegal action
+under ``illegal_action="terminate"`` (the default, as PettingZoo classic's
+``TerminateIllegalWrapper``, so checkers that sample unmasked actions run)
+ends the episode: the offender gets
 ``-ILLEGAL_ACTION_PENALTY`` (-171, the bullheads of the whole deck, worse than
 any round), every other agent 0. An integer outside 0..108 is illegal like any
 other; a value that is not an integer is a ``ValueError`` in every mode.
@@ -115,8 +118,8 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
@@ -125,32 +128,34 @@ from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from sixnimmt_env import engine
+from sixnimmt_env.backends import OK, OVER, Backend
+from sixnimmt_env.backends.reference import ReferenceBackend
 from sixnimmt_env.engine import (
-    DONE,
     NOOP,
     NUM_ACTIONS,
     NUM_CARDS,
     GameConfig,
-    IllegalActionError,
     PlayerView,
     State,
 )
 from sixnimmt_env.observation import (
     MAX_SEATS,
     OBS_SIZE,
-    BatchEncoder,
     encode,
     observation_high,
     start_total_limit,
 )
 from sixnimmt_env.render import render_table, step_events
+from sixnimmt_env.rewards import REWARD_MODES, rewards
+
+if TYPE_CHECKING:
+    from sixnimmt_env.backends.compiled import LazyState
 
 ILLEGAL_ACTION_PENALTY = 171.0
 """Bullheads charged to an agent whose illegal action ends the episode under
 ``illegal_action="terminate"``: the whole deck's bullheads (R2), more than any
 player can take in one round."""
 
-REWARD_MODES = ("penalty", "relative")
 ILLEGAL_ACTION_MODES = ("terminate", "raise")
 RENDER_MODES = ("ansi", "human", "rgb_array")
 INFO_MODES = ("empty", "view")
@@ -177,9 +182,6 @@ ENV_OPTIONS = ("reward", "illegal_action", "render_mode", "backend", "infos")
 
 _POSITION_KEYS = ("hands", "rows", "totals", "display", "drafted")
 _new_dict = dict.__new__
-_INT_TYPES = frozenset({int, np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32, np.uint16, np.uint8})
-_empty = np.empty
-_STEP_OK, _STEP_OVER = -1, -3  # codes of the compiled step: sixnimmt_env.batched.single.OK, OVER (tested equal)
 
 
 # --------------------------------------------------------------------------- infos
@@ -195,7 +197,7 @@ class _LazyDict(dict):
     """
 
     __slots__ = ("_state",)
-    _state: State | _LazyState | None
+    _state: State | LazyState | None
     _lazy_keys: Any
 
     def _fill(self) -> None:
@@ -236,13 +238,13 @@ class AgentInfo(_LazyDict):
     ``==``, ``repr``, copying, changing it). It then behaves as an ordinary
     ``dict`` holding a snapshot of that step's state. ``state`` is the
     engine's :class:`State` or, in the compiled backend, a
-    :class:`_LazyState` that builds it from that step's arrays when first needed.
+    :class:`~sixnimmt_env.backends.compiled.LazyState` that builds it from that step's arrays when first needed.
     """
 
     __slots__ = ("_seat",)
     _lazy_keys = _VIEW_KEYS
 
-    def __init__(self, state: State | _LazyState, seat: int) -> None:
+    def __init__(self, state: State | LazyState, seat: int) -> None:
         self._state = state
         self._seat = seat
 
@@ -274,7 +276,7 @@ class AgentInfos(_LazyDict):
 
     __slots__ = ("_seat_of",)
 
-    def __init__(self, state: State | _LazyState, seat_of: Mapping[str, int]) -> None:
+    def __init__(self, state: State | LazyState, seat_of: Mapping[str, int]) -> None:
         self._state = state
         self._seat_of = seat_of
 
@@ -297,24 +299,6 @@ class AgentInfos(_LazyDict):
             dict.__setitem__(self, key, value)
             return value
         raise KeyError(key)
-
-
-class _LazyState(list):
-    """The engine :class:`State` of one step of the compiled backend, rebuilt on first use from the snapshot
-    stored below that step's observations (:func:`sixnimmt_env.batched.single.state_from_snapshot`).
-
-    Built as ``_LazyState((config, observations))``: a ``list`` subclass, so that making one per step costs
-    no Python-level ``__init__``; :meth:`get` appends the state once computed.
-    """
-
-    __slots__ = ()
-
-    def get(self) -> State:
-        if len(self) == 2:
-            from sixnimmt_env.batched.single import state_from_snapshot
-
-            self.append(state_from_snapshot(self[0], self[1]))
-        return self[2]
 
 
 def _filled(name: str) -> Callable[..., Any]:
@@ -470,19 +454,13 @@ class SixNimmtParallelEnv(ParallelEnv):
         self.state_space = spaces.Box(
             0.0, np.concatenate([np.ones(MAX_SEATS * NUM_CARDS, np.float32), high]), (STATE_SIZE,), np.float32
         )
-        self._encoder = BatchEncoder(n)
-        self._rng: np.random.Generator | None = None
-        self._state: State | None = None
-        self._game: Any = None  # the compiled backend's SingleGame
-        self._lazy: _LazyState | None = None  # its current state
-        self._obs: np.ndarray | None = None  # its current observations (n, 506) and masks (n, 109)
-        self._masks: np.ndarray | None = None
         if backend == "compiled":
-            from sixnimmt_env.batched.single import SingleGame
+            from sixnimmt_env.backends.compiled import CompiledBackend  # imports numba: only when asked for
 
-            self._game = SingleGame(self.config)
-            self._link_game()
-        self._last_step: tuple[State | _LazyState, list[int]] | None = None  # recorded with a render mode
+            self._backend: Backend = CompiledBackend(self.config)
+        else:
+            self._backend = ReferenceBackend(self.config)
+        self._last_step: tuple[State | LazyState, list[int]] | None = None  # recorded with a render mode
         self._zero_rewards = dict.fromkeys(self._names, 0.0)
         self._all_true = dict.fromkeys(self._names, True)
         self._all_false = dict.fromkeys(self._names, False)
@@ -508,11 +486,10 @@ class SixNimmtParallelEnv(ParallelEnv):
     @property
     def game_state(self) -> State:
         """The engine's current :class:`State` (immutable). Raises ``ValueError`` before :meth:`reset`."""
-        if self._lazy is not None:
-            return self._lazy.get()
-        if self._state is None:
+        state = self._backend.state()
+        if state is None:
             raise ValueError("the environment has no game yet: call reset() first")
-        return self._state
+        return state
 
     def view(self, agent: str) -> PlayerView:
         """``agent``'s readable view of the current state (what ``infos="view"`` puts in ``infos[agent]``).
@@ -527,31 +504,6 @@ class SixNimmtParallelEnv(ParallelEnv):
         if seat is None:
             raise ValueError(f"unknown agent {agent!r}; agents: {self.possible_agents}")
         return PlayerView(self.game_state, seat)
-
-    # ------------------------------------------------------------------ copies
-
-    _UNPICKLED = ("_kernel", "_new_game_kernel", "_action_row", "_penalty_row")
-    """Attributes rebuilt after unpickling: the compiled kernels and the views into the game's buffer."""
-
-    def __getstate__(self) -> dict[str, Any]:
-        """The attributes to pickle or deep-copy: everything but the kernels and the views into the compiled
-        game's buffer (the game itself pickles its buffer, :class:`sixnimmt_env.batched.single.SingleGame`)."""
-        return {k: v for k, v in self.__dict__.items() if k not in self._UNPICKLED}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """Restore a pickled environment; it continues exactly as the original (same deals, same results)."""
-        self.__dict__.update(state)
-        if self._game is not None:
-            self._link_game()
-
-    def _link_game(self) -> None:
-        """Bind the compiled backend's kernels and its action and penalty rows (views into the game's buffer)."""
-        from sixnimmt_env.batched.single import new_game_and_observe, step_and_observe
-
-        self._kernel = step_and_observe
-        self._new_game_kernel = new_game_and_observe
-        self._action_row = self._game.actions[0]  # the game's action buffer, filled in place
-        self._penalty_row = self._game.penalties[0]
 
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
@@ -579,22 +531,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0):
             raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
         self._last_step = None
-        game = self._game
-        if game is not None and not options:  # the compiled backend's new deal: one compiled call
-            if seed is not None:
-                game.seed(seed)
-            obs = self._obs = _empty(game.obs_shape, np.float32)
-            masks = self._masks = _empty(game.mask_shape, np.int8)
-            self._new_game_kernel(game.buffer, game.deals, obs, masks)
-            lazy = self._lazy = _LazyState((self.config, obs))
-            self.agents = list(self._names)
-            infos = self._infos(lazy)
-            return {
-                name: {"observation": o, "action_mask": m}
-                for name, o, m in zip(self._names, obs, masks)  # noqa: B905
-            }, infos
         position = {k: options[k] for k in _POSITION_KEYS if k in options} if options else None
-        state = None
         if position:
             if "hands" not in position:
                 raise ValueError(f"a start position needs options['hands'] (got only {sorted(position)})")
@@ -614,36 +551,21 @@ class SixNimmtParallelEnv(ParallelEnv):
                 display=position.get("display"),
                 drafted=position.get("drafted"),
             )
-        if game is not None:
-            if state is None:
-                self._obs, self._masks = game.new_game(seed)
-            else:
-                if seed is not None:
-                    game.seed(seed)
-                self._obs, self._masks = game.load(state)
-            self._lazy = _LazyState((self.config, self._obs))
-            self.agents = list(self._names)
-            return self._observations(), self._infos(self._lazy)
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        elif self._rng is None:
-            self._rng = np.random.default_rng()
-        if state is None:
-            state = engine.new_game(self.config, self._rng)
-        self._state = state
-        self._encoder.reset(state)
+            self._backend.load(state, seed)
+        else:
+            self._backend.new_game(seed)
         self.agents = list(self._names)
-        return self._observations(), self._infos(state)
+        return self._observations(), self._infos(self._backend.snapshot())  # type: ignore[arg-type]
 
     def _observations(self) -> dict[str, dict[str, np.ndarray]]:
-        if self._game is not None:
-            obs, masks = self._obs, self._masks
-        else:
-            obs = self._encoder.observations()
-            masks = self._encoder.masks()
-        return {name: {"observation": obs[i], "action_mask": masks[i]} for i, name in enumerate(self._names)}
+        """The backend's current observations and masks as ``{agent: {"observation", "action_mask"}}``."""
+        backend = self._backend
+        return {
+            name: {"observation": o, "action_mask": m}
+            for name, o, m in zip(self._names, backend.observations, backend.masks)  # noqa: B905
+        }  # (the compiled backend's observations have extra rows below the n seats': its snapshot)
 
-    def _infos(self, state: State | _LazyState) -> dict[str, dict[str, Any]]:
+    def _infos(self, state: State | LazyState) -> dict[str, dict[str, Any]]:
         """The infos of a step: ``{agent: {}}`` (``infos="empty"``) or the lazy readable views (``"view"``)."""
         if self._view_infos:
             infos = _new_dict(AgentInfos)  # AgentInfos(state, self._seat_of) without the __init__ call
@@ -753,109 +675,57 @@ class SixNimmtParallelEnv(ParallelEnv):
                 phase and the legal actions), or stepping a finished episode.
                 The environment is unchanged and stays usable.
         """
-        if self._game is None or not self.agents:
-            return self._step_reference(actions)
-        # the compiled backend: one compiled call checks, applies and observes the joint action
+        if not self.agents:
+            if self._backend.snapshot() is None:
+                raise ValueError("the environment has no game yet: call reset() first")
+            raise ValueError("the episode is over (agents is empty): call reset() to start a new one")
         names = self._names
+        backend = self._backend
+        before = backend.snapshot() if self.render_mode is not None else None
         try:
             values = list(map(actions.__getitem__, names))
             if len(actions) != len(names):
                 raise KeyError
-            if not _INT_TYPES.issuperset(map(type, values)):
-                for a in values:  # other numpy integer types are valid too; bool and the rest are not
-                    if isinstance(a, bool) or not isinstance(a, int | np.integer):
-                        raise TypeError
-            self._action_row[:] = values
+            code = backend.step(values)  # checks every action; nothing changes if one is bad
         except (KeyError, TypeError, IndexError, OverflowError, AttributeError, ValueError):
             return self._slow_step(actions)
-        game = self._game
-        obs = _empty(game.obs_shape, np.float32)  # fresh arrays every step: what was returned never changes
-        masks = _empty(game.mask_shape, np.int8)
-        code = self._kernel(game.buffer, game.deals, obs, masks)
-        if code >= 0:  # an illegal action of seat `code`; nothing changed
+        if code >= 0:  # an illegal action of seat `code`
             return self._slow_step(actions, code)
-        if self.render_mode is not None:
-            self._last_step = (self._lazy, values)  # type: ignore[assignment]
-        self._obs, self._masks = obs, masks
-        lazy = self._lazy = _LazyState((self.config, obs))
+        if before is not None:
+            self._last_step = (before, [int(a) for a in values])
+        masks = backend.masks
         observations = {
             name: {"observation": o, "action_mask": m}
-            for name, o, m in zip(names, obs, masks)  # noqa: B905
-        }  # (obs has extra rows below the n observations: the snapshot)
-        infos = self._infos(lazy) if self._view_infos else {name: {} for name in names}
-        if code == _STEP_OK:
+            for name, o, m in zip(names, backend.observations, masks)  # noqa: B905
+        }  # (the compiled backend's observations have extra rows below the n seats': its snapshot)
+        infos = self._infos(backend.snapshot()) if self._view_infos else {name: {} for name in names}  # type: ignore[arg-type]
+        if code == OK:
             return observations, self._zero_rewards.copy(), self._all_false.copy(), self._all_false.copy(), infos
-        penalties = self._penalty_row.tolist()
-        rewards = self._rewards(penalties)
-        if code == _STEP_OVER:
+        rewards = self._rewards(backend.penalties)
+        if code == OVER:
             self.agents = []
             masks[:, NOOP] = 1  # the episode is over: the no-op alone keeps every mask non-empty
             return observations, rewards, self._all_true.copy(), self._all_false.copy(), infos
         return observations, rewards, self._all_false.copy(), self._all_false.copy(), infos
 
-    def _step_reference(self, actions: Mapping[str, Any]) -> tuple[Any, ...]:
-        """:meth:`step` on the reference backend (and the errors of a finished or unstarted episode)."""
-        state = self._state
-        if not self.agents:
-            if state is None and self._lazy is None:
-                raise ValueError("the environment has no game yet: call reset() first")
-            raise ValueError("the episode is over (agents is empty): call reset() to start a new one")
-        names = self._names
-        try:
-            acts = [actions[name] for name in names]
-            if len(actions) != len(names):
-                raise KeyError
-            # The engine checks every action (type, range, legality) and changes nothing if one is bad.
-            new, penalties = engine.step(state, acts, self._rng)  # type: ignore[arg-type]
-        except (KeyError, TypeError, IndexError):
-            return self._slow_step(actions)
-        except IllegalActionError as err:
-            return self._slow_step(actions, err.seat)
-        if self.render_mode is not None:
-            self._last_step = (state, [int(a) for a in acts])
-        self._state = new
-        encoder = self._encoder
-        encoder.update(new)
-        obs = encoder.observations()
-        masks = encoder.masks()
-        observations = {
-            name: {"observation": o, "action_mask": m} for name, o, m in zip(names, obs, masks, strict=True)
-        }
-        infos = self._infos(new)
-        rewards = self._rewards(penalties)
-        if new.phase == DONE:
-            self.agents = []
-            masks[:, NOOP] = 1  # the episode is over: the no-op alone keeps every mask non-empty
-            return observations, rewards, self._all_true.copy(), self._all_false.copy(), infos
-        return observations, rewards, self._all_false.copy(), self._all_false.copy(), infos
-
-    def _rewards(self, penalties: list[int] | tuple[int, ...]) -> dict[str, float]:
-        """Rewards of one step from the bullheads each seat took (module docstring: ``penalty`` or ``relative``)."""
-        names = self._names
+    def _rewards(self, penalties: Sequence[int]) -> dict[str, float]:
+        """Rewards of one step from the bullheads each seat took: :func:`sixnimmt_env.rewards.rewards`."""
         if not any(penalties):
             return self._zero_rewards.copy()
-        if self.reward_mode == "penalty":
-            return {name: 0.0 - p for name, p in zip(names, penalties, strict=True)}
-        total, others = sum(penalties), len(names) - 1
-        return {name: (total - p) / others - p for name, p in zip(names, penalties, strict=True)}
+        return dict(zip(self._names, rewards(penalties, self.reward_mode), strict=True))
 
     def _terminate(self, offender: str) -> tuple[Any, ...]:
         """End the episode after an illegal action of ``offender`` (``illegal_action="terminate"``)."""
         rewards = self._zero_rewards.copy()
         rewards[offender] = -ILLEGAL_ACTION_PENALTY
         self.agents = []
-        game = self._game
-        if game is not None:  # observe afresh: the arrays of the last step were handed out already
-            from sixnimmt_env.batched.single import observe
-
-            self._obs, self._masks = _empty(game.obs_shape, np.float32), _empty(game.mask_shape, np.int8)
-            observe(game.buffer, self._obs, self._masks)  # (the state, self._lazy, has not changed)
-        state = self._lazy if game is not None else self._state
+        self._backend.observe()  # fresh arrays: the arrays of the last step were handed out already
         observations = self._observations()
         for ob in observations.values():  # the episode is over: the no-op alone, as after the last round
             mask = ob["action_mask"]
             mask[:] = 0
             mask[NOOP] = 1
+        state = self._backend.snapshot()
         return observations, rewards, self._all_true.copy(), self._all_false.copy(), self._infos(state)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ state and rendering

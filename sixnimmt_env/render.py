@@ -55,7 +55,7 @@ def step_events(before: State, actions: Sequence[int], names: Sequence[str] | No
     if before.phase == SELECT:
         plays = sorted((a + 1, s) for s, a in enumerate(actions))
         low, low_seat = plays[0]
-        if all(low < r[-1] for r in rows):  # R9: the lowest card is lower than every row's last card
+        if engine.row_for(rows, low) < 0:  # R9: the lowest card is lower than every row's last card
             if before.config.row_choice == "player":
                 return [f"{who[low_seat]}'s {low} is lower than every row: {who[low_seat]} chooses the row it takes"]
             lines.append(_take(who[low_seat], low, engine.cheapest_row(rows), rows, "cheapest row, R9b"))

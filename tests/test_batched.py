@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba import njit
 
 from sixnimmt_env import agents as ref_agents
 from sixnimmt_env.batched import BatchedGames, reference_deals
-from sixnimmt_env.batched.agents import HeuristicPlayers, kind_codes, random_legal_actions
+from sixnimmt_env.batched.agents import HeuristicPlayers, kind_codes
+from sixnimmt_env.batched.kernel import random_below
 from sixnimmt_env.engine import (
     DONE,
     NOOP,
@@ -25,6 +27,28 @@ from sixnimmt_env.engine import (
     view,
 )
 from sixnimmt_env.observation import OBS_SIZE, action_mask, encode
+
+
+@njit(cache=True)
+def random_legal_actions(mask: np.ndarray, out: np.ndarray, rng: np.ndarray) -> None:
+    """Uniformly random legal actions from masks: ``mask`` (B, n, 109) 0/1, ``out`` (B, n) int64, ``rng`` (B,) uint64
+    (:func:`~sixnimmt_env.batched.kernel.random_below`); seats with an all-zero mask get the no-op 108."""
+    for b in range(mask.shape[0]):
+        for s in range(mask.shape[1]):
+            count = 0
+            for a in range(mask.shape[2]):
+                count += mask[b, s, a]
+            if count == 0:
+                out[b, s] = NOOP
+                continue
+            k = random_below(rng, b, count)
+            for a in range(mask.shape[2]):
+                if mask[b, s, a]:
+                    if k == 0:
+                        out[b, s] = a
+                        break
+                    k -= 1
+
 
 # (config, games): every variant and option, every player count; a few hundred games in all.
 CONFIGS: list[tuple[GameConfig, int]] = [

@@ -27,13 +27,22 @@ from sixnimmt_env.engine import (
     SELECT,
     GameConfig,
     State,
-    acting_seats,
     legal_actions,
     new_game,
     step,
     step_unchecked,
     view,
 )
+
+
+def acting_seats(state: State) -> tuple[int, ...]:
+    """Seats with a real decision: all in ``select``, the chooser in ``choose_row``/``draft``, none when done."""
+    if state.phase == SELECT:
+        return tuple(range(len(state.hands)))
+    if state.phase == DONE:
+        return ()
+    return (state.chooser,)
+
 
 configs = st.builds(
     GameConfig,

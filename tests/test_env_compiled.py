@@ -17,12 +17,11 @@ from conftest import BAD_E2_ACTIONS
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, render_test, seed_test
 
 from sixnimmt_env import engine
+from sixnimmt_env.backends import OK, OVER
 from sixnimmt_env.batched import BatchedGames, reference_deals, single
 from sixnimmt_env.engine import DRAFT, GameConfig
 from sixnimmt_env.observation import OBS_SIZE, action_mask, encode
 from sixnimmt_env.pettingzoo_env import (
-    _STEP_OK,
-    _STEP_OVER,
     ILLEGAL_ACTION_PENALTY,
     SixNimmtParallelEnv,
     env,
@@ -172,7 +171,7 @@ def test_backend_is_validated_and_codes_agree() -> None:
     with pytest.raises(ValueError, match="backend must be one of 'reference', 'compiled', got 'numba'"):
         parallel_env(backend="numba")
     assert parallel_env().backend == "reference" and parallel_env(backend="compiled").backend == "compiled"
-    assert (_STEP_OK, _STEP_OVER) == (single.OK, single.OVER)
+    assert (OK, OVER) == (single.OK, single.OVER)
 
 
 # --------------------------------------------------------------------------- seeds and deals

@@ -14,8 +14,9 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 import sixnimmt_env  # noqa: F401  (registers sixnimmt/SixNimmt-v0)
 from sixnimmt_env.agents import GreedyAgent
 from sixnimmt_env.engine import CHOOSE_ROW, NOOP, ROW_ACTION
-from sixnimmt_env.gym_env import ENV_ID, ILLEGAL_PENALTY, SingleSeatEnv, make_env
+from sixnimmt_env.gym_env import ENV_ID, SingleSeatEnv, make_env
 from sixnimmt_env.observation import OBS_SIZE, SLICES
+from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
 
 
 def _first_legal(env: Any) -> int:
@@ -109,7 +110,7 @@ def test_illegal_action_terminates_with_the_documented_penalty() -> None:
     env.reset(seed=3)
     illegal = int(np.flatnonzero(~env.action_masks())[0])
     obs, r, terminated, truncated, info = env.step(illegal)
-    assert (r, terminated, truncated, info["illegal_action"]) == (-ILLEGAL_PENALTY, True, False, True)
+    assert (r, terminated, truncated, info["illegal_action"]) == (-ILLEGAL_ACTION_PENALTY, True, False, True)
     assert obs.shape == (OBS_SIZE,)
     with pytest.raises(RuntimeError, match="reset"):
         env.step(illegal)

@@ -16,9 +16,16 @@ from sixnimmt_env.observation import (
     BatchEncoder,
     action_mask,
     encode,
-    encode_all,
     pieces,
 )
+
+
+def encode_all(state: State) -> tuple[np.ndarray, np.ndarray]:
+    """Every seat's observation and mask through a fresh :class:`BatchEncoder`: ``float32 (n, OBS_SIZE)``, ``int8
+    (n, 109)``."""
+    enc = BatchEncoder(state.config.num_players)
+    enc.reset(state)
+    return enc.observations(), enc.masks()
 
 
 def card_vector(cards: list[int]) -> np.ndarray:

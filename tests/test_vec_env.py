@@ -16,8 +16,8 @@ from stable_baselines3.common.vec_env import VecMonitor
 
 from sixnimmt_env import agents as ref_agents
 from sixnimmt_env.engine import DONE, NOOP, SELECT, GameConfig, State, step, view
-from sixnimmt_env.gym_env import ILLEGAL_PENALTY
 from sixnimmt_env.observation import OBS_SIZE, SLICES, action_mask, encode
+from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
 from training.agent import PolicyAgent
 from training.config import load_config
 from training.opponents import MixtureSampler
@@ -209,7 +209,7 @@ def test_illegal_action_terminates_or_raises() -> None:
     actions = (get_action_masks(env).cumsum(axis=1) == 1).argmax(axis=1)
     actions[1] = NOOP
     _, rewards, dones, infos = env.step(actions)
-    assert rewards[1] == -ILLEGAL_PENALTY and dones.tolist() == [False, True, False]
+    assert rewards[1] == -ILLEGAL_ACTION_PENALTY and dones.tolist() == [False, True, False]
     assert infos[1]["illegal_action"] is True and "round_penalties" not in infos[1]
     assert rewards[0] <= 0 and infos[0] == {}
     strict = SixNimmtVecEnv(2, illegal_action="raise", seed=0, num_players=4, episode="round")

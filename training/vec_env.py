@@ -60,7 +60,8 @@ from sixnimmt_env.batched.learner import LearnerTables
 from sixnimmt_env.batched.mc import MonteCarloPlayers
 from sixnimmt_env.champion import ChampionAgent
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, GameConfig, view
-from sixnimmt_env.gym_env import ILLEGAL_PENALTY, check_learner_options
+from sixnimmt_env.gym_env import check_learner_options
+from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
 from training.agent import PolicyAgent
 from training.opponents import MixtureSampler
 
@@ -106,7 +107,7 @@ class SixNimmtVecEnv(VecEnv):
         opponents: OpponentsArg | None = None,
         learner_seat: int | Literal["random"] = "random",
         illegal_action: Literal["terminate", "raise"] = "terminate",
-        illegal_penalty: float = ILLEGAL_PENALTY,
+        illegal_penalty: float = ILLEGAL_ACTION_PENALTY,
         seed: int | None = None,
         **config: Any,
     ) -> None:

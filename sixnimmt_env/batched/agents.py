@@ -230,26 +230,3 @@ class HeuristicPlayers:
         g = self.games
         _heuristic_actions(g.arrays, g.cfg, self.kinds, out, self.rng)
         return out
-
-
-@njit(cache=True)
-def random_legal_actions(mask: np.ndarray, out: np.ndarray, rng: np.ndarray) -> None:
-    """Uniformly random legal actions from masks: ``mask`` (B, n, 109) 0/1, ``out`` (B, n) int64, ``rng`` (B,) uint64.
-
-    Seats with an all-zero mask (finished games) get the no-op 108.
-    """
-    for b in range(mask.shape[0]):
-        for s in range(mask.shape[1]):
-            count = 0
-            for a in range(mask.shape[2]):
-                count += mask[b, s, a]
-            if count == 0:
-                out[b, s] = NOOP
-                continue
-            k = random_below(rng, b, count)
-            for a in range(mask.shape[2]):
-                if mask[b, s, a]:
-                    if k == 0:
-                        out[b, s] = a
-                        break
-                    k -= 1

@@ -9,7 +9,10 @@ index into a list the caller holds, e.g. a policy network that decides for many 
 :meth:`LearnerTables.play` applies the learner's action of every active game together with its opponents'
 simultaneous actions (R5), then plays every opponent-only step (a low-card row choice of an opponent, R9; an
 opponent's draft pick, V2) up to the learner's next decision or the end of the episode, adding up the learner's
-reward: minus the bullheads it took (R8, R9), as :class:`sixnimmt_env.gym_env.SingleSeatEnv` does. It stops early
+reward: minus the bullheads it took (R8, R9), as :class:`sixnimmt_env.gym_env.SingleSeatEnv` does. That reward is
+exactly :func:`sixnimmt_env.rewards.rewards` in its ``"penalty"`` mode for the learner's seat, summed over the
+steps played (written inline in :func:`_play`: numba cannot call the Python function cheaply;
+``tests/test_rewards.py`` checks the two agree on random steps). It stops early
 in the games where an external agent must decide in an opponent-only step; :meth:`LearnerTables.pending` lists the
 (game, seat) pairs whose external decision is due, :meth:`observe_pairs` / :meth:`mask_pairs` give their
 observations and masks, and the caller calls :meth:`play` again with those games active.
@@ -170,7 +173,8 @@ class LearnerTables:
                 are filled here (the no-op 108). Actions are not checked: they must be legal.
             active: ``bool (B,)``, updated in place: on return True exactly in the games that wait on an external
                 agent's decision in an opponent-only step (call again after filling it in).
-            reward: ``float32 (B,)``, updated in place: minus the bullheads the learner took (R8, R9) are added.
+            reward: ``float32 (B,)``, updated in place: minus the bullheads the learner took (R8, R9) are added
+                (:func:`sixnimmt_env.rewards.rewards`, ``"penalty"`` mode, the learner's seat, every step played).
         """
         g = self.games
         _play(

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from sixnimmt_env.backends import OK, OVER, PENALTIES  # the step codes of every env backend
 from sixnimmt_env.batched.kernel import (
     BULL,
     C_N,
@@ -53,13 +54,6 @@ from sixnimmt_env.engine import (
     State,
 )
 from sixnimmt_env.observation import OBS_SIZE
-
-OK = -1
-"""Code of :func:`step_and_observe` for a step that was applied; ``>= 0`` is the first seat with an illegal action."""
-PENALTIES = -2
-"""Code of :func:`step_and_observe` for an applied step in which some seat took bullheads."""
-OVER = -3
-"""Code of :func:`step_and_observe` for an applied step that ended the game (or round episode)."""
 
 # snapshot layout (integers), for n seats
 _PHASE, _CHOOSER, _TURN, _ROUND, _ROWS = 0, 1, 2, 3, 4

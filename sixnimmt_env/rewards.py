@@ -1,0 +1,33 @@
+"""The reward of one step, the one definition every environment uses (`RULES.md` R8, R9).
+
+:class:`sixnimmt_env.pettingzoo_env.SixNimmtParallelEnv` calls :func:`rewards` at every step with bullheads;
+:class:`sixnimmt_env.gym_env.SingleSeatEnv` sums the ParallelEnv's rewards of its learner; the compiled learner
+kernel (:mod:`sixnimmt_env.batched.learner`, behind ``training.vec_env``) implements its ``"penalty"`` mode
+inline (numba cannot call a Python function cheaply), checked against it in ``tests/test_rewards.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+REWARD_MODES = ("penalty", "relative")
+"""The reward modes of :func:`rewards`."""
+
+
+def rewards(penalties: Sequence[int], mode: str) -> list[float]:
+    """Each seat's reward for one step, in bullheads (``float``, seat order).
+
+    Args:
+        penalties: the bullheads each seat took into its penalty pile in the step (R8, R9), ``n >= 2`` integers.
+        mode: ``"penalty"``: minus one's own bullheads (an episode's return is minus its penalty);
+            ``"relative"``: the mean of the others' bullheads minus one's own (the rewards of a step sum to 0).
+
+    Raises:
+        ValueError: an unknown ``mode``.
+    """
+    if mode == "penalty":
+        return [0.0 - p for p in penalties]
+    if mode == "relative":
+        total, others = sum(penalties), len(penalties) - 1
+        return [(total - p) / others - p for p in penalties]
+    raise ValueError(f"reward mode must be one of {', '.join(map(repr, REWARD_MODES))}, got {mode!r}")

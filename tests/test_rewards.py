@@ -1,0 +1,50 @@
+"""The reward in one place (:func:`sixnimmt_env.rewards.rewards`): its modes, the ParallelEnv's rewards, and the
+compiled learner kernel's inline ``"penalty"`` reward checked against it on random steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sixnimmt_env import engine
+from sixnimmt_env.batched.kinds import KINDS
+from sixnimmt_env.batched.learner import LearnerTables
+from sixnimmt_env.engine import DONE, GameConfig
+from sixnimmt_env.rewards import rewards
+
+
+def test_reward_modes() -> None:
+    assert rewards([0, 5, 0, 2], "penalty") == [0.0, -5.0, 0.0, -2.0]
+    relative = rewards([0, 6, 0, 3], "relative")
+    assert relative == [3.0, -5.0, 3.0, -1.0] and sum(relative) == 0.0
+    assert all(type(r) is float for r in rewards([0, 1], "penalty") + rewards([0, 1], "relative"))
+    with pytest.raises(ValueError, match="reward mode must be one of 'penalty', 'relative', got 'score'"):
+        rewards([0, 1], "score")
+
+
+def test_learner_kernel_reward_is_the_penalty_mode_on_random_steps() -> None:
+    # row_choice="cheapest", standard variant: no opponent-only step, so one play() call is one engine step
+    config = GameConfig(num_players=4, row_choice="cheapest", max_rounds=2)
+    B, n = 16, config.num_players
+    tables = LearnerTables(config, B, seed=3)
+    tables.seat[:] = np.arange(B) % n
+    for b in range(B):
+        tables.kinds[b] = KINDS["random"]
+        tables.kinds[b, tables.seat[b]] = -1
+    rng = np.random.default_rng(0)
+    checked = penalised = 0
+    for _ in range(120):
+        before = [tables.games.get_state(b) for b in range(B)]
+        masks = tables.games.legal_mask()
+        actions = np.zeros((B, n), np.int64)
+        for b in range(B):
+            actions[b, tables.seat[b]] = rng.choice(np.flatnonzero(masks[b, tables.seat[b]]))
+        reward = np.zeros(B, np.float32)
+        tables.play(actions, np.ones(B, np.bool_), reward)
+        for b in range(B):
+            _, penalties = engine.step(before[b], actions[b].tolist(), np.random.default_rng(1))
+            assert reward[b] == rewards(penalties, "penalty")[tables.seat[b]]
+            checked += 1
+            penalised += reward[b] != 0
+        tables.restart(tables.games.phase == DONE)
+    assert checked == 120 * B and penalised > 50
