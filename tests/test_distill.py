@@ -11,7 +11,7 @@ import torch
 from sixnimmt_env.batched import BatchedGames
 from sixnimmt_env.batched.mc import MonteCarloPlayers
 from sixnimmt_env.engine import CHOOSE_ROW, NOOP, ROW_ACTION, SELECT, GameConfig
-from sixnimmt_env.observation import SLICES
+from sixnimmt_env.observation import OBS_SIZE, SLICES
 from training.distill import Labels, fit_policy, label_positions, teacher_probs
 
 CONFIG = GameConfig(num_players=4, episode="round", row_choice="player")
@@ -75,7 +75,7 @@ def test_teacher_probs() -> None:
 def test_labels_hold_real_decisions_and_their_returns(tmp_path: Path) -> None:
     labels = label_positions(CONFIG, 1500, 4, batch_size=16, seed=3)
     assert len(labels) >= 1500
-    assert labels.obs.shape == (len(labels), 402) and labels.obs.dtype == np.float32
+    assert labels.obs.shape == (len(labels), OBS_SIZE) and labels.obs.dtype == np.float32
     assert np.array_equal(labels.mask, np.isfinite(labels.scores))  # scored exactly where legal
     assert not labels.mask[:, NOOP].any()
     hand = labels.obs[:, SLICES["hand"]]
@@ -163,7 +163,7 @@ def test_a_run_with_a_distill_stage_starts_ppo_from_the_fitted_policy(tmp_path: 
     (run,) = (tmp_path / "smoke").iterdir()
     info = json.loads((run / "distill" / "distill.json").read_text())
     assert info["labels"] >= 2000 and info["settings"]["samples"] == 4 and 0 <= info["agreement"] <= 1
-    assert Labels.load(run / "distill" / "labels.npz").obs.shape == (info["labels"], 402)
+    assert Labels.load(run / "distill" / "labels.npz").obs.shape == (info["labels"], OBS_SIZE)
     assert (run / "distill" / "distilled.zip").is_file() and (run / "final_model.zip").is_file()
     assert "distill: held-out agreement with mc:4" in result.stderr
 
