@@ -105,10 +105,10 @@ def play_both(kwargs: dict[str, Any], games: int, seed: int, illegal_rate: float
             out_comp = comp.reset(seed=g, options=options)
             if deals_from is not None:
                 engine.new_game(config, deals_from)  # round 0 is the position; queue rounds 1, 2, ...
-                comp._game.queue_deals(reference_deals(config, [deals_from], ROUNDS)[0])
+                comp._backend._game.queue_deals(reference_deals(config, [deals_from], ROUNDS)[0])
         else:
             if deals_from is not None:
-                comp._game.queue_deals(reference_deals(config, [deals_from], ROUNDS)[0])
+                comp._backend._game.queue_deals(reference_deals(config, [deals_from], ROUNDS)[0])
             out_comp = comp.reset(seed=g)
         _assert_same_step(ref, comp, out_ref, out_comp)
         while ref.agents:

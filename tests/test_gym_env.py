@@ -216,7 +216,7 @@ def test_opponent_views_equal_the_engines_views_key_for_key() -> None:
     pairs = [p for r in recorders for p in r.pairs]
     assert len(pairs) >= 90  # 3 opponents x 10 cards x 3 rounds, plus their low-card row choices
     for got, expected in pairs:
-        assert set(got) == set(expected) and len(got) == 18
+        assert set(got) == set(expected) and len(got) == 19  # 18 keys and the draft picks (V2, `drafted`)
         assert got == expected
     assert {got["seat"] for r in recorders for got, _ in r.pairs} == {1, 2, 3}
 

@@ -9,7 +9,7 @@ import pytest
 from sixnimmt_env import engine
 from sixnimmt_env.batched.kinds import KINDS
 from sixnimmt_env.batched.learner import LearnerTables
-from sixnimmt_env.engine import DONE, GameConfig
+from sixnimmt_env.engine import GameConfig
 from sixnimmt_env.rewards import rewards
 
 
@@ -46,5 +46,5 @@ def test_learner_kernel_reward_is_the_penalty_mode_on_random_steps() -> None:
             assert reward[b] == rewards(penalties, "penalty")[tables.seat[b]]
             checked += 1
             penalised += reward[b] != 0
-        tables.restart(tables.games.phase == DONE)
+        tables.restart(tables.games.done)
     assert checked == 120 * B and penalised > 50
