@@ -39,16 +39,7 @@ def weight_arrays(policy: Any) -> dict[str, np.ndarray]:
 
     if not isinstance(policy, CardPolicy):
         raise ValueError(f"champion export needs a card policy (algo.policy: card), got {type(policy).__name__}")
-    actor = NumpyCardActor(policy)
-    arrays: dict[str, np.ndarray] = {}
-    for i, (weight, bias, _) in enumerate(actor.layers):
-        arrays[f"hidden_w{i}"], arrays[f"hidden_b{i}"] = weight, bias
-    arrays["hidden_tanh"] = np.array([tanh for _, _, tanh in actor.layers], bool)
-    arrays["card_in_w"], arrays["card_in_b"] = actor.card_in
-    arrays["global_in_w"] = actor.global_in
-    arrays["card_out_w"], arrays["card_out_b"] = actor.card_out
-    arrays["linear_w"], arrays["linear_b"] = actor.linear
-    return arrays
+    return NumpyCardActor(policy).arrays()
 
 
 def _steps(checkpoint: str | Path) -> int | None:

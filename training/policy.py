@@ -21,7 +21,8 @@ import torch
 from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
-from sixnimmt_env.card_features import HAND_FEATURES, hand_features
+from sixnimmt_env.card_features import HAND_FEATURES
+from sixnimmt_env.champion import CardActor
 from sixnimmt_env.engine import HAND_SIZE, NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE
 from training.config import TrainConfig
@@ -226,19 +227,23 @@ class NumpyCardActor:
             arrays(head.linear),
         )
 
+        self._actor = CardActor(self.arrays())
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The weights as the arrays of :class:`sixnimmt_env.champion.CardActor` (the shipped weights' layout)."""
+        out: dict[str, np.ndarray] = {}
+        for i, (weight, bias, _) in enumerate(self.layers):
+            out[f"hidden_w{i}"], out[f"hidden_b{i}"] = weight, bias  # type: ignore[assignment]
+        out["hidden_tanh"] = np.array([tanh for _, _, tanh in self.layers], bool)
+        out["card_in_w"], out["card_in_b"] = self.card_in  # type: ignore[assignment]
+        out["global_in_w"] = self.global_in
+        out["card_out_w"], out["card_out_b"] = self.card_out  # type: ignore[assignment]
+        out["linear_w"], out["linear_b"] = self.linear  # type: ignore[assignment]
+        return out
+
     def logits(self, obs: np.ndarray) -> np.ndarray:
-        obs = np.asarray(obs, np.float32).reshape(-1, OBS_SIZE)
-        batch = obs.shape[0]
-        feats, held = hand_features(obs)
-        glob = np.concatenate([obs, feats.reshape(batch, -1)], axis=1)
-        for weight, bias, tanh in self.layers:
-            glob = glob @ weight + bias
-            glob = np.tanh(glob) if tanh else np.maximum(glob, 0.0)
-        hidden = np.maximum(feats @ self.card_in[0] + self.card_in[1] + (glob @ self.global_in)[:, None, :], 0.0)
-        scores = (hidden @ self.card_out[0] + self.card_out[1])[:, :, 0] * feats[:, :, 0]
-        logits = glob @ self.linear[0] + self.linear[1]
-        logits[np.arange(batch)[:, None], held] += scores  # held indices are distinct
-        return logits.astype(np.float32)
+        """Logits ``float32 (batch, 109)``: the forward pass of :class:`sixnimmt_env.champion.CardActor`."""
+        return self._actor.logits(obs)
 
 
 def algo_kwargs(cfg: TrainConfig) -> dict[str, Any]:
