@@ -71,10 +71,11 @@ def fractional_ranks(penalties: np.ndarray) -> np.ndarray:
         Shape ``(games, players)``, ``float64``.
     """
     p = np.asarray(penalties)
-    below = np.zeros(p.shape, np.int64)  # below[g, i]: players j with p[g, j] < p[g, i]
-    equal = np.zeros(p.shape, np.int64)  # equal[g, i]: players j with p[g, j] == p[g, i] (i included)
+    # twice[g, i] = 2 * below + equal: below counts the players j with p[g, j] < p[g, i], equal those with
+    # p[g, j] == p[g, i] (i included); the rank 1 + below + (equal - 1) / 2 is then (twice + 1) / 2
+    twice = np.zeros(p.shape, np.int32)
     for j in range(p.shape[1]):
         other = p[:, j : j + 1]
-        below += other < p
-        equal += other == p
-    return 1.0 + below + (equal - 1) / 2.0
+        twice += other < p
+        twice += other <= p
+    return (twice + 1) / 2.0

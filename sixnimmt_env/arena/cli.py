@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sixnimmt_env.arena.league import run_league
+from sixnimmt_env.arena.plotter import PlotProcess
 from sixnimmt_env.arena.pool import ENGINES, warn_workers
 from sixnimmt_env.arena.report import (
     check_new_file,
@@ -81,6 +82,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         warn_workers(args.workers)
     except ValueError as e:
         parser.error(str(e))
+    with PlotProcess() as plotter:  # matplotlib loads on another core while the games are played
+        return _run(parser, args, specs, out, plotter)
+
+
+def _run(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, specs: list[str], out: Path, plotter: PlotProcess
+) -> dict[str, Any]:
+    """Play the run of the parsed ``args``, write its results folder (the plot by ``plotter``) and print them."""
     try:
         default_players = min(4, len(specs)) if args.league else len(specs)
         config = GameConfig(
@@ -123,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         raise SystemExit(130) from None
     if args.out is None and out.exists():  # another run took this stamped name meanwhile: the next free one
         out = new_results_folder(out.parent)
-    paths = write_results(results, out, overwrite=args.overwrite)
+    paths = write_results(results, out, overwrite=args.overwrite, plotter=plotter)
     print(markdown_table(results))
     if results["mode"] == "league":
         print(league_note(results))

@@ -14,9 +14,12 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from sixnimmt_env.arena.plotter import PlotProcess
 
 __all__ = [
     "LABEL_WIDTH",
@@ -27,6 +30,7 @@ __all__ = [
     "markdown_table",
     "new_results_folder",
     "plot_results",
+    "preload_plotting",
     "short_labels",
     "write_results",
 ]
@@ -157,6 +161,20 @@ def short_labels(specs: Sequence[str]) -> list[str]:
     return short
 
 
+def preload_plotting() -> None:
+    """Make :func:`plot_results` quick ahead of time: import matplotlib's figure and Agg canvas and draw one small
+    throw-away figure with text and error bars (which loads the font and fills matplotlib's caches)."""
+    import io
+
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(2.0, 1.0), layout="constrained")
+    ax = fig.subplots()
+    ax.barh([0], [1.0], xerr=[0.1], capsize=3, color="tab:red", ecolor="black")
+    ax.set_title("0", fontsize=10)
+    fig.savefig(io.BytesIO(), format="png", dpi=30)
+
+
 def plot_results(results: dict[str, Any], path: str | Path) -> Path:
     """Save a PNG: mean penalty per round and win share, each with 95% whiskers, one horizontal bar per agent.
 
@@ -177,11 +195,12 @@ def plot_results(results: dict[str, Any], path: str | Path) -> Path:
     fig = Figure(figsize=(9.0, max(3.2, height)), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2, sharey=True)
     means, ci = [_num(r["mean_penalty"]) for r in rows], [_num(r["ci95"]) for r in rows]
-    ax1.barh(y, means, xerr=ci, capsize=3, color="tab:red")
+    # explicit error-bar colours: matplotlib's default looks them up in the property cycle, slowly
+    ax1.barh(y, means, xerr=ci, capsize=3, color="tab:red", ecolor="black")
     ax1.set_xlabel("bullheads per round (lower is better)")
     ax1.set_title("mean penalty, 95% CI", fontsize=10)
     shares, wci = [_num(r["win_share"]) for r in rows], [_num(r["win_share_ci95"]) for r in rows]
-    ax2.barh(y, shares, xerr=wci, capsize=3, color="tab:green")
+    ax2.barh(y, shares, xerr=wci, capsize=3, color="tab:green", ecolor="black")
     ax2.axvline(1.0 / results["settings"]["num_players"], color="grey", linestyle="--", linewidth=1)
     ax2.set_xlabel("share of wins (dashed: 1 / players)")
     ax2.set_title("win share (ties split), 95% CI", fontsize=10)
@@ -248,11 +267,17 @@ def new_results_folder(base: str | Path) -> Path:
     return out
 
 
-def write_results(results: dict[str, Any], out: str | Path, overwrite: bool = False) -> dict[str, Path]:
+def write_results(
+    results: dict[str, Any], out: str | Path, overwrite: bool = False, plotter: PlotProcess | None = None
+) -> dict[str, Path]:
     """Write ``results.json``, ``results.md`` and ``results.png`` to directory ``out`` (created); returns the paths.
+
+    The PNG is drawn by :func:`plot_results` in this process, or by ``plotter``, a helper process started before
+    the games (:class:`~sixnimmt_env.arena.plotter.PlotProcess`, which the command line uses).
 
     Raises:
         ValueError: if ``out`` already holds results and ``overwrite`` is false (see :func:`check_results_folder`).
+        RuntimeError: the plot helper failed (the JSON and Markdown files are written by then).
     """
     out = check_results_folder(out, overwrite, "results folder")
     out.mkdir(parents=True, exist_ok=True)
@@ -260,7 +285,10 @@ def write_results(results: dict[str, Any], out: str | Path, overwrite: bool = Fa
     paths["json"].write_text(json.dumps(results, indent=2) + "\n")
     note = "\n" + league_note(results) if results["mode"] == "league" else ""
     paths["md"].write_text(markdown_table(results) + note)
-    plot_results(results, paths["png"])
+    if plotter is None:
+        plot_results(results, paths["png"])
+    else:
+        plotter.plot(results, paths["png"])
     return paths
 
 
