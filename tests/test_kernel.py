@@ -131,3 +131,25 @@ def test_heuristic_kernels_agree_with_the_reference_agents_on_the_light_rows() -
         ends, lens, costs = _light(rows)
         j = greedy_index(np.array([hand], np.int64), 0, len(hand), ends, lens, costs)
         assert hand[j] == ref_agents.greedy_card(hand, rows, [E.row_bullheads(r) for r in rows])
+
+
+def test_first_states_are_next_random_applied_once_to_key_xor_id() -> None:
+    from numba import njit
+
+    @njit
+    def advanced_once(key: np.uint64, ids: np.ndarray) -> np.ndarray:
+        rng = np.empty(ids.shape[0], np.uint64)
+        for b in range(ids.shape[0]):
+            rng[b] = key ^ np.uint64(ids[b])
+            rng[b] = K.next_random(rng, b)
+        return rng
+
+    ids = np.array([0, 1, 2, 7, 2**40, 2**62 + 3], np.int64)
+    key = np.uint64(0xDEADBEEFCAFEBABE)
+    got = K.first_states(key, ids)
+    assert got.dtype == np.uint64 and got.shape == (6,)
+    assert np.array_equal(got, advanced_once(key, ids))
+    assert len(set(got.tolist())) == 6
+    # the arena's streams: a hash of (tag, seed, id), the same for an id whatever the batch around it
+    assert np.array_equal(streams(DEAL_TAG, 5, np.array([3, 9]))[1:], streams(DEAL_TAG, 5, np.array([9])))
+

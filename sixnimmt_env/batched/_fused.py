@@ -24,7 +24,6 @@ from sixnimmt_env.batched.kernel import (
     cheapest_row,
     game_over,
     lowest_play,
-    next_random,
     play_turn,
     random_below,
     shuffle_deck,
@@ -33,16 +32,6 @@ from sixnimmt_env.batched.kernel import (
 )
 from sixnimmt_env.batched.kinds import HIGHEST, LOWEST, RANDOM
 from sixnimmt_env.engine import HAND_SIZE, NUM_CARDS, NUM_ROWS
-
-
-@njit(cache=True)
-def mix_streams(key: np.uint64, ids: np.ndarray) -> np.ndarray:
-    """``uint64 (len(ids),)``: one splitmix64 state per id, ``key ^ id`` advanced once."""
-    rng = np.empty(ids.shape[0], np.uint64)
-    for b in range(ids.shape[0]):
-        rng[b] = key ^ np.uint64(ids[b])
-        rng[b] = next_random(rng, b)
-    return rng
 
 
 @njit(cache=True, inline="always")

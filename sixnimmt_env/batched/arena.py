@@ -51,10 +51,10 @@ def spec_of(entry: object) -> str:
 
 def streams(tag: int, seed: int, ids: np.ndarray) -> np.ndarray:
     """``uint64`` generator states, one per id: a hash of ``(tag, seed, id)``, independent of any batch."""
-    from sixnimmt_env.batched._fused import mix_streams
+    from sixnimmt_env.batched.kernel import first_states
 
     key = np.random.SeedSequence([tag, seed]).generate_state(1, np.uint64)[0]
-    return mix_streams(key, np.asarray(ids, np.int64))
+    return first_states(key, ids)
 
 
 def load(config: GameConfig) -> None:
@@ -71,7 +71,6 @@ def load(config: GameConfig) -> None:
     play_chunk(
         config_vector(config), np.zeros((0, n), np.int8), none, none, np.zeros((0, n), np.int64), none.view(np.int64)
     )
-    streams(DEAL_TAG, 0, np.zeros(0, np.int64))
 
 
 def play_games(

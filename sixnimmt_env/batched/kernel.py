@@ -159,6 +159,16 @@ def next_random(rng: np.ndarray, b: int) -> np.uint64:
     return z ^ (z >> _S31)
 
 
+def first_states(key: np.uint64, ids: np.ndarray) -> np.ndarray:
+    """``uint64 (len(ids),)``: one generator state per id, ``key ^ id`` advanced once by :func:`next_random`'s
+    step and mixed (the returned 64 bits become the state). Plain numpy, so that no compiled function has to be
+    loaded for it; ``uint64`` arithmetic wraps around as in :func:`next_random`."""
+    z = (np.uint64(key) ^ np.asarray(ids, np.int64).astype(np.uint64)) + _GOLDEN
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    return z ^ (z >> _S31)
+
+
 @njit(cache=True, inline="always")
 def random_below(rng: np.ndarray, b: int, k: int) -> int:
     """A random integer in ``0..k-1`` from game ``b``'s generator (k <= 109; modulo bias below 1e-17)."""
