@@ -152,4 +152,3 @@ def test_first_states_are_next_random_applied_once_to_key_xor_id() -> None:
     assert len(set(got.tolist())) == 6
     # the arena's streams: a hash of (tag, seed, id), the same for an id whatever the batch around it
     assert np.array_equal(streams(DEAL_TAG, 5, np.array([3, 9]))[1:], streams(DEAL_TAG, 5, np.array([9])))
-
