@@ -170,7 +170,7 @@ def preload_plotting() -> None:
 
     fig = Figure(figsize=(2.0, 1.0), layout="constrained")
     ax = fig.subplots()
-    ax.barh([0], [1.0], xerr=[0.1], capsize=3, color="tab:red", ecolor="black")
+    ax.barh([0], [1.0], xerr=[0.1], capsize=3, color="tab:red")
     ax.set_title("0", fontsize=10)
     fig.savefig(io.BytesIO(), format="png", dpi=30)
 
@@ -195,12 +195,11 @@ def plot_results(results: dict[str, Any], path: str | Path) -> Path:
     fig = Figure(figsize=(9.0, max(3.2, height)), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2, sharey=True)
     means, ci = [_num(r["mean_penalty"]) for r in rows], [_num(r["ci95"]) for r in rows]
-    # explicit error-bar colours: matplotlib's default looks them up in the property cycle, slowly
-    ax1.barh(y, means, xerr=ci, capsize=3, color="tab:red", ecolor="black")
+    ax1.barh(y, means, xerr=ci, capsize=3, color="tab:red")
     ax1.set_xlabel("bullheads per round (lower is better)")
     ax1.set_title("mean penalty, 95% CI", fontsize=10)
     shares, wci = [_num(r["win_share"]) for r in rows], [_num(r["win_share_ci95"]) for r in rows]
-    ax2.barh(y, shares, xerr=wci, capsize=3, color="tab:green", ecolor="black")
+    ax2.barh(y, shares, xerr=wci, capsize=3, color="tab:green")
     ax2.axvline(1.0 / results["settings"]["num_players"], color="grey", linestyle="--", linewidth=1)
     ax2.set_xlabel("share of wins (dashed: 1 / players)")
     ax2.set_title("win share (ties split), 95% CI", fontsize=10)
