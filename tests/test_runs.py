@@ -436,10 +436,26 @@ def test_arena_ctrl_c_with_workers_is_short_and_leaves_no_folder(tmp_path: Path)
     )
     time.sleep(8)  # the workers are starting or playing
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: SIGINT to the whole process group
-    _, err = proc.communicate(timeout=60)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # leave nothing running behind a failed test
+        proc.communicate()
+        raise
     assert proc.returncode == 130
     assert err.strip().splitlines() == ["interrupted: no results written"]
     assert not out.exists()
+    # no process of the command is left (workers, plot helper; multiprocessing's resource tracker ends last)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("processes of the interrupted arena command were still running 15 s after it ended")
 
 
 def test_more_workers_than_cores_warns(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
