@@ -44,6 +44,7 @@ from sixnimmt_env.batched.agents import HeuristicPlayers, kind_codes
 from sixnimmt_env.batched.arena import play_games
 from sixnimmt_env.batched.core import SELECT
 from sixnimmt_env.engine import GameConfig
+from sixnimmt_env.observation import OBS_SIZE
 
 
 def _clock() -> float:
@@ -64,7 +65,7 @@ def random_play(batch_size: int, seconds: float) -> tuple[float, int]:
     n = config.num_players
     games = BatchedGames(config, batch_size, seed=0)
     players = HeuristicPlayers(games, kind_codes(["random"] * n), seed=1)
-    obs = np.empty((batch_size, n, 402), np.float32)
+    obs = np.empty((batch_size, n, OBS_SIZE), np.float32)
     masks = np.empty((batch_size, n, 109), np.int8)
     actions = np.zeros((batch_size, n), np.int64)
 

@@ -318,3 +318,24 @@ def test_batched_games_are_a_drop_in_for_the_arena_games() -> None:
     # duplicate: games 3k..3k+2 replay one deal with rotated seats; identical agents take identical penalties
     np.testing.assert_array_equal(pen[0::3], pen[1::3])
     assert not np.array_equal(pen[0::3][0], pen[0::3][1]) or not np.array_equal(pen[0::3][1], pen[0::3][2])
+
+
+def test_observe_and_legal_mask_refuse_an_output_array_they_would_overrun() -> None:
+    games = BatchedGames(GameConfig(num_players=4), 8, seed=0)
+    before = games.observe().copy()
+    with pytest.raises(ValueError, match=r"observe: out must be a float32 array of shape \(8, 4, 506\), got a "
+                       r"float32 array of shape \(8, 4, 402\)"):  # fmt: skip
+        games.observe(np.zeros((8, 4, 402), np.float32))
+    with pytest.raises(ValueError, match=r"observe: out must be a float32 array of shape \(8, 506\), got a float64"):
+        games.observe(np.zeros((8, OBS_SIZE)), seats=np.zeros(8, np.int64))
+    with pytest.raises(ValueError, match=r"legal_mask: out must be a int8 or bool array of shape \(8, 4, 109\)"):
+        games.legal_mask(np.zeros((8, 4, 108), np.int8))
+    with pytest.raises(ValueError, match=r"seats must be in 0\.\.3, got 4"):
+        games.observe(np.zeros((8, OBS_SIZE), np.float32), seats=np.full(8, 4))
+    with pytest.raises(ValueError, match=r"seats must have shape \(8,\), got \(3,\)"):
+        games.legal_mask(np.zeros((8, 109), np.int8), seats=np.zeros(3, np.int64))
+    np.testing.assert_array_equal(games.observe(), before)  # nothing was written or changed
+    out = np.zeros((8, 4, OBS_SIZE), np.float32)
+    assert games.observe(out) is out and out.any()
+    masks = games.legal_mask(np.zeros((8, 4, 109), np.bool_))
+    assert masks.dtype == np.bool_ and masks[:, :, :104].sum(axis=2).tolist() == [[10] * 4] * 8

@@ -84,6 +84,37 @@ def _step(
         step_game(S, cfg, b, actions, pen, deck, deals, deal_next, rng)
 
 
+def _output(out: np.ndarray | None, shape: tuple[int, ...], dtypes: tuple[type, ...], what: str) -> np.ndarray:
+    """``out``, checked to be an array of ``shape`` and one of ``dtypes`` that the compiled code may fill (a new
+    new one if ``None``, which the kernels fill entirely): they write without bounds checks.
+
+    Raises:
+        ValueError: naming ``what``, the shape and dtype expected and those given.
+    """
+    if out is None:
+        return np.empty(shape, dtypes[0])
+    if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype.type not in dtypes:
+        got = f"{out.dtype} array of shape {out.shape}" if isinstance(out, np.ndarray) else type(out).__name__
+        allowed = " or ".join(np.dtype(d).name for d in dtypes)
+        raise ValueError(f"{what}: out must be a {allowed} array of shape {shape}, got a {got}")
+    return out
+
+
+def _seats(seats: np.ndarray, batch_size: int, num_players: int) -> np.ndarray:
+    """``seats`` as ``int64 (batch_size,)`` of seats ``0..num_players-1``.
+
+    Raises:
+        ValueError: another shape, or a seat out of range (the kernels index with it unchecked).
+    """
+    seats = np.asarray(seats, np.int64)
+    if seats.shape != (batch_size,):
+        raise ValueError(f"seats must have shape ({batch_size},), got {seats.shape}")
+    if batch_size and (seats.min() < 0 or seats.max() >= num_players):
+        bad = seats[(seats < 0) | (seats >= num_players)][0]
+        raise ValueError(f"seats must be in 0..{num_players - 1}, got {int(bad)}")
+    return seats
+
+
 @njit(cache=True)
 def _observe_all(S: GameArrays, cfg: np.ndarray, out: np.ndarray) -> None:
     n = cfg[0]
@@ -388,11 +419,11 @@ class BatchedGames:
         """
         B, n = self.batch_size, self.num_players
         if seats is None:
-            out = np.empty((B, n, OBS_SIZE), np.float32) if out is None else out
+            out = _output(out, (B, n, OBS_SIZE), (np.float32,), "observe")
             _observe_all(self.arrays, self.cfg, out)
         else:
-            out = np.empty((B, OBS_SIZE), np.float32) if out is None else out
-            _observe_seats(self.arrays, self.cfg, np.asarray(seats, np.int64), out)
+            out = _output(out, (B, OBS_SIZE), (np.float32,), "observe")
+            _observe_seats(self.arrays, self.cfg, _seats(seats, B, n), out)
         return out
 
     def legal_mask(self, out: np.ndarray | None = None, seats: np.ndarray | None = None) -> np.ndarray:
@@ -407,11 +438,11 @@ class BatchedGames:
         """
         B, n = self.batch_size, self.num_players
         if seats is None:
-            out = np.empty((B, n, NUM_ACTIONS), np.int8) if out is None else out
+            out = _output(out, (B, n, NUM_ACTIONS), (np.int8, np.bool_), "legal_mask")
             _mask_all(self.arrays, self.cfg, out)
         else:
-            out = np.empty((B, NUM_ACTIONS), np.int8) if out is None else out
-            _mask_seats(self.arrays, self.cfg, np.asarray(seats, np.int64), out)
+            out = _output(out, (B, NUM_ACTIONS), (np.int8, np.bool_), "legal_mask")
+            _mask_seats(self.arrays, self.cfg, _seats(seats, B, n), out)
         return out
 
     def legal_mask_of(self, b: int, seat: int) -> np.ndarray:
