@@ -26,12 +26,14 @@ from numba import njit
 
 from sixnimmt_env.batched.kernel import (
     BULL,
+    C_LOGIC,
     CHOOSE_ROW,
     DONE,
     DRAFT,
     SELECT,
     GameArrays,
     config_vector,
+    encode_drafted,
     encode_public,
     encode_seat,
     is_legal,
@@ -128,6 +130,10 @@ def _observe_all(S: GameArrays, cfg: np.ndarray, out: np.ndarray) -> None:
                 o[i] = base[i]
         for s in range(n):
             encode_seat(S, cfg, b, s, out[b, s])
+    if cfg[C_LOGIC]:  # a pass of its own (see kernel.encode_drafted)
+        for b in range(out.shape[0]):
+            for s in range(n):
+                encode_drafted(S, cfg, b, s, out[b, s])
 
 
 @njit(cache=True)
@@ -137,6 +143,9 @@ def _observe_seats(S: GameArrays, cfg: np.ndarray, seats: np.ndarray, out: np.nd
         o[:] = 0.0
         encode_public(S, cfg, b, o)
         encode_seat(S, cfg, b, seats[b], o)
+    if cfg[C_LOGIC]:  # a pass of its own (see kernel.encode_drafted)
+        for b in range(out.shape[0]):
+            encode_drafted(S, cfg, b, seats[b], out[b])
 
 
 @njit(cache=True)

@@ -26,11 +26,13 @@ from numba import njit
 from sixnimmt_env.batched.agents import HeuristicPlayers, heuristic_game_actions
 from sixnimmt_env.batched.core import BatchedGames
 from sixnimmt_env.batched.kernel import (
+    C_LOGIC,
     C_N,
     DONE,
     SELECT,
     GameArrays,
     decides,
+    encode_drafted,
     encode_public,
     encode_seat,
     legal_mask,
@@ -101,6 +103,9 @@ def _observe_pairs(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.
         o[:] = 0.0
         encode_public(S, cfg, games[i], o)
         encode_seat(S, cfg, games[i], seats[i], o)
+    if cfg[C_LOGIC]:  # a pass of its own (see kernel.encode_drafted)
+        for i in range(games.shape[0]):
+            encode_drafted(S, cfg, games[i], seats[i], out[i])
 
 
 @njit(cache=True)

@@ -29,11 +29,13 @@ from numba import njit
 from sixnimmt_env.backends import OK, OVER, PENALTIES  # the step codes of every env backend
 from sixnimmt_env.batched.kernel import (
     BULL,
+    C_LOGIC,
     C_N,
     CHOOSE_ROW,
     DONE,
     GameArrays,
     config_vector,
+    encode_drafted,
     encode_public,
     encode_seat,
     is_legal,
@@ -250,6 +252,9 @@ def _outputs(S: GameArrays, cfg: np.ndarray, taken_at: np.ndarray, obs: np.ndarr
             o[i] = base[i]
     for s in range(n):
         encode_seat(S, cfg, 0, s, obs[s])
+    if cfg[C_LOGIC]:  # a pass of its own (see kernel.encode_drafted)
+        for s in range(n):
+            encode_drafted(S, cfg, 0, s, obs[s])
     masks[:] = 0
     for s in range(n):
         legal_mask(S, cfg, 0, s, masks[s])
