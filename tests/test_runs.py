@@ -430,6 +430,10 @@ def test_resume_falls_back_past_a_damaged_checkpoint_then_extends_the_run(tmp_pa
 def test_arena_ctrl_c_with_workers_is_short_and_leaves_no_folder(tmp_path: Path) -> None:
     out = tmp_path / "arena_out"
     args = [sys.executable, "-m", "sixnimmt_env.arena", "--agents", "mc:64,greedy,greedy,greedy"]
+    # a few games first: on a fresh clone numba compiles mc:64's rollouts (minutes on a loaded machine, and
+    # compiled code answers Ctrl-C only when it returns); only the answer to Ctrl-C is timed below
+    warm = subprocess.run([*args, "--games", "8", "--out", str(tmp_path / "warm"), "--quiet"], cwd=ROOT, timeout=900)
+    assert warm.returncode == 0
     args += ["--games", "100000", "--workers", "2", "--out", str(out), "--quiet"]
     proc = subprocess.Popen(
         args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
