@@ -416,7 +416,12 @@ def test_ctrl_c_saves_a_checkpoint(tmp_path: Path) -> None:
         proc.kill()
         pytest.fail(f"no checkpoint within 900 s: {proc.communicate()[1][-2000:]}")
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # leave nothing running behind a failed test
+        proc.communicate()
+        raise
     assert proc.returncode == 130, err[-2000:]
     assert "--resume" in err
     (run_dir,) = run_dirs
