@@ -30,3 +30,13 @@ def cache_tianshou_kernels() -> None:
         for value in vars(module).values():
             if isinstance(value, CPUDispatcher):
                 value.enable_caching()
+
+
+def like_a_terminal() -> None:
+    """``preexec_fn`` for a command that a test interrupts with SIGINT: start it with SIGINT's default action and
+    unblocked, as a shell in a terminal does. A child inherits an ignored or blocked SIGINT from the test process
+    (some library a test used may have left it so), and then Python never raises ``KeyboardInterrupt``."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from conftest import like_a_terminal
 from sb3_contrib import MaskablePPO
 
 from sixnimmt_env.arena import main as arena_main
@@ -436,7 +437,13 @@ def test_arena_ctrl_c_with_workers_is_short_and_leaves_no_folder(tmp_path: Path)
     assert warm.returncode == 0
     args += ["--games", "100000", "--workers", "2", "--out", str(out), "--quiet"]
     proc = subprocess.Popen(
-        args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        args,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=like_a_terminal,
     )
     time.sleep(8)  # the workers are starting or playing
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: SIGINT to the whole process group

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from conftest import like_a_terminal
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks
 from stable_baselines3.common.monitor import Monitor
@@ -404,7 +405,7 @@ def test_train_refuses_a_bad_config_before_starting(tmp_path: Path) -> None:
 def test_ctrl_c_saves_a_checkpoint(tmp_path: Path) -> None:
     args = [sys.executable, "-m", "training.train", str(SMOKE), "--no-progress"]
     args += ["--set", f"train.output_dir={tmp_path}", "--set", "train.total_timesteps=10000000"]
-    proc = subprocess.Popen(args, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(args, cwd=ROOT, stderr=subprocess.PIPE, text=True, preexec_fn=like_a_terminal)
     run_dirs: list[Path] = []
     # training has begun once the first periodic checkpoint exists; on a fresh clone numba compiles first, which
     # takes minutes on a loaded machine: wait for it, and time only the answer to Ctrl-C
