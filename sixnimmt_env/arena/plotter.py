@@ -65,9 +65,8 @@ class PlotProcess:
             proc.kill()
             proc.wait()
             raise RuntimeError(f"the plot process did not draw {str(path)!r} within {timeout:.0f} s") from None
-        except BrokenPipeError:  # it ended before reading the request
-            err = proc.stderr.read() if proc.stderr is not None else b""
-            proc.wait()
+        # a helper that ended before reading the request is no exception here (communicate ignores the broken
+        # pipe): its exit status and error output tell
         if proc.returncode != 0:
             text = err.decode(errors="replace").strip()
             raise RuntimeError(f"the plot process failed drawing {str(path)!r} (exit {proc.returncode}): {text}")

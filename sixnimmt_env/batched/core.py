@@ -88,7 +88,7 @@ def _step(
 
 def _output(out: np.ndarray | None, shape: tuple[int, ...], dtypes: tuple[type, ...], what: str) -> np.ndarray:
     """``out``, checked to be an array of ``shape`` and one of ``dtypes`` that the compiled code may fill (a new
-    new one if ``None``, which the kernels fill entirely): they write without bounds checks.
+    one if ``None``, which the kernels fill entirely): they write without bounds checks.
 
     Raises:
         ValueError: naming ``what``, the shape and dtype expected and those given.
