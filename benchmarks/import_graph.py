@@ -44,7 +44,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("observation", ("sixnimmt_env.observation", "sixnimmt_env.render", "sixnimmt_env.backends")),
-    ("kernel", ("sixnimmt_env.batched.kernel",)),
+    ("kernel", ("sixnimmt_env.batched.params", "sixnimmt_env.batched.kernel")),
     ("batched", ("sixnimmt_env.batched", "sixnimmt_env.batched.*", "sixnimmt_env.card_features")),
     ("env-backends", ("sixnimmt_env.backends.*",)),
     ("agents", ("sixnimmt_env.agents", "sixnimmt_env.champion")),

@@ -119,7 +119,7 @@ def play_chunk(
             if cfg[C_LOGIC]:
                 _draft_round(cfg, kinds, g, played % n, hand, display, ends, lens, costs, agent_rng)
             else:
-                shuffle_deck(deck, size, deal_rng, g)
+                shuffle_deck(deck, size, k_dealt + NUM_ROWS, deal_rng, g)
                 sort_hands(deck, n)
                 for s in range(n):
                     for j in range(HAND_SIZE):

@@ -7,7 +7,8 @@ or ``greedy`` agent) in ONE compiled call, :func:`play_chunk`: for each game it 
 what :mod:`sixnimmt_env.arena` needs: per-seat penalties, rounds played and the listed agent position of every
 seat. The arena's pool (:func:`sixnimmt_env.arena.pool.batched_games`) calls it when every agent of the run has a
 batched version (:func:`supports`). The compiled code is cached on disk (numba ``cache=True``): after the first
-run, a new process loads it instead of compiling.
+run, a new process loads it instead of compiling; where the ahead-of-time extension is built
+(:mod:`sixnimmt_env.batched.aot`), the same loop is imported from it without loading numba.
 
 Reproducibility: game ``g`` depends on ``(seed, g)`` only, as in the reference path, but its deals and the
 random agents' choices come from the kernel's splitmix64 streams (seeded from ``(DEAL_TAG, seed, deal)`` and
@@ -16,17 +17,18 @@ reference path for the same seed, with the same rules and the same agents. The g
 :class:`~sixnimmt_env.batched.core.BatchedGames` stepped with
 :class:`~sixnimmt_env.batched.agents.HeuristicPlayers` plays from the same streams (tested).
 
-Importing this module is cheap (numpy only): numba and the kernels are loaded by the first :func:`play_games` (or
-by :func:`load`).
+Importing this module is cheap (numpy only): the compiled loop is loaded by the first :func:`play_games` (or by
+:func:`load`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from sixnimmt_env.batched.kinds import EXACT_AGENT_CLASSES, KINDS
+from sixnimmt_env.batched.params import config_vector, first_states
 from sixnimmt_env.engine import GameConfig
 from sixnimmt_env.seeding import AGENT_TAG, DEAL_TAG
 
@@ -51,24 +53,33 @@ def spec_of(entry: object) -> str:
 
 def streams(tag: int, seed: int, ids: np.ndarray) -> np.ndarray:
     """``uint64`` generator states, one per id: a hash of ``(tag, seed, id)``, independent of any batch."""
-    from sixnimmt_env.batched.kernel import first_states
-
     key = np.random.SeedSequence([tag, seed]).generate_state(1, np.uint64)[0]
     return first_states(key, ids)
+
+
+def chunk_loop() -> Callable[..., None]:
+    """The compiled ``play_chunk``: the ahead-of-time extension if it is built from these sources
+    (:func:`sixnimmt_env.batched.aot.loop`; no numba import), else numba's just-in-time version (cached on disk)."""
+    from sixnimmt_env.batched.aot import loop
+
+    compiled = loop()
+    if compiled is not None:
+        return compiled
+    from sixnimmt_env.batched._fused import play_chunk
+
+    return play_chunk
 
 
 def load(config: GameConfig) -> None:
     """Load the compiled loop for ``config``'s player count without playing a game.
 
-    It reads numba's cache on disk (or compiles, the first time), as the first :func:`play_games` would: worker
-    processes forked afterwards (:func:`sixnimmt_env.arena.pool.play_all`) start with it loaded.
+    It imports the ahead-of-time extension, or reads numba's cache on disk (or compiles, the first time), as the
+    first :func:`play_games` would: worker processes forked afterwards (:func:`sixnimmt_env.arena.pool.play_all`)
+    start with it loaded.
     """
-    from sixnimmt_env.batched._fused import play_chunk
-    from sixnimmt_env.batched.kernel import config_vector
-
     n = config.num_players
     none = np.zeros(0, np.uint64)
-    play_chunk(
+    chunk_loop()(
         config_vector(config), np.zeros((0, n), np.int8), none, none, np.zeros((0, n), np.int64), none.view(np.int64)
     )
 
@@ -112,12 +123,9 @@ def play_games(
     if (kinds_of < 0).any():
         bad = [spec_of(s) for s, k in zip(specs, kinds_of, strict=True) if k < 0]
         raise ValueError(f"agents {bad} have no batched version; batched agents: {', '.join(KINDS)}")
-    from sixnimmt_env.batched._fused import play_chunk
-    from sixnimmt_env.batched.kernel import config_vector
-
     penalties = np.zeros((count, n), np.int64)
     rounds = np.zeros(count, np.int64)
-    play_chunk(
+    chunk_loop()(
         config_vector(config),
         np.ascontiguousarray(kinds_of[tables]),
         streams(DEAL_TAG, seed, games // n if duplicate else games),

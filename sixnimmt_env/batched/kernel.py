@@ -48,10 +48,13 @@ write the observation (:mod:`sixnimmt_env.observation`'s layout).
 **Compiled-code cache.** Every function is compiled with ``cache=True`` and the kernel's functions are inlined into
 their callers (``inline="always"``). Numba checks a cached function against its own source file only, so after
 editing this module delete the caches (``find sixnimmt_env training -name '*.nb[ic]' -delete``) or the callers
-in other modules keep running the old inlined code.
+in other modules keep running the old inlined code. The arena's loop is also built ahead of time
+(:mod:`sixnimmt_env.batched.aot`): an edited kernel is played through the just-in-time path until
+``python -m sixnimmt_env.batched.aot`` builds it again.
 
 **Random numbers.** Each game draws from its own splitmix64 counter (:func:`next_random`, :func:`random_below`),
-a ``uint64`` per game, so a game's deals do not depend on the batch it is played in.
+a ``uint64`` per game, so a game's deals do not depend on the batch it is played in. A bounded draw is
+the high word of a product (no division); a deal draws only the cards it deals (:func:`shuffle_deck`).
 """
 
 from __future__ import annotations
@@ -61,6 +64,30 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from sixnimmt_env.batched.params import (  # re-exported: the kernel's public API
+    C_CHEAPEST,
+    C_DECK,
+    C_END_SCORE,
+    C_LOGIC,
+    C_MAX_ROUNDS,
+    C_MORE_THAN,
+    C_N,
+    C_ROUND_EPISODE,
+    GOLDEN,
+    LOW32,
+    MIX1,
+    MIX2,
+    S27,
+    S30,
+    S31,
+    S32,
+)
+from sixnimmt_env.batched.params import (
+    config_vector as config_vector,
+)
+from sixnimmt_env.batched.params import (
+    first_states as first_states,
+)
 from sixnimmt_env.engine import (
     BULLHEADS,
     HAND_SIZE,
@@ -69,7 +96,6 @@ from sixnimmt_env.engine import (
     NUM_ROWS,
     ROW_ACTION,
     ROW_LIMIT,
-    GameConfig,
 )
 from sixnimmt_env.observation import OBS_SIZE, SLICES
 
@@ -78,23 +104,6 @@ SELECT, CHOOSE_ROW, DRAFT, DONE = 0, 1, 2, 3
 
 BULL = np.array(BULLHEADS, dtype=np.int32)
 """``BULL[c]``: bullheads of card c (R2); index 0 is 0."""
-
-C_N, C_DECK, C_LOGIC, C_CHEAPEST, C_END_SCORE, C_MORE_THAN, C_MAX_ROUNDS, C_ROUND_EPISODE = range(8)
-"""Entries of the ``int64`` config vector (:func:`config_vector`)."""
-
-
-def config_vector(config: GameConfig) -> np.ndarray:
-    """The rules of ``config`` as an ``int64 (8,)`` vector for the kernels (entries ``C_*``; -1 for ``None``)."""
-    cfg = np.zeros(8, np.int64)
-    cfg[C_N] = config.num_players
-    cfg[C_DECK] = config.deck_size
-    cfg[C_LOGIC] = config.variant == "logic"
-    cfg[C_CHEAPEST] = config.row_choice == "cheapest"
-    cfg[C_END_SCORE] = -1 if config.end_score is None else config.end_score
-    cfg[C_MORE_THAN] = config.end_rule == "more_than"
-    cfg[C_MAX_ROUNDS] = -1 if config.max_rounds is None else config.max_rounds
-    cfg[C_ROUND_EPISODE] = config.episode == "round"
-    return cfg
 
 
 class GameArrays(NamedTuple):
@@ -143,36 +152,25 @@ def new_arrays(batch_size: int, num_players: int) -> GameArrays:
 
 # --------------------------------------------------------------------------- random numbers
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
-
 
 @njit(cache=True, inline="always")
 def next_random(rng: np.ndarray, b: int) -> np.uint64:
     """Advance game ``b``'s splitmix64 counter and return 64 random bits."""
-    rng[b] += _GOLDEN
+    rng[b] += GOLDEN
     z = rng[b]
-    z = (z ^ (z >> _S30)) * _MIX1
-    z = (z ^ (z >> _S27)) * _MIX2
-    return z ^ (z >> _S31)
-
-
-def first_states(key: np.uint64, ids: np.ndarray) -> np.ndarray:
-    """``uint64 (len(ids),)``: one generator state per id, ``key ^ id`` advanced once by :func:`next_random`'s
-    step and mixed (the returned 64 bits become the state). Plain numpy, so that no compiled function has to be
-    loaded for it; ``uint64`` arithmetic wraps around as in :func:`next_random`."""
-    z = (np.uint64(key) ^ np.asarray(ids, np.int64).astype(np.uint64)) + _GOLDEN
-    z = (z ^ (z >> _S30)) * _MIX1
-    z = (z ^ (z >> _S27)) * _MIX2
-    return z ^ (z >> _S31)
+    z = (z ^ (z >> S30)) * MIX1
+    z = (z ^ (z >> S27)) * MIX2
+    return z ^ (z >> S31)
 
 
 @njit(cache=True, inline="always")
 def random_below(rng: np.ndarray, b: int, k: int) -> int:
-    """A random integer in ``0..k-1`` from game ``b``'s generator (k <= 109; modulo bias below 1e-17)."""
-    return np.int64(next_random(rng, b) % np.uint64(k))
+    """A random integer in ``0..k-1`` from game ``b``'s generator: ``floor(x k / 2**64)`` of its next 64 random bits
+    ``x`` (multiply and shift, no division; for k <= 109 the bias is below 1e-17)."""
+    x = next_random(rng, b)
+    kk = np.uint64(k)
+    high = (x >> S32) * kk + (((x & LOW32) * kk) >> S32)
+    return np.int64(high >> S32)
 
 
 # --------------------------------------------------------------------------- rows (R7-R9)
@@ -324,12 +322,13 @@ def sort_small(a: np.ndarray, k: int) -> None:
 
 
 @njit(cache=True, inline="always")
-def shuffle_deck(deck: np.ndarray, size: int, rng: np.ndarray, b: int) -> None:
-    """``deck[:size]`` = a uniform permutation of the cards 1..size (Fisher-Yates from game ``b``'s stream)."""
+def shuffle_deck(deck: np.ndarray, size: int, count: int, rng: np.ndarray, b: int) -> None:
+    """``deck[:count]`` = the first ``count`` cards of a uniform permutation of the cards 1..size (the first
+    ``count`` steps of a Fisher-Yates shuffle from game ``b``'s stream: one draw per card dealt)."""
     for i in range(size):
         deck[i] = i + 1
-    for i in range(size - 1, 0, -1):
-        j = random_below(rng, b, i + 1)
+    for i in range(count):
+        j = i + random_below(rng, b, size - i)
         deck[i], deck[j] = deck[j], deck[i]
 
 
@@ -411,7 +410,7 @@ def deal(
             deck[i] = deals[b, d, i]
         deal_next[b] = d + 1
     else:
-        shuffle_deck(deck, size, rng, b)
+        shuffle_deck(deck, size, k + NUM_ROWS, rng, b)
     sort_hands(deck, n)
     for s in range(n):
         for j in range(HAND_SIZE):

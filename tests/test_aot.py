@@ -1,0 +1,128 @@
+"""The arena's ahead-of-time compiled loop (sixnimmt_env/batched/aot.py) against numba's just-in-time one, and the
+kernel's random draws it deals with."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_kernel import CONFIGS
+
+from sixnimmt_env import engine as E
+from sixnimmt_env.batched import aot
+from sixnimmt_env.batched.kinds import KINDS
+from sixnimmt_env.batched.params import config_vector, first_states
+
+
+def test_the_install_built_the_extension_from_these_sources() -> None:
+    """``make install`` (setup.py) builds it; a missing or stale extension would put the arena on the slow path."""
+    module = importlib.import_module(aot.MODULE)
+    assert module.build_key() == aot.source_key(), "stale extension: python -m sixnimmt_env.batched.aot rebuilds it"
+    assert aot.loop() is module.play_chunk
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"{c.num_players}p-{c.variant}-{c.row_choice}-{c.episode}")
+def test_ahead_of_time_loop_plays_the_games_of_the_just_in_time_loop(config: E.GameConfig) -> None:
+    from sixnimmt_env.batched._fused import play_chunk as jit_loop
+
+    n, games = config.num_players, 400
+    rng = np.random.default_rng(n)
+    kinds = rng.integers(0, len(KINDS), size=(games, n)).astype(np.int8)
+    outputs = []
+    for loop in (aot.loop(), jit_loop):
+        deal_rng = first_states(np.uint64(11), np.arange(games))
+        agent_rng = first_states(np.uint64(12), np.arange(games))
+        penalties, rounds = np.zeros((games, n), np.int64), np.zeros(games, np.int64)
+        loop(config_vector(config), kinds, deal_rng, agent_rng, penalties, rounds)
+        outputs.append((penalties, rounds, deal_rng, agent_rng))
+    for ahead, just in zip(*outputs, strict=True):
+        np.testing.assert_array_equal(ahead, just)
+    penalties, rounds = outputs[0][:2]
+    assert (rounds >= 1).all() and penalties.sum() > 0
+    if config.episode == "round":
+        assert (rounds == 1).all()
+
+
+def test_a_stale_extension_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built from other sources (an edited kernel): ``loop()`` is None and the arena plays the just-in-time loop."""
+    from sixnimmt_env.batched import arena
+    from sixnimmt_env.batched._fused import play_chunk as jit_loop
+
+    monkeypatch.setattr(aot, "_loaded", [])
+    monkeypatch.setattr(aot, "source_key", lambda: -1)
+    assert aot.loop() is None
+    assert arena.chunk_loop() is jit_loop
+    monkeypatch.setattr(aot, "_loaded", [])
+    monkeypatch.setattr(aot, "MODULE", "sixnimmt_env.batched._no_such_extension")
+    assert aot.loop() is None
+
+
+def test_the_arena_command_plays_without_loading_numba(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from sixnimmt_env.arena.cli import main\n"
+        "main(['--agents', 'greedy,lowest,random,random', '--games', '2000', '--workers', '2', '--quiet',"
+        f" '--out', {str(tmp_path)!r}])\n"
+        "print('numba loaded:', 'numba' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.splitlines()[-1] == "numba loaded: False"
+    assert json.loads((tmp_path / "results.json").read_text())["games"] == 2000
+
+
+def test_random_below_is_the_high_word_of_the_product() -> None:
+    """random_below(k) == floor(x * k / 2**64) of the stream's next 64 bits x, computed with Python integers."""
+    from numba import njit
+
+    from sixnimmt_env.batched.kernel import next_random, random_below
+
+    @njit
+    def draws(rng: np.ndarray, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        bits = np.zeros(len(ks), np.uint64)
+        below = np.zeros(len(ks), np.int64)
+        copy = rng.copy()
+        for i in range(len(ks)):
+            bits[i] = next_random(copy, 0)
+            below[i] = random_below(rng, 0, ks[i])
+        return bits, below
+
+    ks = np.random.default_rng(3).integers(1, 110, size=5000)
+    bits, below = draws(np.array([12345], np.uint64), ks)
+    assert [int(b) * int(k) >> 64 for b, k in zip(bits, ks, strict=True)] == below.tolist()
+    assert ((below >= 0) & (below < ks)).all()
+
+
+def test_dealt_cards_are_uniform_and_distinct() -> None:
+    """shuffle_deck's first count cards: distinct cards of 1..size, each card equally likely in the first slot."""
+    from numba import njit
+
+    from sixnimmt_env.batched.kernel import shuffle_deck
+
+    @njit
+    def firsts(rng: np.ndarray, trials: int, size: int, count: int) -> tuple[np.ndarray, int]:
+        deck = np.zeros(104, np.int64)
+        counts = np.zeros((count, size + 1), np.int64)
+        bad = 0
+        for t in range(trials):
+            shuffle_deck(deck, size, count, rng, t)
+            seen = np.zeros(size + 1, np.bool_)
+            for i in range(count):
+                c = deck[i]
+                if c < 1 or c > size or seen[c]:
+                    bad += 1
+                seen[c] = True
+                counts[i, c] += 1
+        return counts, bad
+
+    trials, size, count = 104_000, 104, 44
+    counts, bad = firsts(first_states(np.uint64(7), np.arange(trials)), trials, size, count)
+    assert bad == 0
+    for slot in (0, count - 1):  # chi-square over 104 cards, 103 degrees of freedom: 99.9 % quantile ~ 155
+        observed = counts[slot, 1:]
+        expected = trials / size
+        assert ((observed - expected) ** 2 / expected).sum() < 155
