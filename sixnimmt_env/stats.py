@@ -13,7 +13,7 @@ import numpy as np
 Z95 = NormalDist().inv_cdf(0.975)
 """Two-sided 95% normal quantile (1.959964...)."""
 
-__all__ = ["Z95", "fractional_ranks", "mean_ci95", "win_shares"]
+__all__ = ["Z95", "fractional_ranks", "mean_ci95", "mean_ranks", "win_shares"]
 
 
 def mean_ci95(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -35,7 +35,12 @@ def mean_ci95(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     x = np.asarray(values, dtype=np.float64)
     if x.ndim not in (1, 2) or x.shape[0] < 2:
         raise ValueError(f"a 95% interval needs at least 2 samples (rows), got shape {x.shape}")
-    return x.mean(axis=0), Z95 * x.std(axis=0, ddof=1) / np.sqrt(x.shape[0])
+    cols = np.ascontiguousarray(x.T)  # one contiguous row per column: numpy reduces along a row fastest
+    mean = cols.mean(axis=-1)
+    dev = cols - mean[..., None]
+    np.square(dev, out=dev)
+    std = np.sqrt(dev.sum(axis=-1) / (x.shape[0] - 1))
+    return mean, Z95 * std / np.sqrt(x.shape[0])
 
 
 def win_shares(penalties: np.ndarray) -> np.ndarray:
@@ -79,3 +84,25 @@ def fractional_ranks(penalties: np.ndarray) -> np.ndarray:
         twice += other < p
         twice += other <= p
     return (twice + 1) / 2.0
+
+
+def mean_ranks(penalties: np.ndarray) -> np.ndarray:
+    """Each player's mean fractional rank over the games: ``fractional_ranks(penalties).mean(axis=0)``, counted
+    pair by pair without the per-game array.
+
+    Player ``i``'s rank in a game is ``1 + #{j: p_j < p_i} + #{j != i: p_j == p_i} / 2``.
+
+    Args:
+        penalties: shape ``(games, players)``, ``games >= 1``.
+
+    Returns:
+        Shape ``(players,)``, ``float64``, each in ``1..players``.
+    """
+    cols = np.ascontiguousarray(np.asarray(penalties).T)
+    games, players = cols.shape[1], cols.shape[0]
+    twice = np.zeros(players, np.int64)  # sum over games of 2 * below + (equal - 1), equal counting i itself
+    for i in range(players):
+        for j in range(players):
+            if j != i:
+                twice[i] += 2 * np.count_nonzero(cols[j] < cols[i]) + np.count_nonzero(cols[j] == cols[i])
+    return 1.0 + twice / (2.0 * games)

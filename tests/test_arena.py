@@ -11,7 +11,7 @@ import pytest
 from sixnimmt_env import engine as E
 from sixnimmt_env.agents import make_agent
 from sixnimmt_env.arena import main, markdown_table, play_game, run_arena, run_league, seat_positions
-from sixnimmt_env.stats import Z95, fractional_ranks, mean_ci95, win_shares
+from sixnimmt_env.stats import Z95, fractional_ranks, mean_ci95, mean_ranks, win_shares
 
 HEURISTIC_TABLE = "greedy,lowest,random,random"
 
@@ -39,6 +39,15 @@ def test_win_shares_split_ties():
 def test_fractional_ranks_share_tied_places():
     ranks = fractional_ranks(np.array([[0, 0, 5, 3], [4, 2, 2, 2], [1, 2, 3, 4], [6, 6, 6, 6]]))
     assert ranks.tolist() == [[1.5, 1.5, 4, 3], [4, 2, 2, 2], [1, 2, 3, 4], [2.5, 2.5, 2.5, 2.5]]
+
+
+def test_mean_ranks_are_the_mean_fractional_ranks():
+    games = np.array([[0, 0, 5, 3], [4, 2, 2, 2], [1, 2, 3, 4], [6, 6, 6, 6]])
+    assert mean_ranks(games).tolist() == [9 / 4, 8 / 4, 11.5 / 4, 11.5 / 4]
+    rng = np.random.default_rng(3)
+    for n in (2, 5, 10):
+        penalties = rng.integers(0, 8, size=(3000, n))
+        np.testing.assert_allclose(mean_ranks(penalties), fractional_ranks(penalties).mean(axis=0), atol=1e-12)
 
 
 # --------------------------------------------------------------------------- seats and games

@@ -103,12 +103,12 @@ def test_fit_learns_the_teacher(tmp_path: Path) -> None:
     from training.policy import CardPolicy
     from training.vec_env import SixNimmtVecEnv
 
-    labels = label_positions(CONFIG, 3000, 16, batch_size=32, seed=1)
+    labels = label_positions(CONFIG, 6000, 16, batch_size=32, seed=1)  # 3,000 gave a held-out part too noisy
     env = SixNimmtVecEnv(1, seed=0, num_players=4, episode="round", row_choice="player")
     model = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [64, 64]}, seed=0, n_steps=16, batch_size=16)
     before = fit_policy(model.policy, labels, epochs=0, batch_size=256, log=lambda _: None)
     after = fit_policy(model.policy, labels, epochs=15, batch_size=256, learning_rate=3e-3, log=lambda _: None)
-    # held-out figures (measured: cross-entropy 1.66 -> 1.61, agreement 0.18 -> 0.31, value RMSE 11.8 -> 7.0)
+    # held-out figures (measured: cross-entropy 1.66 -> 1.57, agreement 0.20 -> 0.32, value RMSE 13.1 -> 6.4)
     assert after["cross_entropy"] < before["cross_entropy"] - 0.03
     assert after["agreement"] > before["agreement"] + 0.08
     assert after["value_rmse"] < before["value_rmse"] - 2.0

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from sixnimmt_env.engine import GameConfig
-from sixnimmt_env.stats import fractional_ranks, mean_ci95, win_shares
+from sixnimmt_env.stats import fractional_ranks, mean_ci95, mean_ranks, win_shares
 
 __all__ = ["arena_rows", "by_position", "league_rows", "settings"]
 
@@ -46,7 +46,7 @@ def arena_rows(
     games, n = penalties.shape
     per_round = penalties / rounds[:, None]
     wins = win_shares(penalties)
-    ranks = fractional_ranks(penalties)
+    ranks = mean_ranks(penalties)
 
     def units(x: np.ndarray) -> np.ndarray:
         return x.reshape(games // n, n, -1).mean(axis=1) if duplicate else x
@@ -64,7 +64,7 @@ def arena_rows(
             "ci95": float(ci[p]),
             "win_share": float(win_mean[p]),
             "win_share_ci95": float(win_ci[p]),
-            "mean_rank": float(ranks[:, p].mean()),
+            "mean_rank": float(ranks[p]),
         }
         if episode == "game":
             row["mean_penalty_per_game"] = float(gmean[p])
