@@ -103,7 +103,7 @@ def test_fit_learns_the_teacher(tmp_path: Path) -> None:
     from training.policy import CardPolicy
     from training.vec_env import SixNimmtVecEnv
 
-    labels = label_positions(CONFIG, 6000, 16, batch_size=32, seed=1)  # 3,000 gave a held-out part too noisy
+    labels = label_positions(CONFIG, 6000, 16, batch_size=32, seed=1)  # a held-out part large enough for the margins
     env = SixNimmtVecEnv(1, seed=0, num_players=4, episode="round", row_choice="player")
     model = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [64, 64]}, seed=0, n_steps=16, batch_size=16)
     before = fit_policy(model.policy, labels, epochs=0, batch_size=256, log=lambda _: None)
