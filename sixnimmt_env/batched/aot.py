@@ -4,10 +4,10 @@
 compiled by numba either just in time, from numba's disk cache (importing numba and loading the cached code costs
 about a second per process), or ahead of time by ``numba.pycc`` into the extension module
 ``sixnimmt_env.batched._arena_aot``, which a process imports in milliseconds. It is the same Python source compiled
-by the same compiler: the two give the same games (``tests/test_aot.py``).
+by numba (at install, by the numba of the build environment): the two give the same games (``tests/test_aot.py``).
 
-The extension is built when the package is installed (``setup.py``; it needs numba and a C compiler, and the
-install goes on without it if the build fails) or by hand::
+The extension is built when the package is installed (``setup.py``; it needs numba and a C/C++ compiler, and
+the install goes on without it if the build fails) or by hand::
 
     python -m sixnimmt_env.batched.aot          # builds it in place, beside this file
 
@@ -24,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 """The ``sixnimmt_env`` package directory."""
 
@@ -38,12 +40,25 @@ SOURCES = (
     "batched/kernel.py",
     "batched/agents.py",
     "batched/_fused.py",
+    "batched/aot.py",
 )
-"""The files (relative to :data:`PACKAGE_DIR`) whose code the extension compiles, directly or inlined."""
+"""The files (relative to :data:`PACKAGE_DIR`) whose code the extension compiles, directly or inlined, and this
+one (its signature and build settings)."""
 
 SIGNATURE = "void(int64[::1], int8[:, ::1], uint64[::1], uint64[::1], int64[:, ::1], int64[::1])"
 """``play_chunk``'s argument types: ``cfg``, ``kinds``, ``deal_rng``, ``agent_rng``, ``penalties``, ``rounds``
 (C-contiguous arrays; :func:`sixnimmt_env.batched._fused.play_chunk` documents them)."""
+
+ARGUMENTS = (
+    ("cfg", np.int64, 1),
+    ("kinds", np.int8, 2),
+    ("deal_rng", np.uint64, 1),
+    ("agent_rng", np.uint64, 1),
+    ("penalties", np.int64, 2),
+    ("rounds", np.int64, 1),
+)
+""":data:`SIGNATURE` as ``(name, dtype, ndim)``, checked before every call: the compiled entry point reads the
+arrays' memory as these types without a check of its own."""
 
 _loaded: list[Callable[..., None] | None] = []
 
@@ -58,18 +73,42 @@ def source_key() -> int:
 
 
 def loop() -> Callable[..., None] | None:
-    """The ahead-of-time ``play_chunk``, or ``None`` if the extension is not built or was built from other sources.
+    """The ahead-of-time ``play_chunk`` (with its arguments checked, :func:`checked`), or ``None`` if the extension
+    is not built, cannot be loaded, or was built from other sources.
 
     Decided once per process; importing the extension does not import numba.
     """
     if not _loaded:
         try:
             module: Any = importlib.import_module(MODULE)
-        except ImportError:
-            _loaded.append(None)
-        else:
-            _loaded.append(module.play_chunk if module.build_key() == source_key() else None)
+            current = module.build_key() == source_key()
+        except (ImportError, OSError, AttributeError):  # not built, a source file missing, not our extension
+            current = False
+        _loaded.append(checked(module.play_chunk) if current else None)
     return _loaded[0]
+
+
+def checked(compiled: Callable[..., None]) -> Callable[..., None]:
+    """``compiled`` behind a check of its arguments against :data:`ARGUMENTS`.
+
+    Raises (from the returned function):
+        TypeError: naming the argument, for a wrong count, dtype, dimension, a non-contiguous or read-only array.
+    """
+
+    def play_chunk(*args: np.ndarray) -> None:
+        if len(args) != len(ARGUMENTS):
+            raise TypeError(f"play_chunk takes {len(ARGUMENTS)} arrays, got {len(args)}")
+        for arg, (name, dtype, ndim) in zip(args, ARGUMENTS, strict=True):
+            ok = isinstance(arg, np.ndarray) and arg.dtype == dtype and arg.ndim == ndim
+            if not (ok and arg.flags.c_contiguous and arg.flags.writeable):
+                got = f"{arg.dtype} {arg.shape}" if isinstance(arg, np.ndarray) else type(arg).__name__
+                raise TypeError(
+                    f"play_chunk: {name} must be a writable C-contiguous {np.dtype(dtype).name} array with "
+                    f"{ndim} dimension(s), got {got}"
+                )
+        compiled(*args)
+
+    return play_chunk
 
 
 def compiler(output_dir: Path | None = None) -> Any:

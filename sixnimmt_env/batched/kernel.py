@@ -47,7 +47,8 @@ write the observation (:mod:`sixnimmt_env.observation`'s layout).
 
 **Compiled-code cache.** Every function is compiled with ``cache=True`` and the kernel's functions are inlined into
 their callers (``inline="always"``). Numba checks a cached function against its own source file only, so after
-editing this module delete the caches (``find sixnimmt_env training -name '*.nb[ic]' -delete``) or the callers
+editing this module (or the constants it inlines: :mod:`.params`, :mod:`.kinds`, :mod:`sixnimmt_env.engine`)
+delete the caches (``find sixnimmt_env training -name '*.nb[ic]' -delete``) or the callers
 in other modules keep running the old inlined code. The arena's loop is also built ahead of time
 (:mod:`sixnimmt_env.batched.aot`): an edited kernel is played through the just-in-time path until
 ``python -m sixnimmt_env.batched.aot`` builds it again.
@@ -165,8 +166,9 @@ def next_random(rng: np.ndarray, b: int) -> np.uint64:
 
 @njit(cache=True, inline="always")
 def random_below(rng: np.ndarray, b: int, k: int) -> int:
-    """A random integer in ``0..k-1`` from game ``b``'s generator: ``floor(x k / 2**64)`` of its next 64 random bits
-    ``x`` (multiply and shift, no division; for k <= 109 the bias is below 1e-17)."""
+    """A random integer in ``0..k-1`` from game ``b``'s generator, ``1 <= k <= 2**32``: ``floor(x k / 2**64)`` of its
+    next 64 random bits ``x`` (multiply and shift, no division; exact for such k; for k <= 109 the bias is below
+    1e-17)."""
     x = next_random(rng, b)
     kk = np.uint64(k)
     high = (x >> S32) * kk + (((x & LOW32) * kk) >> S32)
@@ -324,7 +326,8 @@ def sort_small(a: np.ndarray, k: int) -> None:
 @njit(cache=True, inline="always")
 def shuffle_deck(deck: np.ndarray, size: int, count: int, rng: np.ndarray, b: int) -> None:
     """``deck[:count]`` = the first ``count`` cards of a uniform permutation of the cards 1..size (the first
-    ``count`` steps of a Fisher-Yates shuffle from game ``b``'s stream: one draw per card dealt)."""
+    ``count`` steps of a Fisher-Yates shuffle from game ``b``'s stream: one draw per card dealt), ``count <= size``
+    (R3: ``10 n + 4`` cards dealt from a deck of at least that many, V1)."""
     for i in range(size):
         deck[i] = i + 1
     for i in range(count):
