@@ -11,7 +11,8 @@ the install goes on without it if the build fails) or by hand::
 
     python -m sixnimmt_env.batched.aot          # builds it in place, beside this file
 
-It is compiled for the CPU of the machine that builds it (``target_cpu = "host"``). It carries a hash of the
+It is compiled for numba's generic CPU of the platform (no ``target_cpu``: a wheel runs on any machine of the
+platform; compiling for the building machine's own CPU model measured no faster). It carries a hash of the
 source files it was built from (:data:`SOURCES`): :func:`loop` uses it only while those files are unchanged, so an
 edited kernel plays through numba's just-in-time path until the extension is built again.
 """
@@ -132,7 +133,6 @@ def compiler(output_dir: Path | None = None) -> Any:
 
     cc = CC(MODULE.rsplit(".", 1)[1])
     cc.output_dir = str(output_dir or Path(__file__).resolve().parent)
-    cc.target_cpu = "host"
     cc.verbose = False
     cc.export("play_chunk", SIGNATURE)(play_chunk.py_func)
     cc.export("build_key", "int64()")(build_key)
