@@ -46,10 +46,6 @@ SOURCES = (
 """The files (relative to :data:`PACKAGE_DIR`) whose code the extension compiles, directly or inlined, and this
 one (its signature and build settings)."""
 
-SIGNATURE = "void(int64[::1], int8[:, ::1], uint64[::1], uint64[::1], int64[:, ::1], int64[::1])"
-"""``play_chunk``'s argument types: ``cfg``, ``kinds``, ``deal_rng``, ``agent_rng``, ``penalties``, ``rounds``
-(C-contiguous arrays; :func:`sixnimmt_env.batched._fused.play_chunk` documents them)."""
-
 ARGUMENTS = (
     ("cfg", np.int64, 1),
     ("kinds", np.int8, 2),
@@ -58,8 +54,15 @@ ARGUMENTS = (
     ("penalties", np.int64, 2),
     ("rounds", np.int64, 1),
 )
-""":data:`SIGNATURE` as ``(name, dtype, ndim)``, checked before every call: the compiled entry point reads the
-arrays' memory as these types without a check of its own."""
+"""``play_chunk``'s arguments as ``(name, dtype, ndim)``, C-contiguous arrays
+(:func:`sixnimmt_env.batched._fused.play_chunk` documents them): the compiled signature, and checked before every
+call, since the compiled entry point reads the arrays' memory as these types without a check of its own."""
+
+SIGNATURE = "void({})".format(
+    ", ".join(f"{np.dtype(dtype).name}[{', '.join([':'] * (ndim - 1) + ['::1'])}]" for _, dtype, ndim in ARGUMENTS)
+)
+"""The exported signature, numba's notation of :data:`ARGUMENTS`:
+``void(int64[::1], int8[:, ::1], uint64[::1], uint64[::1], int64[:, ::1], int64[::1])``."""
 
 _loaded: list[Callable[..., None] | None] = []
 
