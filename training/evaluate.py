@@ -162,7 +162,7 @@ def plot_learning_curve(eval_csv: Path, out: Path) -> Path | None:
         return None
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7.0, 4.0), layout="constrained")
+    fig = Figure(figsize=(9.0, 4.0), layout="constrained")
     ax = fig.subplots()
     for k, lineup in enumerate(dict.fromkeys(r["lineup"] for r in rows)):
         sel = [r for r in rows if r["lineup"] == lineup]
@@ -177,7 +177,7 @@ def plot_learning_curve(eval_csv: Path, out: Path) -> Path | None:
     ax.set_xlabel("environment steps")
     ax.set_ylabel("bullheads per round (lower is better)")
     ax.set_title("evaluation during training (95% CI)")
-    ax.legend(fontsize=7)
+    fig.legend(loc="outside right upper", fontsize=7)  # beside the axes: never over a curve
     fig.savefig(out, dpi=120)
     return out
 
