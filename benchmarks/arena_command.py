@@ -65,14 +65,17 @@ def main() -> None:
                 print(f"{repo}  workers={w}: {seconds:.2f} s, {args.games / seconds:,.0f} games/s", flush=True)
     print()
     extra = " speed / this checkout's |" if args.repo else ""
-    print(f"| checkout | workers | median s | games/s (start-up included) | target |{extra}")
-    print("|---|---:|---:|---:|---:|" + ("---:|" if args.repo else ""))
+    print(f"| checkout | workers | median s | games/s (start-up included) | target | |{extra}")
+    print("|---|---:|---:|---:|---:|---|" + ("---:|" if args.repo else ""))
     for w in workers:
         base = statistics.median(times[HERE, w])
         for repo in repos:
             med = statistics.median(times[repo, w])
             ratio = f" {base / med:.2f} |" if args.repo else ""
-            print(f"| {repo} | {w} | {med:.2f} | {args.games / med:,.0f} | {TARGETS.get(w, 0):,} |{ratio}")
+            rate, target = args.games / med, TARGETS.get(w)
+            verdict = "" if target is None else ("met" if rate >= target else f"missed by {1 - rate / target:.0%}")
+            shown = "" if target is None else f"{target:,}"
+            print(f"| {repo} | {w} | {med:.2f} | {rate:,.0f} | {shown} | {verdict} |{ratio}")
 
 
 if __name__ == "__main__":

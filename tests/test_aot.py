@@ -22,10 +22,20 @@ from sixnimmt_env.batched.kinds import KINDS
 from sixnimmt_env.batched.params import config_vector, first_states
 
 
+@pytest.fixture(autouse=True)
+def built_extension() -> None:
+    """One clear failure when the extension is missing or stale, instead of each test's own symptom."""
+    if aot.loop() is None:
+        pytest.fail(
+            "the ahead-of-time extension is missing or built from other sources: `make install` (or "
+            "`.venv/bin/python -m sixnimmt_env.batched.aot`) rebuilds it and clears numba's stale caches"
+        )
+
+
 def test_the_install_built_the_extension_from_these_sources() -> None:
     """``make install`` (setup.py) builds it; a missing or stale extension would put the arena on the slow path."""
     module = importlib.import_module(aot.MODULE)
-    assert module.build_key() == aot.source_key(), "stale extension: python -m sixnimmt_env.batched.aot rebuilds it"
+    assert module.build_key() == aot.source_key()
     assert aot.loop() is not None
 
 
@@ -171,3 +181,20 @@ def test_the_checked_loop_refuses_wrong_arrays() -> None:
         loop(*good[:5])
     loop(*good)
     assert (good[5] == 1).all() and good[4].sum() > 0
+
+
+def test_rebuilding_clears_numba_caches_of_the_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "sixnimmt_env"
+    for folder in (package / "batched" / "__pycache__", tmp_path / "training" / "__pycache__"):
+        folder.mkdir(parents=True)
+        (folder / "kernel.play-1.py311.nbi").write_bytes(b"index")
+        (folder / "kernel.play-1.py311.1.nbc").write_bytes(b"code")
+        (folder / "kernel.cpython-311.pyc").write_bytes(b"bytecode")
+    (package / "__init__.py").write_text("")
+    (tmp_path / "training" / "__init__.py").write_text("")
+    monkeypatch.setattr(aot, "PACKAGE_DIR", package)
+    assert aot.clear_numba_caches() == 4
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".py") == [
+        "kernel.cpython-311.pyc",
+        "kernel.cpython-311.pyc",
+    ]

@@ -9,12 +9,14 @@ by numba (at install, by the numba of the build environment): the two give the s
 The extension is built when the package is installed (``setup.py``; it needs numba and a C/C++ compiler, and
 the install goes on without it if the build fails) or by hand::
 
-    python -m sixnimmt_env.batched.aot          # builds it in place, beside this file
+    python -m sixnimmt_env.batched.aot          # builds it in place, beside this file, and clears numba's caches
 
 It is compiled for numba's generic CPU of the platform (no ``target_cpu``: a wheel runs on any machine of the
 platform; compiling for the building machine's own CPU model measured no faster). It carries a hash of the
 source files it was built from (:data:`SOURCES`): :func:`loop` uses it only while those files are unchanged, so an
-edited kernel plays through numba's just-in-time path until the extension is built again.
+edited kernel plays through numba's just-in-time path until the extension is built again. After such an edit,
+numba's own disk caches are stale too (a cached caller keeps the old inlined kernel code): the command above
+(and ``make install``, which runs it after an edit) deletes them (:func:`clear_numba_caches`).
 """
 
 from __future__ import annotations
@@ -142,6 +144,24 @@ def compiler(output_dir: Path | None = None) -> Any:
     return cc
 
 
+def clear_numba_caches() -> int:
+    """Delete numba's disk caches (``__pycache__/*.nbi``, ``*.nbc``) of ``sixnimmt_env`` and ``training``; return
+    how many files.
+
+    Numba checks a cached function against its own file only: after an edit of the kernel, a cached caller in
+    another module (the just-in-time ``play_chunk`` among them) would keep playing the old, inlined code.
+    """
+    packages = [PACKAGE_DIR, PACKAGE_DIR.parent / "training"]
+    removed = 0
+    for package in packages:
+        if not (package / "__init__.py").is_file():
+            continue
+        for cache in [*package.rglob("__pycache__/*.nbi"), *package.rglob("__pycache__/*.nbc")]:
+            cache.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
 def build(output_dir: Path | None = None) -> Path:
     """Compile the extension into ``output_dir`` (default: beside this file) and return its path.
 
@@ -154,4 +174,5 @@ def build(output_dir: Path | None = None) -> Path:
 
 
 if __name__ == "__main__":
-    print(f"built {build()}")
+    path = build()
+    print(f"built {path}; cleared {clear_numba_caches()} numba cache files (they are compiled again on first use)")
