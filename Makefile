@@ -14,16 +14,12 @@ $(VENV)/.installed: pyproject.toml setup.py
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[train,play,dev,interop,rllib]'
 	$(PY) -c "import shutil, sysconfig; shutil.copy('sixnimmt_gymnasium.pth', sysconfig.get_path('purelib'))"
-	touch $@ $(VENV)/.aot
-
-# The install builds the arena's ahead-of-time compiled loop (sixnimmt_env/batched/aot.py) in place; after an edit
-# of the code it compiles (a superset: every batched module), it is built again.
-AOT_SOURCES := sixnimmt_env/engine.py sixnimmt_env/observation.py $(wildcard sixnimmt_env/batched/*.py)
-$(VENV)/.aot: $(VENV)/.installed $(AOT_SOURCES)
-	$(PY) -m sixnimmt_env.batched.aot
 	touch $@
 
-install: $(VENV)/.installed $(VENV)/.aot
+# The install builds the arena's ahead-of-time compiled loop (sixnimmt_env/batched/aot.py) in place; after an edit
+# of the sources it compiles (aot.SOURCES, compared by hash), it is built again and numba's caches are cleared.
+install: $(VENV)/.installed
+	$(PY) -m sixnimmt_env.batched.aot --if-stale
 
 # Train the default config (15 min on 2 cores), then play its final model against the baselines, on the rules
 # it was trained on (training.evaluate reads them from the run): greedy in every other seat, a mixed table, then

@@ -198,3 +198,20 @@ def test_rebuilding_clears_numba_caches_of_the_packages(tmp_path: Path, monkeypa
         "kernel.cpython-311.pyc",
         "kernel.cpython-311.pyc",
     ]
+
+
+def test_if_stale_builds_only_a_stale_extension_and_a_failed_build_is_a_warning(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``make install`` runs ``python -m sixnimmt_env.batched.aot --if-stale``."""
+
+    def no_build() -> Path:
+        raise RuntimeError("no C compiler here")
+
+    monkeypatch.setattr(aot, "build", no_build)
+    assert aot.main(["--if-stale"]) == 0  # built from these sources: nothing to do, build() not called
+    monkeypatch.setattr(aot, "_loaded", [None])  # now stale
+    assert aot.main(["--if-stale"]) == 0
+    assert "not built (RuntimeError: no C compiler here)" in capsys.readouterr().err
+    with pytest.raises(RuntimeError, match="no C compiler"):
+        aot.main([])

@@ -9,14 +9,15 @@ by numba (at install, by the numba of the build environment): the two give the s
 The extension is built when the package is installed (``setup.py``; it needs numba and a C/C++ compiler, and
 the install goes on without it if the build fails) or by hand::
 
-    python -m sixnimmt_env.batched.aot          # builds it in place, beside this file, and clears numba's caches
+    python -m sixnimmt_env.batched.aot             # builds it in place, beside this file, and clears numba's caches
+    python -m sixnimmt_env.batched.aot --if-stale  # the same only if it is missing or stale (make install)
 
 It is compiled for numba's generic CPU of the platform (no ``target_cpu``: a wheel runs on any machine of the
 platform; compiling for the building machine's own CPU model measured no faster). It carries a hash of the
 source files it was built from (:data:`SOURCES`): :func:`loop` uses it only while those files are unchanged, so an
 edited kernel plays through numba's just-in-time path until the extension is built again. After such an edit,
 numba's own disk caches are stale too (a cached caller keeps the old inlined kernel code): the command above
-(and ``make install``, which runs it after an edit) deletes them (:func:`clear_numba_caches`).
+(and ``make install``, which runs it with ``--if-stale``) deletes them (:func:`clear_numba_caches`).
 """
 
 from __future__ import annotations
@@ -173,6 +174,31 @@ def build(output_dir: Path | None = None) -> Path:
     return Path(cc.output_dir) / cc.output_file
 
 
-if __name__ == "__main__":
-    path = build()
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sixnimmt_env.batched.aot [--if-stale]``: build the extension and clear numba's caches.
+
+    With ``--if-stale`` (what ``make install`` runs) it does nothing while the built extension matches the sources
+    (:func:`loop`), and a failed build is a warning with exit status 0, as at install: the arena then plays the
+    just-in-time loop.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m sixnimmt_env.batched.aot", description=main.__doc__)
+    parser.add_argument("--if-stale", action="store_true", help="only if missing or built from other sources")
+    args = parser.parse_args(argv)
+    if args.if_stale and loop() is not None:
+        return 0
+    try:
+        path = build()
+    except Exception as exc:  # no compiler, or numba's own error: the extension is optional
+        if not args.if_stale:
+            raise
+        print(f"sixnimmt: the arena's ahead-of-time loop is not built ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return 0
     print(f"built {path}; cleared {clear_numba_caches()} numba cache files (they are compiled again on first use)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

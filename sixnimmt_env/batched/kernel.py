@@ -48,10 +48,9 @@ write the observation (:mod:`sixnimmt_env.observation`'s layout).
 **Compiled-code cache.** Every function is compiled with ``cache=True`` and the kernel's functions are inlined into
 their callers (``inline="always"``). Numba checks a cached function against its own source file only, so after
 editing this module (or the constants it inlines: :mod:`.params`, :mod:`.kinds`, :mod:`sixnimmt_env.engine`)
-delete the caches (``find sixnimmt_env training -name '*.nb[ic]' -delete``) or the callers
-in other modules keep running the old inlined code. The arena's loop is also built ahead of time
-(:mod:`sixnimmt_env.batched.aot`): an edited kernel is played through the just-in-time path until
-``python -m sixnimmt_env.batched.aot`` builds it again.
+run ``make install`` (or ``python -m sixnimmt_env.batched.aot``): it rebuilds the arena's ahead-of-time loop
+(:mod:`sixnimmt_env.batched.aot`) and deletes numba's caches, or the callers in other modules keep running the
+old inlined code.
 
 **Random numbers.** Each game draws from its own splitmix64 counter (:func:`next_random`, :func:`random_below`),
 a ``uint64`` per game, so a game's deals do not depend on the batch it is played in. A bounded draw is
