@@ -15,11 +15,23 @@ Gymnasium is imported already.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sixnimmt_env.engine import GameConfig, State
+if TYPE_CHECKING:
+    from sixnimmt_env.engine import GameConfig, State
 
 __all__ = ["GameConfig", "State", "env", "parallel_env"]
+
+
+def __getattr__(name: str) -> Any:
+    """``GameConfig`` and ``State`` of :mod:`sixnimmt_env.engine`, imported on first access: importing this package
+    (as ``python -m sixnimmt_env.arena`` does first) imports no numpy, so a command can set numpy's environment
+    (:mod:`sixnimmt_env.arena.__main__`) before it loads."""
+    if name in ("GameConfig", "State"):
+        from sixnimmt_env import engine
+
+        return getattr(engine, name)
+    raise AttributeError(f"module 'sixnimmt_env' has no attribute {name!r}")
 
 
 def parallel_env(**config: Any) -> Any:

@@ -4,12 +4,18 @@ never left running."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
+import uuid
 from pathlib import Path
 
 import numpy as np
 import pytest
 from matplotlib.image import imread
 
+import sixnimmt_env.arena
 from sixnimmt_env.arena import run_arena
 from sixnimmt_env.arena.plotter import PlotProcess
 from sixnimmt_env.arena.report import plot_results, write_results
@@ -64,3 +70,71 @@ def test_the_helper_ends_by_itself_when_its_input_closes_unused() -> None:
     proc.stdin.close()  # the arena died before asking for a plot
     assert proc.wait(timeout=60) == 0
     plotter._proc = None
+
+
+def _processes_with(marker: str) -> list[int]:
+    """Pids of the running processes whose environment holds ``marker`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:  # ended meanwhile, or not ours
+                pass
+    return found
+
+
+def _environ(pid: int) -> list[bytes]:
+    """The environment of process ``pid`` (/proc; empty for a moment while the process is still starting)."""
+    for _ in range(500):
+        entries = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        if entries != [b""]:
+            return entries
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} shows no environment")
+
+
+def test_importing_the_packages_loads_no_numpy() -> None:
+    """``python -m sixnimmt_env.arena`` imports both packages before its __main__ can set numpy's environment."""
+    code = (
+        "import sys, sixnimmt_env, sixnimmt_env.arena, sixnimmt_env.arena.plotter\n"
+        "print('numpy' in sys.modules)\n"
+        "from sixnimmt_env import GameConfig\n"
+        "from sixnimmt_env.arena import run_arena, write_results\n"
+        "print(GameConfig.__module__, run_arena.__module__, write_results.__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "sixnimmt_env.engine", "sixnimmt_env.arena.run", "sixnimmt_env.arena.report"]
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        _ = sixnimmt_env.arena.nope  # type: ignore[attr-defined]
+
+
+def test_the_command_and_its_helper_run_one_blas_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The helper's environment sets OPENBLAS_NUM_THREADS=1 unless the user set it; the command's too (its plot
+    helper inherits it)."""
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    with PlotProcess() as plotter:
+        assert plotter._proc is not None
+        environ = _environ(plotter._proc.pid)
+    assert b"OPENBLAS_NUM_THREADS=1" in environ
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    with PlotProcess() as plotter:
+        assert plotter._proc is not None
+        environ = _environ(plotter._proc.pid)
+    assert b"OPENBLAS_NUM_THREADS=2" in environ
+
+
+def test_a_refused_command_leaves_no_helper_running(tmp_path: Path) -> None:
+    """``python -m sixnimmt_env.arena`` starts its plot helper first; --help and a refused --out stop it."""
+    marker = f"SIXNIMMT_TEST_MARK={uuid.uuid4().hex}"
+    env = {**os.environ, marker.split("=")[0]: marker.split("=")[1]}
+    (tmp_path / "results.json").write_text("{}")  # a folder that already holds results
+    runs = [["--help"], ["--agents", "greedy,random", "--games", "10", "--out", str(tmp_path)]]
+    codes = []
+    for args in runs:
+        done = subprocess.run([sys.executable, "-m", "sixnimmt_env.arena", *args], env=env, capture_output=True)
+        codes.append(done.returncode)
+        assert _processes_with(marker) == []
+    assert codes == [0, 2]
+    assert (tmp_path / "results.json").read_text() == "{}" and not (tmp_path / "results.png").exists()

@@ -54,12 +54,25 @@ The modules, bottom up:
 
 from __future__ import annotations
 
-from sixnimmt_env.arena.cli import main
-from sixnimmt_env.arena.league import run_league
-from sixnimmt_env.arena.play import GameResult, play_game, seat_positions
-from sixnimmt_env.arena.report import markdown_table, write_results
-from sixnimmt_env.arena.run import run_arena
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from sixnimmt_env.arena.cli import main
+    from sixnimmt_env.arena.league import run_league
+    from sixnimmt_env.arena.play import GameResult, play_game, seat_positions
+    from sixnimmt_env.arena.report import markdown_table, write_results
+    from sixnimmt_env.arena.run import run_arena
+
+_HOMES = {
+    "GameResult": "play",
+    "main": "cli",
+    "markdown_table": "report",
+    "play_game": "play",
+    "run_arena": "run",
+    "run_league": "league",
+    "seat_positions": "play",
+    "write_results": "report",
+}
 __all__ = [
     "GameResult",
     "main",
@@ -70,3 +83,14 @@ __all__ = [
     "seat_positions",
     "write_results",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The public names above, imported from their module on first access: importing the package alone (as
+    ``python -m sixnimmt_env.arena`` and its plot helper do first) imports no numpy."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'sixnimmt_env.arena' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"sixnimmt_env.arena.{home}"), name)

@@ -69,8 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Run the arena from the command line; prints the table and returns the results dict."""
+def main(argv: Sequence[str] | None = None, plotter: PlotProcess | None = None) -> dict[str, Any]:
+    """Run the arena from the command line; prints the table and returns the results dict.
+
+    ``plotter``: a plot helper already started (:mod:`sixnimmt_env.arena.__main__` starts it before importing
+    this module); the caller closes it. By default one is started here, after the outputs are checked.
+    """
     parser = _parser()
     args = parser.parse_args(argv)
     specs = [s.strip() for s in args.agents.split(",")]
@@ -82,8 +86,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         warn_workers(args.workers)
     except ValueError as e:
         parser.error(str(e))
-    with PlotProcess() as plotter:  # matplotlib loads on another core while the games are played
+    if plotter is not None:
         return _run(parser, args, specs, out, plotter)
+    with PlotProcess() as started:  # matplotlib loads on another core while the games are played
+        return _run(parser, args, specs, out, started)
 
 
 def _run(

@@ -3,8 +3,8 @@ on another core while the arena loads its compiled code and plays.
 
 The arena's command line (:func:`sixnimmt_env.arena.cli.main`) starts one :class:`PlotProcess` before it plays and
 hands it the results dict at the end (:func:`sixnimmt_env.arena.report.write_results` with ``plotter=``); the
-helper imports matplotlib at once (about 0.7 s, the largest part of the command's start-up after numba) and then
-waits on its standard input. The PNG is the one :func:`sixnimmt_env.arena.report.plot_results` draws in-process.
+helper imports matplotlib at once (about 0.9 CPU-s, the largest part of the command's start-up) and then waits on
+its standard input. The PNG is the one :func:`sixnimmt_env.arena.report.plot_results` draws in-process.
 
 The helper never outlives its command: :meth:`PlotProcess.close` (also on an error or Ctrl-C) kills it, and it
 ends by itself, writing nothing, when its standard input closes without a request. It ignores SIGINT (Ctrl-C in a
@@ -39,6 +39,7 @@ class PlotProcess:
         root = str(Path(__file__).resolve().parents[2])  # the folder holding this sixnimmt_env package
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env.setdefault("OPENBLAS_NUM_THREADS", "1")  # drawing multiplies no matrices; an idle pool would spin
         self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
             [sys.executable, "-m", "sixnimmt_env.arena.plotter"],
             stdin=subprocess.PIPE,
@@ -94,9 +95,11 @@ class PlotProcess:
 def _serve() -> int:
     """The helper: import matplotlib, read one request from stdin, draw it; 0 also when stdin closes unused."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from sixnimmt_env.arena.report import plot_results, preload_plotting
+    gc.disable()  # a short-lived process: the collections during matplotlib's import would find no garbage
+    from matplotlib.figure import Figure  # noqa: F401  (loaded now, while the arena plays)
 
-    preload_plotting()
+    from sixnimmt_env.arena.report import plot_results
+
     line = sys.stdin.readline()
     if not line.strip():
         return 0

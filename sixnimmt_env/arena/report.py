@@ -30,7 +30,6 @@ __all__ = [
     "markdown_table",
     "new_results_folder",
     "plot_results",
-    "preload_plotting",
     "short_labels",
     "write_results",
 ]
@@ -161,38 +160,40 @@ def short_labels(specs: Sequence[str]) -> list[str]:
     return short
 
 
-def preload_plotting() -> None:
-    """Make :func:`plot_results` quick ahead of time: import matplotlib's figure and Agg canvas and draw one small
-    throw-away figure with text and error bars (which loads the font and fills matplotlib's caches)."""
-    import io
-
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(2.0, 1.0), layout="constrained")
-    ax = fig.subplots()
-    ax.barh([0], [1.0], xerr=[0.1], capsize=3, color="tab:red")
-    ax.set_title("0", fontsize=10)
-    fig.savefig(io.BytesIO(), format="png", dpi=30)
-
-
 def plot_results(results: dict[str, Any], path: str | Path) -> Path:
     """Save a PNG: mean penalty per round and win share, each with 95% whiskers, one horizontal bar per agent.
 
     Agents are named ``position: short label`` (:func:`short_labels`); when a label differs from its spec
-    (a ``ppo:PATH`` checkpoint), the full specs are listed under the plot.
+    (a ``ppo:PATH`` checkpoint), the full specs are listed under the plot. The margins are set from the measured
+    widths of the agent names and the number of headline and legend lines (no layout engine: it would draw the
+    figure twice, a third of the plot's time).
     """
     import textwrap
 
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure  # the Agg canvas; no pyplot, no display
+    from matplotlib.font_manager import FontProperties
 
     rows = results["agents"]
     specs = [str(r["agent"]) for r in rows]
     labels = short_labels(specs)
     names = [f"{r['position']}: {label}" for r, label in zip(rows, labels, strict=True)]
     legend = [f"{r['position']}: {spec}" for r, spec, label in zip(rows, specs, labels, strict=True) if spec != label]
+    legend = [line if len(line) <= 150 else line[:64] + "…" + line[-85:] for line in legend]
+    headline = textwrap.wrap(_headline(results), 150)
     y = np.arange(len(rows))
-    height = 1.6 + 0.38 * len(rows) + 0.18 * len(legend)
-    fig = Figure(figsize=(9.0, max(3.2, height)), layout="constrained")
+    width, height = 9.0, max(3.2, 1.6 + 0.38 * len(rows) + 0.18 * len(legend))
+    fig = Figure(figsize=(width, height))
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    name_font = FontProperties(size=9)
+    widest = max((renderer.get_text_width_height_descent(s, name_font, ismath=False)[0] for s in names), default=0)
+    line = 1.2 / 72  # inches per point of font size, at matplotlib's line spacing
+    left = 0.12 + widest / fig.dpi + 0.1  # the names, the ticks and their pad
+    top = 0.08 + 8 * line * len(headline) + 0.32  # the headline (8 pt), then the panels' titles (10 pt)
+    bottom = 0.62 + (7 * line * len(legend) + 0.1 if legend else 0.0)  # tick labels and axis label (10 pt)
+    fig.subplots_adjust(
+        left=left / width, right=1 - 0.2 / width, top=1 - top / height, bottom=bottom / height, wspace=0.06
+    )
     ax1, ax2 = fig.subplots(1, 2, sharey=True)
     means, ci = [_num(r["mean_penalty"]) for r in rows], [_num(r["ci95"]) for r in rows]
     ax1.barh(y, means, xerr=ci, capsize=3, color="tab:red")
@@ -205,10 +206,11 @@ def plot_results(results: dict[str, Any], path: str | Path) -> Path:
     ax2.set_title("win share (ties split), 95% CI", fontsize=10)
     ax1.set_yticks(y, names, fontsize=9)
     ax1.invert_yaxis()  # position 0 on top, as in the table
-    fig.suptitle("\n".join(textwrap.wrap(_headline(results), 150)), fontsize=8)
+    fig.suptitle("\n".join(headline), fontsize=8, y=1 - 0.08 / height, va="top")
     if legend:
-        text = "\n".join(line if len(line) <= 150 else line[:64] + "…" + line[-85:] for line in legend)
-        fig.supxlabel(text, fontsize=7, ha="left", x=0.01, family="monospace")
+        fig.supxlabel(
+            "\n".join(legend), fontsize=7, ha="left", va="bottom", x=0.01, y=0.06 / height, family="monospace"
+        )
     path = Path(path)
     fig.savefig(path, dpi=120)
     return path
