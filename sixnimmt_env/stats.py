@@ -6,6 +6,7 @@ bullheads (lower is better) and return ``float64`` numpy arrays.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from statistics import NormalDist
 
 import numpy as np
@@ -13,7 +14,16 @@ import numpy as np
 Z95 = NormalDist().inv_cdf(0.975)
 """Two-sided 95% normal quantile (1.959964...)."""
 
-__all__ = ["Z95", "fractional_ranks", "mean_ci95", "mean_ranks", "win_shares"]
+__all__ = [
+    "Z95",
+    "fractional_ranks",
+    "mean_ci95",
+    "mean_ranks",
+    "merge_moments",
+    "moments",
+    "moments_ci95",
+    "win_shares",
+]
 
 
 def mean_ci95(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -22,6 +32,7 @@ def mean_ci95(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     The interval is the normal approximation ``mean ± 1.96 * s / sqrt(k)``
     with ``s`` the sample standard deviation (``ddof=1``) over the ``k`` rows,
     which are taken as independent samples (games, or deals in duplicate mode).
+    Equal to ``moments_ci95(moments(values))``.
 
     Args:
         values: shape ``(k,)`` or ``(k, m)``, ``k >= 2``.
@@ -35,12 +46,54 @@ def mean_ci95(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     x = np.asarray(values, dtype=np.float64)
     if x.ndim not in (1, 2) or x.shape[0] < 2:
         raise ValueError(f"a 95% interval needs at least 2 samples (rows), got shape {x.shape}")
+    return moments_ci95(moments(x))
+
+
+def moments(values: np.ndarray) -> np.ndarray:
+    """The count, mean and sum of squared deviations from the mean (``M2``) of each column, for
+    :func:`merge_moments` and :func:`moments_ci95`: the statistics of a run gathered part by part.
+
+    Args:
+        values: shape ``(k,)`` or ``(k, m)``, ``k >= 1`` rows (samples).
+
+    Returns:
+        ``float64``, shape ``(3,)`` or ``(3, m)``: ``[count, mean, M2]``.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim not in (1, 2) or x.shape[0] < 1:
+        raise ValueError(f"moments need at least 1 sample (row), got shape {x.shape}")
     cols = np.ascontiguousarray(x.T)  # one contiguous row per column: numpy reduces along a row fastest
     mean = cols.mean(axis=-1)
     dev = cols - mean[..., None]
     np.square(dev, out=dev)
-    std = np.sqrt(dev.sum(axis=-1) / (x.shape[0] - 1))
-    return mean, Z95 * std / np.sqrt(x.shape[0])
+    return np.stack([np.full_like(mean, x.shape[0]), mean, dev.sum(axis=-1)])
+
+
+def merge_moments(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """The :func:`moments` of the rows of all ``parts`` together, from each part's moments (Chan, Golub and
+    LeVeque's pairwise update: no sum of squares that cancels)."""
+    if not parts:
+        raise ValueError("merge_moments needs at least one part")
+    total = np.array(parts[0], dtype=np.float64)
+    for part in parts[1:]:
+        na, nb = total[0], part[0]
+        n = na + nb
+        delta = part[1] - total[1]
+        total = np.stack([n, total[1] + delta * (nb / n), total[2] + part[2] + delta**2 * (na * nb / n)])
+    return total
+
+
+def moments_ci95(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, half_width)`` of the 95% interval of :func:`mean_ci95` from :func:`moments` ``m``.
+
+    Raises:
+        ValueError: from fewer than 2 samples.
+    """
+    count = m[0]
+    if np.any(count < 2):
+        raise ValueError(f"a 95% interval needs at least 2 samples (rows), got {int(np.min(count))}")
+    std = np.sqrt(m[2] / (count - 1))
+    return m[1], Z95 * std / np.sqrt(count)
 
 
 def win_shares(penalties: np.ndarray) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -11,7 +12,17 @@ import pytest
 from sixnimmt_env import engine as E
 from sixnimmt_env.agents import make_agent
 from sixnimmt_env.arena import main, markdown_table, play_game, run_arena, run_league, seat_positions
-from sixnimmt_env.stats import Z95, fractional_ranks, mean_ci95, mean_ranks, win_shares
+from sixnimmt_env.arena.summary import arena_rows, part_summary, rows_from_parts
+from sixnimmt_env.stats import (
+    Z95,
+    fractional_ranks,
+    mean_ci95,
+    mean_ranks,
+    merge_moments,
+    moments,
+    moments_ci95,
+    win_shares,
+)
 
 HEURISTIC_TABLE = "greedy,lowest,random,random"
 
@@ -39,6 +50,39 @@ def test_win_shares_split_ties():
 def test_fractional_ranks_share_tied_places():
     ranks = fractional_ranks(np.array([[0, 0, 5, 3], [4, 2, 2, 2], [1, 2, 3, 4], [6, 6, 6, 6]]))
     assert ranks.tolist() == [[1.5, 1.5, 4, 3], [4, 2, 2, 2], [1, 2, 3, 4], [2.5, 2.5, 2.5, 2.5]]
+
+
+def test_moments_by_hand_and_merged_from_parts():
+    m = moments(np.array([1.0, 2.0, 3.0, 4.0]))
+    assert m.tolist() == [4.0, 2.5, 5.0]  # count, mean, squared deviations 2.25 + 0.25 + 0.25 + 2.25
+    parts = [moments(np.array([1.0])), moments(np.array([2.0, 3.0])), moments(np.array([4.0]))]
+    np.testing.assert_allclose(merge_moments(parts), [4.0, 2.5, 5.0], rtol=1e-15)
+    mean, half = moments_ci95(m)
+    assert mean == 2.5 and half == pytest.approx(Z95 * math.sqrt(5.0 / 3.0) / 2.0, rel=1e-15)
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        moments_ci95(moments(np.array([3.0])))
+    x = np.random.default_rng(5).normal(10.0, 4.0, size=(5001, 3))
+    cuts = [0, 1, 700, 701, 3000, 5001]
+    merged = merge_moments([moments(x[a:b]) for a, b in itertools.pairwise(cuts)])
+    np.testing.assert_allclose(moments_ci95(merged), mean_ci95(x), rtol=1e-12)
+
+
+@pytest.mark.parametrize(("episode", "duplicate"), [("round", False), ("game", False), ("round", True)])
+def test_the_summary_of_parts_is_the_summary_of_all_games(episode: str, duplicate: bool):
+    """The arena summarises chunk by chunk: any cut into parts (whole deals with duplicate) gives the rows of
+    the whole run."""
+    rng = np.random.default_rng(7)
+    pen = rng.integers(0, 40, size=(4000, 4))
+    rounds = rng.integers(1, 6, size=4000) if episode == "game" else np.ones(4000, np.int64)
+    whole = arena_rows(pen, rounds, list("abcd"), episode, duplicate)
+    cuts = [0, 4, 1000, 1004, 2400, 4000]
+    parts = [part_summary(pen[a:b], rounds[a:b], episode, duplicate) for a, b in itertools.pairwise(cuts)]
+    rows = rows_from_parts(parts[::-1], list("abcd"), episode)  # in any order
+    assert [r.keys() for r in rows] == [r.keys() for r in whole]
+    for r, w in zip(rows, whole, strict=True):
+        for key, value in w.items():
+            assert r[key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
+    assert len(whole[0]) == (9 if episode == "game" else 7)
 
 
 def test_mean_ranks_are_the_mean_fractional_ranks():

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -55,21 +54,45 @@ def test_a_failing_plot_raises_with_the_helpers_error(tmp_path: Path) -> None:
 def test_the_helper_is_used_once_and_closing_it_stops_it(results: dict, tmp_path: Path) -> None:
     plotter = PlotProcess()
     proc = plotter._proc
-    assert proc is not None and proc.poll() is None  # running, waiting for its request
+    assert proc is not None and proc.is_alive()  # running, waiting for its request
     plotter.close()
-    assert proc.returncode is not None  # ended
+    assert proc.exitcode is not None  # ended
     with pytest.raises(RuntimeError, match="already used or closed"):
         plotter.plot(results, tmp_path / "late.png")
     assert not (tmp_path / "late.png").exists()
 
 
-def test_the_helper_ends_by_itself_when_its_input_closes_unused() -> None:
+def test_the_helper_ends_by_itself_when_its_request_pipe_closes_unused() -> None:
     plotter = PlotProcess()
     proc = plotter._proc
-    assert proc is not None and proc.stdin is not None
-    proc.stdin.close()  # the arena died before asking for a plot
-    assert proc.wait(timeout=60) == 0
+    assert proc is not None and proc.is_alive()
+    plotter._requests.close()  # the arena died before asking for a plot
+    proc.join(60)
+    assert proc.exitcode == 0
     plotter._proc = None
+
+
+def test_a_single_threaded_process_forks_its_helper_and_both_ways_draw_the_same(results: dict, tmp_path: Path) -> None:
+    """The helper is forked from a process with one thread (the command line's case) and spawned otherwise."""
+    code = (
+        "import sys, json\n"
+        "from sixnimmt_env.arena.plotter import PlotProcess\n"
+        "with PlotProcess() as p:\n"
+        "    forked = p.forked\n"
+        "    p.plot(json.load(open(sys.argv[1])), sys.argv[2])\n"
+        "print(forked)\n"
+    )
+    (tmp_path / "r.json").write_text(json.dumps(results))
+    args = [sys.executable, "-c", code, str(tmp_path / "r.json"), str(tmp_path / "forked.png")]
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}  # as the command line sets it: numpy starts no thread
+    assert subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout.split() == ["True"]
+    with PlotProcess(fork=False) as plotter:
+        assert not plotter.forked
+        plotter.plot(results, tmp_path / "here.png")
+    if len(os.listdir("/proc/self/task")) > 1:  # pytest's process with numpy's thread pool: spawned by default
+        with PlotProcess() as plotter:
+            assert not plotter.forked
+    assert np.array_equal(imread(tmp_path / "forked.png"), imread(tmp_path / "here.png"))
 
 
 def _processes_with(marker: str) -> list[int]:
@@ -83,16 +106,6 @@ def _processes_with(marker: str) -> list[int]:
             except OSError:  # ended meanwhile, or not ours
                 pass
     return found
-
-
-def _environ(pid: int) -> list[bytes]:
-    """The environment of process ``pid`` (/proc; empty for a moment while the process is still starting)."""
-    for _ in range(500):
-        entries = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        if entries != [b""]:
-            return entries
-        time.sleep(0.01)
-    raise AssertionError(f"process {pid} shows no environment")
 
 
 def test_importing_the_packages_loads_no_numpy() -> None:
@@ -110,19 +123,24 @@ def test_importing_the_packages_loads_no_numpy() -> None:
         _ = sixnimmt_env.arena.nope  # type: ignore[attr-defined]
 
 
-def test_the_command_and_its_helper_run_one_blas_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The helper's environment sets OPENBLAS_NUM_THREADS=1 unless the user set it; the command's too (its plot
-    helper inherits it)."""
-    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-    with PlotProcess() as plotter:
-        assert plotter._proc is not None
-        environ = _environ(plotter._proc.pid)
-    assert b"OPENBLAS_NUM_THREADS=1" in environ
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
-    with PlotProcess() as plotter:
-        assert plotter._proc is not None
-        environ = _environ(plotter._proc.pid)
-    assert b"OPENBLAS_NUM_THREADS=2" in environ
+def test_the_command_loads_numpy_with_one_blas_thread() -> None:
+    """``python -m sixnimmt_env.arena`` sets OPENBLAS_NUM_THREADS=1 before numpy loads (numpy's OpenBLAS then starts
+    no thread pool; the plot helper is forked with it), unless the user set it."""
+    code = (
+        "import os, runpy, sys\n"
+        "sys.argv = ['arena', '--help']\n"
+        "try:\n"
+        "    runpy.run_module('sixnimmt_env.arena', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules, len(os.listdir('/proc/self/task')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split()[-3:] == ["1", "True", "1"]  # numpy loaded, and this process still runs one thread
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split()[-3:-1] == ["2", "True"]
 
 
 def test_a_refused_command_leaves_no_helper_running(tmp_path: Path) -> None:

@@ -1,27 +1,30 @@
 """A helper process that draws an arena run's ``results.png``, started before the games so that matplotlib loads
 on another core while the arena loads its compiled code and plays.
 
-The arena's command line (:func:`sixnimmt_env.arena.cli.main`) starts one :class:`PlotProcess` before it plays and
-hands it the results dict at the end (:func:`sixnimmt_env.arena.report.write_results` with ``plotter=``); the
-helper imports matplotlib at once (about 0.9 CPU-s, the largest part of the command's start-up) and then waits on
-its standard input. The PNG is the one :func:`sixnimmt_env.arena.report.plot_results` draws in-process.
+The arena's command line (:mod:`sixnimmt_env.arena.__main__`) starts one :class:`PlotProcess` first and hands it
+the results dict at the end (:func:`sixnimmt_env.arena.report.write_results` with ``plotter=``); the helper
+imports matplotlib at once (about 0.75 CPU-s, the largest part of the command's start-up) and then waits for the
+request. The PNG is the one :func:`sixnimmt_env.arena.report.plot_results` draws in-process.
+
+On Linux, from a process with one thread (the command line at start-up), the helper is forked after numpy and
+the report module are imported, so it shares them instead of loading them again (about 0.2 CPU-s of Python's
+and numpy's start-up); elsewhere, or from a process with more threads (which a fork could catch holding a lock),
+it is spawned (:mod:`multiprocessing`).
 
 The helper never outlives its command: :meth:`PlotProcess.close` (also on an error or Ctrl-C) kills it, and it
-ends by itself, writing nothing, when its standard input closes without a request. It ignores SIGINT (Ctrl-C in a
-terminal reaches every process of the command; the parent decides).
-
-``python -m sixnimmt_env.arena.plotter`` is the helper's entry point; it reads one request: a JSON line
-``{"path": ..., "results": ...}``.
+ends by itself, writing nothing, when the request pipe closes without a request (its parent died). It ignores
+SIGINT (Ctrl-C in a terminal reaches every process of the command; the parent decides).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
-import json
+import multiprocessing
 import os
 import signal
-import subprocess
 import sys
+import traceback
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -29,59 +32,79 @@ from typing import Any
 __all__ = ["PlotProcess"]
 
 
+def _single_threaded() -> bool:
+    """Whether this process runs one thread (Linux ``/proc``; ``False`` where it cannot tell)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
 class PlotProcess:
     """A running helper process that will draw one ``results.png`` (:func:`~sixnimmt_env.arena.report.plot_results`).
 
     Use it as a context manager (or call :meth:`close`); :meth:`plot` may be called once.
+
+    Attributes:
+        forked: the helper was forked (shares this process's imports), else spawned.
     """
 
-    def __init__(self) -> None:
-        root = str(Path(__file__).resolve().parents[2])  # the folder holding this sixnimmt_env package
-        env = dict(os.environ)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        env.setdefault("OPENBLAS_NUM_THREADS", "1")  # drawing multiplies no matrices; an idle pool would spin
-        self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-m", "sixnimmt_env.arena.plotter"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=env,
+    def __init__(self, fork: bool | None = None) -> None:
+        """Start the helper: forked if ``fork`` (Linux only), spawned if not; by default forked from a process
+        with one thread on Linux."""
+        import sixnimmt_env.arena.report  # noqa: F401  (numpy and the plot code: a forked helper shares them)
+
+        self.forked = sys.platform == "linux" and (_single_threaded() if fork is None else fork)
+        ctx = multiprocessing.get_context("fork" if self.forked else "spawn")
+        requests_in, self._requests = ctx.Pipe(duplex=False)
+        self._replies, replies_out = ctx.Pipe(duplex=False)
+        self._proc: Any = ctx.Process(
+            target=_serve, args=(requests_in, replies_out, (self._requests, self._replies)), daemon=True
         )
+        self._proc.start()
+        requests_in.close()
+        replies_out.close()
+
+    @property
+    def pid(self) -> int | None:
+        """The helper's process id while it runs (``None`` once used or closed)."""
+        return None if self._proc is None else self._proc.pid
 
     def plot(self, results: dict[str, Any], path: str | Path, timeout: float = 300.0) -> Path:
         """Have the helper draw ``results`` (a JSON-ready results dict) to the PNG file ``path``; wait for it.
 
         Raises:
-            RuntimeError: the helper was already used or closed, failed (its error output is in the message), or
+            RuntimeError: the helper was already used or closed, failed (its traceback is in the message), or
                 took longer than ``timeout`` seconds.
         """
         proc = self._proc
-        if proc is None or proc.stdin is None:
+        if proc is None:
             raise RuntimeError("this plot process was already used or closed")
-        self._proc = None
-        request = json.dumps({"path": str(path), "results": results}) + "\n"
         try:
-            _, err = proc.communicate(request.encode(), timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise RuntimeError(f"the plot process did not draw {str(path)!r} within {timeout:.0f} s") from None
-        # a helper that ended before reading the request is no exception here (communicate ignores the broken
-        # pipe): its exit status and error output tell
-        if proc.returncode != 0:
-            text = err.decode(errors="replace").strip()
-            raise RuntimeError(f"the plot process failed drawing {str(path)!r} (exit {proc.returncode}): {text}")
+            with contextlib.suppress(OSError):  # it ended before reading the request: its reply (or exit) tells
+                self._requests.send({"path": str(path), "results": results})
+            if not self._replies.poll(timeout):
+                raise RuntimeError(f"the plot process did not draw {str(path)!r} within {timeout:.0f} s")
+            try:
+                status, text = self._replies.recv()
+            except EOFError:  # it died without a word
+                proc.join(5.0)
+                status, text = "error", f"it ended with exit code {proc.exitcode}"
+        finally:
+            self.close()
+        if status != "ok":
+            raise RuntimeError(f"the plot process failed drawing {str(path)!r}: {text}")
         return Path(path)
 
     def close(self) -> None:
-        """Stop the helper if it has not drawn yet (nothing is written)."""
+        """Stop the helper if it has not drawn yet (nothing is written); wait for it to end."""
         proc, self._proc = self._proc, None
         if proc is not None:
-            proc.kill()
-            proc.wait()
-            for stream in (proc.stdin, proc.stderr):
-                if stream is not None:
-                    stream.close()
+            if proc.is_alive():
+                proc.kill()
+            proc.join()
+            self._requests.close()
+            self._replies.close()
 
     def __enter__(self) -> PlotProcess:
         return self
@@ -92,22 +115,27 @@ class PlotProcess:
         self.close()
 
 
-def _serve() -> int:
-    """The helper: import matplotlib, read one request from stdin, draw it; 0 also when stdin closes unused."""
+def _serve(requests: Any, replies: Any, parent_ends: tuple[Any, ...]) -> None:
+    """The helper: import matplotlib, take one request from ``requests``, draw it, reply ``("ok", None)`` or
+    ``("error", traceback)`` on ``replies``; nothing when ``requests`` closes unused."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for end in parent_ends:  # a forked child holds the parent's ends too: closed, the pipe's EOF reaches here
+        end.close()
     gc.disable()  # a short-lived process: the collections during matplotlib's import would find no garbage
-    from matplotlib.figure import Figure  # noqa: F401  (loaded now, while the arena plays)
+    try:
+        from matplotlib.figure import Figure  # noqa: F401  (loaded now, while the arena plays)
 
-    from sixnimmt_env.arena.report import plot_results
-
-    line = sys.stdin.readline()
-    if not line.strip():
-        return 0
-    request = json.loads(line)
-    plot_results(request["results"], request["path"])
-    gc.freeze()  # a quick exit: Python's shutdown collections skip frozen objects (matplotlib's are many)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_serve())
+        from sixnimmt_env.arena.report import plot_results
+    except Exception:
+        replies.send(("error", traceback.format_exc()))
+        return
+    try:
+        request = requests.recv()
+    except EOFError:  # the arena ended without asking for a plot
+        return
+    try:
+        plot_results(request["results"], request["path"])
+    except Exception:
+        replies.send(("error", traceback.format_exc()))
+        return
+    replies.send(("ok", None))

@@ -316,6 +316,7 @@ def play_all(
     games: int,
     workers: int,
     progress: bool,
+    on_chunk: Callable[[int, np.ndarray, np.ndarray, np.ndarray], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, list[GameRecord] | None]:
     """Play games ``0..games-1`` of ``job``: in this process, and with ``workers > 1`` on ``workers - 1`` more.
 
@@ -332,6 +333,10 @@ def play_all(
         games: how many games.
         workers: processes to play on, >= 1 (the results do not depend on it).
         progress: show a tqdm progress bar on stderr.
+        on_chunk: called in this process with ``(start, penalties, rounds, tables)`` of each chunk (as in
+            :data:`Chunk`) as soon as it is in, whichever process played it, while the other chunks are being
+            played (the arena summarises the games chunk by chunk there). The chunks are the same for every
+            ``workers``; with ``job.duplicate`` every chunk holds whole deals.
 
     Returns:
         ``(penalties, rounds, tables, seconds, records)`` over all games as in :data:`Chunk`, ``seconds`` the
@@ -356,11 +361,16 @@ def play_all(
             "engine='batched' needs every agent to be random, lowest, highest or greedy; "
             f"got {', '.join(label(e) for e in entries)}"
         )
-    size = min(CHUNK, -(-games // workers)) if batched else max(1, min(250, games // (8 * workers)))
+    # The chunks depend on the games alone, not on the workers: every worker count cuts the same chunks, so that
+    # the chunk-by-chunk summaries (on_chunk) add up to the same bits.
+    size = min(CHUNK, -(-games // 16)) if batched else max(1, min(250, games // 16))
+    n = job.config.num_players
+    if job.duplicate:  # whole deals per chunk
+        size = max(n, size - size % n)
     chunks = [(a, min(a + size, games)) for a in range(0, games, size)]
     fork = batched and sys.platform == "linux" and workers > 1
     ctx = multiprocessing.get_context("fork" if fork else "spawn")
-    results = _Results(ctx, games, job.config.num_players, shared=workers > 1)
+    results = _Results(ctx, games, n, shared=workers > 1)
     counter = ctx.Value("q", 0)
     records: dict[int, list[GameRecord]] = {}
     done = [0]  # games played, in every process
@@ -389,6 +399,9 @@ def play_all(
                 if recs is not None:
                     records[start] = recs
                 done[0] += stop - start
+                if on_chunk is not None:
+                    sl = slice(start, stop)
+                    on_chunk(start, results.penalties[sl], results.rounds[sl], results.tables[sl])
                 if bar is not None:
                     bar.update(stop - start)
 

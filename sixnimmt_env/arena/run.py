@@ -16,7 +16,7 @@ import numpy as np
 from sixnimmt_env.arena.play import check_seed
 from sixnimmt_env.arena.pool import Job, play_all, resolve_agents
 from sixnimmt_env.arena.report import check_new_file
-from sixnimmt_env.arena.summary import arena_rows, by_position, settings
+from sixnimmt_env.arena.summary import by_position, part_summary, rows_from_parts, settings
 from sixnimmt_env.engine import GameConfig
 from sixnimmt_env.records import write_records
 
@@ -103,10 +103,16 @@ def run_arena(
     if save_games is not None:
         check_new_file(save_games, "save_games")
     job = Job(config, seed, n, bool(duplicate), False, engine, save_games is not None)
-    seat_pen, rounds, tables, seconds, records = play_all(entries, built, job, games, workers, progress)
+    parts: dict[int, dict[str, np.ndarray]] = {}
+
+    def summarise(start: int, seat_pen: np.ndarray, rounds: np.ndarray, tables: np.ndarray) -> None:
+        parts[start] = part_summary(by_position(seat_pen, tables), rounds, config.episode, bool(duplicate))
+
+    seat_pen, rounds, tables, seconds, records = play_all(
+        entries, built, job, games, workers, progress, on_chunk=summarise
+    )
     if records is not None:
         write_records(save_games, records)  # type: ignore[arg-type]
-    pen = by_position(seat_pen, tables)
     results = {
         "mode": "arena",
         "settings": settings(
@@ -119,12 +125,12 @@ def run_arena(
             engine=engine,
             save_games=None if save_games is None else str(save_games),
         ),
-        "agents": arena_rows(pen, rounds, labels, config.episode, bool(duplicate)),
+        "agents": rows_from_parts([parts[s] for s in sorted(parts)], labels, config.episode),
         "games": games,
         "rounds": int(rounds.sum()),
         "seconds": seconds,
         "games_per_s": games / max(seconds, 1e-9),
     }
     if keep_games:
-        results["per_game"] = {"penalties": pen.tolist(), "rounds": rounds.tolist()}
+        results["per_game"] = {"penalties": by_position(seat_pen, tables).tolist(), "rounds": rounds.tolist()}
     return results

@@ -15,9 +15,17 @@ from typing import Any
 import numpy as np
 
 from sixnimmt_env.engine import GameConfig
-from sixnimmt_env.stats import fractional_ranks, mean_ci95, mean_ranks, win_shares
+from sixnimmt_env.stats import (
+    fractional_ranks,
+    mean_ci95,
+    mean_ranks,
+    merge_moments,
+    moments,
+    moments_ci95,
+    win_shares,
+)
 
-__all__ = ["arena_rows", "by_position", "league_rows", "settings"]
+__all__ = ["arena_rows", "by_position", "league_rows", "part_summary", "rows_from_parts", "settings"]
 
 
 def by_position(seat_penalties: np.ndarray, tables: np.ndarray) -> np.ndarray:
@@ -35,6 +43,9 @@ def arena_rows(
     ``ci95`` (half-width), ``win_share`` (0..1) with ``win_share_ci95``, ``mean_rank`` (1..n), and with
     ``episode="game"`` also ``mean_penalty_per_game`` and ``ci95_per_game``.
 
+    The same as :func:`rows_from_parts` over :func:`part_summary` of any cut of the games into parts (whole deals
+    each with ``duplicate``), up to rounding.
+
     Args:
         penalties: ``(games, n)`` by listed position (:func:`by_position`).
         rounds: ``(games,)`` rounds per game.
@@ -43,20 +54,47 @@ def arena_rows(
         duplicate: game ``g`` played deal ``g // n``: the intervals are over deals (the mean of each deal's ``n``
             games is one sample).
     """
+    return rows_from_parts([part_summary(penalties, rounds, episode, duplicate)], labels, episode)
+
+
+def part_summary(penalties: np.ndarray, rounds: np.ndarray, episode: str, duplicate: bool) -> dict[str, np.ndarray]:
+    """The statistics of some of a run's games, to be merged by :func:`rows_from_parts`: the
+    :func:`~sixnimmt_env.stats.moments` of the penalty per round, the win share and (``episode="game"``) the
+    penalty per game, each ``(3, n)``, and ``rank_sum`` (``(n,)``, the fractional ranks summed) with ``games``.
+
+    Args:
+        penalties: ``(k, n)`` by listed position (:func:`by_position`), ``k >= 1``.
+        rounds: ``(k,)`` rounds per game.
+        episode, duplicate: as in :func:`arena_rows`; with ``duplicate`` the ``k`` games are whole deals
+            (``k`` a multiple of ``n``, the first game of a deal first).
+    """
     games, n = penalties.shape
     per_round = penalties / rounds[:, None]
     wins = win_shares(penalties)
-    ranks = mean_ranks(penalties)
 
     def units(x: np.ndarray) -> np.ndarray:
         return x.reshape(games // n, n, -1).mean(axis=1) if duplicate else x
 
-    mean, ci = mean_ci95(units(per_round))
-    win_mean, win_ci = mean_ci95(units(wins))
+    part = {
+        "games": np.array(games, np.float64),
+        "penalty": moments(units(per_round)),
+        "win": moments(units(wins)),
+        "rank_sum": mean_ranks(penalties) * games,
+    }
     if episode == "game":
-        gmean, gci = mean_ci95(units(penalties.astype(np.float64)))
+        part["per_game"] = moments(units(penalties.astype(np.float64)))
+    return part
+
+
+def rows_from_parts(parts: list[dict[str, np.ndarray]], labels: list[str], episode: str) -> list[dict[str, Any]]:
+    """The rows of :func:`arena_rows` from the :func:`part_summary` of every part of the run (in any order)."""
+    mean, ci = moments_ci95(merge_moments([p["penalty"] for p in parts]))
+    win_mean, win_ci = moments_ci95(merge_moments([p["win"] for p in parts]))
+    ranks = sum(p["rank_sum"] for p in parts) / sum(float(p["games"]) for p in parts)
+    if episode == "game":
+        gmean, gci = moments_ci95(merge_moments([p["per_game"] for p in parts]))
     rows = []
-    for p in range(n):
+    for p in range(len(labels)):
         row = {
             "position": p,
             "agent": labels[p],
