@@ -142,8 +142,10 @@ def play_chunk(
                     else:
                         j = greedy_index(hand, s, k, ends, lens, costs)
                     plays[s] = hand[s, j]
-                    for i in range(j, k - 1):
-                        hand[s, i] = hand[s, i + 1]
+                    # the cards after j move up one place: a loop of fixed length (a mispredicted exit of a loop of
+                    # k - 1 - j steps cost more than the moves); the places from k on hold played cards, never read
+                    for i in range(HAND_SIZE - 1):
+                        hand[s, i] = hand[s, i + (i >= j)]
                 low = lowest_play(plays, n)
                 r = 0
                 if target_row(ends, plays[low]) < 0:  # a low card: its row (R9, R9a, R9b)

@@ -527,11 +527,12 @@ def _select(
         card = actions[b, s] + 1
         revealed[b, s] = card
         k = hand_len[b, s]
-        j = 0
-        while hand[b, s, j] != card:
-            j += 1
-        for i in range(j, k - 1):
-            hand[b, s, i] = hand[b, s, i + 1]
+        j = 0  # the card's place in the ascending hand: how many held cards are lower (legal: it is held)
+        for i in range(HAND_SIZE):
+            j += (hand[b, s, i] < card) & (i < k)
+        # the cards after j move up one place (fixed length: no mispredicted loop exit); places >= k stay 0
+        for i in range(HAND_SIZE - 1):
+            hand[b, s, i] = hand[b, s, i + (i >= j)]
         hand[b, s, k - 1] = 0
         hand_len[b, s] = k - 1
     low = lowest_play(revealed[b], n)

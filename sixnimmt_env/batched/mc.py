@@ -73,8 +73,8 @@ def _rollout(
         for s in range(n):
             j = greedy_index(hands, s, left, ends, lens, costs)
             plays[s] = hands[s, j]
-            for i in range(j, left - 1):
-                hands[s, i] = hands[s, i + 1]
+            for i in range(hands.shape[1] - 1):  # a fixed-length move (see _fused.play_chunk); unread from left on
+                hands[s, i] = hands[s, i + (i >= j)]
         _turn(ends, lens, costs, plays, n, pen)
 
 
