@@ -188,6 +188,28 @@ def test_two_workers_give_the_same_results_as_one():
     assert two["settings"]["workers"] == 2
 
 
+@pytest.mark.parametrize(
+    ("agents", "games", "options"),
+    [
+        (HEURISTIC_TABLE, 3000, {"workers": 2}),
+        (HEURISTIC_TABLE, 3000, {"duplicate": True}),
+        ("greedy,lowest,random", 300, {"config": E.GameConfig(num_players=3, episode="game"), "workers": 2}),
+        ("greedy,mc:2,random", 60, {"engine": "reference", "duplicate": True}),
+    ],
+)
+def test_run_arena_rows_are_arena_rows_of_its_games(agents: str, games: int, options: dict):
+    """The rows summarised chunk by chunk while the games are played equal arena_rows over all the games."""
+    res = run_arena(agents, games, seed=5, keep_games=True, **options)
+    pen, rounds = np.array(res["per_game"]["penalties"]), np.array(res["per_game"]["rounds"])
+    episode, duplicate = res["settings"]["episode"], res["settings"]["duplicate"]
+    whole = arena_rows(pen, rounds, [r["agent"] for r in res["agents"]], episode, duplicate)
+    assert len(whole) == len(res["agents"]) == len(agents.split(","))
+    for got, want in zip(res["agents"], whole, strict=True):
+        assert got.keys() == want.keys()
+        for key, value in want.items():
+            assert got[key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
+
+
 def test_duplicate_deals_cancel_the_luck_of_the_cards():
     """Four identical deterministic agents: each deal is played in all 4 rotations, so every position
     sees exactly the same penalties and win shares."""

@@ -19,6 +19,8 @@ from sixnimmt_env.arena import run_arena
 from sixnimmt_env.arena.plotter import PlotProcess
 from sixnimmt_env.arena.report import plot_results, write_results
 
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; forks only on Linux")
+
 
 @pytest.fixture(scope="module")
 def results() -> dict:
@@ -72,6 +74,7 @@ def test_the_helper_ends_by_itself_when_its_request_pipe_closes_unused() -> None
     plotter._proc = None
 
 
+@linux_only
 def test_a_single_threaded_process_forks_its_helper_and_both_ways_draw_the_same(results: dict, tmp_path: Path) -> None:
     """The helper is forked from a process with one thread (the command line's case) and spawned otherwise."""
     code = (
@@ -85,7 +88,9 @@ def test_a_single_threaded_process_forks_its_helper_and_both_ways_draw_the_same(
     (tmp_path / "r.json").write_text(json.dumps(results))
     args = [sys.executable, "-c", code, str(tmp_path / "r.json"), str(tmp_path / "forked.png")]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}  # as the command line sets it: numpy starts no thread
-    assert subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout.split() == ["True"]
+    assert subprocess.run(args, env=env, capture_output=True, text=True, check=True, timeout=120).stdout.split() == [
+        "True"
+    ]
     with PlotProcess(fork=False) as plotter:
         assert not plotter.forked
         plotter.plot(results, tmp_path / "here.png")
@@ -117,12 +122,15 @@ def test_importing_the_packages_loads_no_numpy() -> None:
         "from sixnimmt_env.arena import run_arena, write_results\n"
         "print(GameConfig.__module__, run_arena.__module__, write_results.__module__)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split()
     assert out == ["False", "sixnimmt_env.engine", "sixnimmt_env.arena.run", "sixnimmt_env.arena.report"]
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         _ = sixnimmt_env.arena.nope  # type: ignore[attr-defined]
 
 
+@linux_only
 def test_the_command_loads_numpy_with_one_blas_thread() -> None:
     """``python -m sixnimmt_env.arena`` sets OPENBLAS_NUM_THREADS=1 before numpy loads (numpy's OpenBLAS then starts
     no thread pool; the plot helper is forked with it), unless the user set it."""
@@ -136,13 +144,18 @@ def test_the_command_loads_numpy_with_one_blas_thread() -> None:
         "print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules, len(os.listdir('/proc/self/task')))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=120
+    ).stdout
     assert out.split()[-3:] == ["1", "True", "1"]  # numpy loaded, and this process still runs one thread
     env["OPENBLAS_NUM_THREADS"] = "2"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=120
+    ).stdout
     assert out.split()[-3:-1] == ["2", "True"]
 
 
+@linux_only
 def test_a_refused_command_leaves_no_helper_running(tmp_path: Path) -> None:
     """``python -m sixnimmt_env.arena`` starts its plot helper first; --help and a refused --out stop it."""
     marker = f"SIXNIMMT_TEST_MARK={uuid.uuid4().hex}"
@@ -151,7 +164,9 @@ def test_a_refused_command_leaves_no_helper_running(tmp_path: Path) -> None:
     runs = [["--help"], ["--agents", "greedy,random", "--games", "10", "--out", str(tmp_path)]]
     codes = []
     for args in runs:
-        done = subprocess.run([sys.executable, "-m", "sixnimmt_env.arena", *args], env=env, capture_output=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "sixnimmt_env.arena", *args], env=env, capture_output=True, timeout=120
+        )
         codes.append(done.returncode)
         assert _processes_with(marker) == []
     assert codes == [0, 2]

@@ -11,9 +11,10 @@ the report module are imported, so it shares them instead of loading them again 
 and numpy's start-up); elsewhere, or from a process with more threads (which a fork could catch holding a lock),
 it is spawned (:mod:`multiprocessing`).
 
-The helper never outlives its command: :meth:`PlotProcess.close` (also on an error or Ctrl-C) kills it, and it
-ends by itself, writing nothing, when the request pipe closes without a request (its parent died). It ignores
-SIGINT (Ctrl-C in a terminal reaches every process of the command; the parent decides).
+The helper does not outlive its command: :meth:`PlotProcess.close` (also on an error or Ctrl-C) kills it, and it
+ends by itself, writing nothing, when the request pipe closes without a request (its parent died; a parent killed
+outright leaves it until the arena's forked workers, which hold the pipe too, have ended). It ignores SIGINT
+(Ctrl-C in a terminal reaches every process of the command; the parent decides).
 """
 
 from __future__ import annotations
@@ -52,16 +53,22 @@ class PlotProcess:
     def __init__(self, fork: bool | None = None) -> None:
         """Start the helper: forked if ``fork`` (Linux only), spawned if not; by default forked from a process
         with one thread on Linux."""
-        import sixnimmt_env.arena.report  # noqa: F401  (numpy and the plot code: a forked helper shares them)
+        from sixnimmt_env.arena.pool import workers_ignore_ctrl_c
 
         self.forked = sys.platform == "linux" and (_single_threaded() if fork is None else fork)
+        if self.forked:
+            import sixnimmt_env.arena.report  # noqa: F401  (numpy and the plot code, shared with the fork)
+
+            sys.stdout.flush()  # the fork would write this process's unwritten output again
+            sys.stderr.flush()
         ctx = multiprocessing.get_context("fork" if self.forked else "spawn")
         requests_in, self._requests = ctx.Pipe(duplex=False)
         self._replies, replies_out = ctx.Pipe(duplex=False)
         self._proc: Any = ctx.Process(
             target=_serve, args=(requests_in, replies_out, (self._requests, self._replies)), daemon=True
         )
-        self._proc.start()
+        with workers_ignore_ctrl_c():  # a Ctrl-C while it starts is the parent's to handle
+            self._proc.start()
         requests_in.close()
         replies_out.close()
 
@@ -83,11 +90,11 @@ class PlotProcess:
         try:
             with contextlib.suppress(OSError):  # it ended before reading the request: its reply (or exit) tells
                 self._requests.send({"path": str(path), "results": results})
-            if not self._replies.poll(timeout):
-                raise RuntimeError(f"the plot process did not draw {str(path)!r} within {timeout:.0f} s")
             try:
+                if not self._replies.poll(timeout):
+                    raise RuntimeError(f"the plot process did not draw {str(path)!r} within {timeout:.0f} s")
                 status, text = self._replies.recv()
-            except EOFError:  # it died without a word
+            except (EOFError, OSError):  # it died without a word (EOF; a broken pipe on Windows)
                 proc.join(5.0)
                 status, text = "error", f"it ended with exit code {proc.exitcode}"
         finally:

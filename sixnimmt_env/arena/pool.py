@@ -39,6 +39,7 @@ __all__ = [
     "tables_of",
     "usable_cores",
     "warn_workers",
+    "workers_ignore_ctrl_c",
 ]
 
 ENGINES = ("auto", "reference", "batched")
@@ -220,7 +221,7 @@ def resolve_agents(entries: Sequence[Any] | str) -> tuple[list[Any], list[Agent]
 
 
 @contextlib.contextmanager
-def _workers_ignore_ctrl_c() -> Iterator[None]:
+def workers_ignore_ctrl_c() -> Iterator[None]:
     """Ignore SIGINT while worker processes start: they inherit the ignored signal (Python installs its
     KeyboardInterrupt handler only where SIGINT is not ignored at start-up), so Ctrl-C, which reaches the
     whole process group, stops only the parent, which then ends the workers; no worker prints a traceback."""
@@ -362,8 +363,9 @@ def play_all(
             f"got {', '.join(label(e) for e in entries)}"
         )
     # The chunks depend on the games alone, not on the workers: every worker count cuts the same chunks, so that
-    # the chunk-by-chunk summaries (on_chunk) add up to the same bits.
-    size = min(CHUNK, -(-games // 16)) if batched else max(1, min(250, games // 16))
+    # the chunk-by-chunk summaries (on_chunk) add up to the same bits; at least 64 of them (or one per game), so
+    # that a few workers share them out evenly.
+    size = min(CHUNK, -(-games // 64)) if batched else max(1, min(250, games // 64))
     n = job.config.num_players
     if job.duplicate:  # whole deals per chunk
         size = max(n, size - size % n)
@@ -382,7 +384,7 @@ def play_all(
         sys.stderr.flush()
     procs, conns = [], []
     try:
-        with _workers_ignore_ctrl_c():
+        with workers_ignore_ctrl_c():
             for _ in range(workers - 1):
                 reader, writer = ctx.Pipe(duplex=False)
                 args = (writer, counter, chunks, results, job, list(entries), agents_module.registered_factories())

@@ -518,7 +518,11 @@ def _select(
     deal_next: np.ndarray,
     rng: np.ndarray,
 ) -> None:
-    """Every seat plays a card at once (R5); a low card waits for its row choice (R9) or takes the cheapest."""
+    """Every seat plays a card at once (R5); a low card waits for its row choice (R9) or takes the cheapest.
+
+    The actions must be legal (each seat's card in its hand: :func:`is_legal`, which ``BatchedGames.step`` checks
+    unless ``check=False``): the card's place is counted, not searched, so a card not held removes another.
+    """
     hand = S.hand
     phase, hand_len, row_end = S.phase, S.hand_len, S.row_end
     row_bull, revealed, chooser = S.row_bull, S.revealed, S.chooser
