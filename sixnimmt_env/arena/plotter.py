@@ -72,11 +72,6 @@ class PlotProcess:
         requests_in.close()
         replies_out.close()
 
-    @property
-    def pid(self) -> int | None:
-        """The helper's process id while it runs (``None`` once used or closed)."""
-        return None if self._proc is None else self._proc.pid
-
     def plot(self, results: dict[str, Any], path: str | Path, timeout: float = 300.0) -> Path:
         """Have the helper draw ``results`` (a JSON-ready results dict) to the PNG file ``path``; wait for it.
 
