@@ -221,3 +221,33 @@ def test_the_shipped_402_wide_weights_are_widened_with_zeros_for_drafted_by() ->
         obs = np.stack([o["observation"] for o in observations.values()])
         assert not obs[:, 402:].any()  # drafted_by is 0 outside the logic variant
         np.testing.assert_allclose(actor.logits(obs), _raw_logits(raw, obs), rtol=1e-5, atol=1e-5)
+
+
+def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path) -> None:
+    """``train.init_from: X.npz`` (the second stage of configs/champion_league.yaml): the new policy's actor plays
+    the file's logits and its critic's MLP starts as the actor's; mismatched layers are a clear error."""
+    pytest.importorskip("torch")
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from training.agent import PolicyAgent
+    from training.config import ConfigError
+    from training.policy import CardPolicy
+    from training.train import init_policy
+    from training.vec_env import SixNimmtVecEnv
+
+    env = SixNimmtVecEnv(1, seed=0, num_players=4, episode="round")
+    model = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [64, 64]}, seed=3, n_steps=16, batch_size=16)
+    init_policy(model, WEIGHTS)
+    par = parallel_env(num_players=4)
+    observations, _ = par.reset(seed=6)
+    obs = np.stack([o["observation"] for o in observations.values()])
+    actor, _ = read_weights(WEIGHTS)
+    np.testing.assert_allclose(PolicyAgent(model.policy).logits(obs), actor.logits(obs), rtol=1e-4, atol=1e-4)
+    pi, vf = model.policy.mlp_extractor.policy_net, model.policy.mlp_extractor.value_net
+    assert torch.equal(pi[0].weight, vf[0].weight) and torch.equal(pi[2].bias, vf[2].bias)
+    other = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [32]}, n_steps=16, batch_size=16)
+    with pytest.raises(ConfigError, match=r"hidden layers \(size, tanh\) \[\(64, True\), \(64, True\)\] differ"):
+        init_policy(other, WEIGHTS)
+    with pytest.raises(ConfigError, match="not found"):
+        init_policy(model, tmp_path / "missing.npz")

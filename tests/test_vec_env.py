@@ -298,3 +298,42 @@ def test_mc_opponents_search_in_one_batched_call(monkeypatch: pytest.MonkeyPatch
     random_opponents, _ = learner_mean("random", seed=3)
     # the learner always plays its lowest card: ~22 bullheads a round against mc:16 either way, ~13 against random
     assert abs(batched - reference) < 2.0 and random_opponents < reference - 5.0, (batched, reference, random_opponents)
+
+
+def test_win_bonus_is_added_to_the_episode_a_learner_wins() -> None:
+    """``win_bonus``: at an episode's end the learner gets w (w/k in a k-way tie for the lowest total), else 0."""
+    plain = SixNimmtVecEnv(64, opponents="random", seed=3, num_players=4, episode="round")
+    bonus = SixNimmtVecEnv(64, opponents="random", seed=3, num_players=4, episode="round", win_bonus=10.0)
+    plain.reset()
+    bonus.reset()
+    shares: list[float] = []
+    for _ in range(25):
+        actions = (get_action_masks(plain).cumsum(axis=1) == 1).argmax(axis=1)
+        _, r0, d0, infos = plain.step(actions)
+        _, r1, d1, _ = bonus.step(actions)
+        np.testing.assert_array_equal(d0, d1)  # the same games: the bonus changes only the reward
+        expected = np.zeros(64)
+        for b in np.flatnonzero(d0):
+            pens = np.array(infos[b]["round_penalties"])
+            mine = pens[infos[b]["learner_seat"]]
+            share = float(mine == pens.min()) / np.count_nonzero(pens == pens.min())
+            expected[b] = 10.0 * share
+            shares.append(share)
+        np.testing.assert_allclose(r1 - r0, expected, atol=1e-5)
+    # wins, losses and ties all happened (random play: the learner wins about a quarter of the rounds)
+    assert 0.0 in shares and 1.0 in shares and any(0.0 < s < 1.0 for s in shares)
+    assert 0.15 < np.mean(shares) < 0.35
+    with pytest.raises(ValueError, match="win_bonus must be a number of bullheads in \\[0, 1e6\\), got -1"):
+        SixNimmtVecEnv(2, win_bonus=-1)
+
+
+def test_win_bonus_config_is_batched_only() -> None:
+    from training.config import ConfigError
+
+    smoke = Path(__file__).parent.parent / "configs" / "smoke.yaml"
+    cfg = load_config(smoke, ["train.vec_env=batched", "train.win_bonus=5"])
+    assert cfg.train.win_bonus == 5.0
+    with pytest.raises(ConfigError, match="'train.win_bonus' applies to train.vec_env: batched"):
+        load_config(smoke, ["train.vec_env=dummy", "train.win_bonus=5"])
+    with pytest.raises(ConfigError, match="'train.win_bonus' must be in \\[0, 1e6\\) bullheads, got -2"):
+        load_config(smoke, ["train.vec_env=batched", "train.win_bonus=-2"])

@@ -30,7 +30,11 @@ train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              ``seed``, ``device``, ``output_dir`` (default ``runs``),
              ``torch_threads``, ``init_from`` (an SB3 checkpoint whose policy
              weights start a new run, e.g. a distilled policy of
-             :mod:`training.distill`; ignored by ``--resume``)
+             :mod:`training.distill`, or a ``.npz`` actor written by
+             :func:`training.champion.export`; ignored by ``--resume``),
+             ``win_bonus`` (bullheads added to the learner's reward at the end
+             of an episode it wins, a tie for lowest split; ``vec_env: batched``
+             only; default 0)
 distill      ``enabled`` (default false), ``samples``, ``decisions``, ``games``,
              ``temperature``, ``epsilon``, ``epochs``, ``batch_size``,
              ``learning_rate``, ``fit_temperature``, ``value_coef``, ``workers``: search
@@ -252,6 +256,7 @@ class TrainSection:
     torch_threads: int = 1
     backend: Literal["sb3", "rllib"] = "sb3"
     init_from: str | None = None
+    win_bonus: float = 0.0
 
 
 @dataclass
@@ -735,6 +740,13 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
             raise ConfigError(f"{source}: key '{key}' must be >= 1, got {value}")
     if cfg.train.max_minutes is not None and cfg.train.max_minutes <= 0:
         raise ConfigError(f"{source}: key 'train.max_minutes' must be > 0 or null, got {cfg.train.max_minutes}")
+    if not 0.0 <= cfg.train.win_bonus < 1e6:
+        raise ConfigError(f"{source}: key 'train.win_bonus' must be in [0, 1e6) bullheads, got {cfg.train.win_bonus}")
+    if cfg.train.win_bonus and (cfg.train.vec_env != "batched" or cfg.train.backend != "sb3"):
+        raise ConfigError(
+            f"{source}: key 'train.win_bonus' applies to train.vec_env: batched with train.backend: sb3 only, got "
+            f"vec_env {cfg.train.vec_env!r}, backend {cfg.train.backend!r}"
+        )
     if cfg.train.init_from is not None and not Path(cfg.train.init_from).is_file():
         raise ConfigError(f"{source}: key 'train.init_from' {cfg.train.init_from!r}: no such checkpoint file")
     d = cfg.distill

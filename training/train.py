@@ -356,10 +356,22 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
 def init_policy(model: Any, checkpoint: str | Path) -> None:
     """Copy the policy weights of the SB3 checkpoint ``checkpoint`` into ``model``'s policy (``train.init_from``).
 
+    A ``.npz`` file is an actor's weights (:func:`training.champion.export`, e.g. ``sixnimmt_env/champion.npz``):
+    the actor is copied and the critic's MLP starts as a copy of the actor's (:func:`training.champion.load_actor`).
+
     Raises:
         ConfigError: the checkpoint does not load, or its policy does not have the same parameters and shapes.
     """
     from sb3_contrib import MaskablePPO
+
+    if Path(checkpoint).suffix == ".npz":
+        from training.champion import load_actor
+
+        try:
+            load_actor(model.policy, checkpoint)
+        except ValueError as exc:
+            raise ConfigError(f"train.init_from {str(checkpoint)!r}: {exc}") from exc
+        return
 
     from training.policy import custom_objects
 

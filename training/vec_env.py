@@ -25,7 +25,9 @@ action_space          ``Discrete(109)``; the learner is asked only when it has a
 action_masks()        ``bool (B, 109)``; ``env_method("action_masks")`` gives the B rows,
                       which sb3-contrib's ``get_action_masks`` stacks
 reward                ``float32 (B,)``: minus the bullheads the learner took (R8, R9) in
-                      its step and in every opponent-only step up to its next decision
+                      its step and in every opponent-only step up to its next decision;
+                      with ``win_bonus`` w, plus w at the end of an episode the learner
+                      wins (lowest total; w/k for a k-way tie for lowest)
 done                  the episode (round or game, per ``episode``) ended, or an illegal
                       action with ``illegal_action="terminate"`` (reward ``-171``)
 infos                 ``{}`` while the episode runs; at its end ``terminal_observation``,
@@ -94,11 +96,14 @@ class SixNimmtVecEnv(VecEnv):
         illegal_action: ``"terminate"`` (the episode ends, reward ``-illegal_penalty``) or ``"raise"``.
         illegal_penalty: bullheads charged for an illegal action (> 0).
         seed: seeds the batch (see the module docstring); ``None``: fresh entropy.
+        win_bonus: bullheads added to the learner's reward when an episode ends (not by an illegal action) with
+            the learner's total the lowest at the table, split evenly among the seats tied for lowest (a single
+            round: the round's penalties; a whole game: the game's totals). 0 (default): the plain penalty reward.
         **config: every :class:`~sixnimmt_env.engine.GameConfig` field.
 
     Raises:
-        ValueError: a bad ``num_envs``, learner seat, illegal-action mode or penalty, an opponent list of the
-            wrong length, an unknown agent spec, or a bad config field.
+        ValueError: a bad ``num_envs``, learner seat, illegal-action mode or penalty, ``win_bonus``, an opponent
+            list of the wrong length, an unknown agent spec, or a bad config field.
     """
 
     def __init__(
@@ -109,8 +114,11 @@ class SixNimmtVecEnv(VecEnv):
         illegal_action: Literal["terminate", "raise"] = "terminate",
         illegal_penalty: float = ILLEGAL_ACTION_PENALTY,
         seed: int | None = None,
+        win_bonus: float = 0.0,
         **config: Any,
     ) -> None:
+        if not (isinstance(win_bonus, int | float) and not isinstance(win_bonus, bool) and 0.0 <= win_bonus < 1e6):
+            raise ValueError(f"win_bonus must be a number of bullheads in [0, 1e6), got {win_bonus!r}")
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         self.config = GameConfig(**config)
@@ -125,6 +133,7 @@ class SixNimmtVecEnv(VecEnv):
         self.learner_seat_option = learner_seat
         self.illegal_action = illegal_action
         self.illegal_penalty = float(illegal_penalty)
+        self.win_bonus = float(win_bonus)
         self.tables = LearnerTables(self.config, B, seed)
         self.np_random = np.random.default_rng(seed)
         self._seed = seed
@@ -320,7 +329,7 @@ class SixNimmtVecEnv(VecEnv):
         """Play the learner's actions, the opponents' and every opponent-only step up to each learner's next decision.
 
         Returns:
-            ``(observations float32 (B, 506), rewards float32 (B,) in bullheads (<= 0), dones bool (B,), infos)``.
+            ``(observations float32 (B, 506), rewards float32 (B,) in bullheads (<= 0 without ``win_bonus``), dones bool (B,), infos)``.
 
         Raises:
             RuntimeError: ``step`` before ``reset``.
@@ -347,6 +356,8 @@ class SixNimmtVecEnv(VecEnv):
         self._play(legal.copy(), reward)
         reward[illegal] = -self.illegal_penalty
         dones = t.games.done | illegal
+        if self.win_bonus and dones.any():
+            reward += self.win_bonus * self._win_shares(dones & ~illegal)
         infos: list[dict[str, Any]] = [{} for _ in range(B)]
         if dones.any():
             self._observe()
@@ -369,6 +380,18 @@ class SixNimmtVecEnv(VecEnv):
             self._start(ended)
         self._observe()
         return self._obs.copy(), reward.copy(), dones, infos
+
+    def _win_shares(self, ended: np.ndarray) -> np.ndarray:
+        """``float32 (B,)``: in the games of ``ended`` (bool (B,)), the learner's share of the win: ``1/k`` if its
+        total is the lowest, tied by ``k`` seats; 0 elsewhere."""
+        t = self.tables
+        games = np.flatnonzero(ended)
+        totals = t.games.totals[games]
+        low = totals.min(axis=1)
+        mine = totals[np.arange(len(games)), t.seat[games]]
+        out = np.zeros(self.num_envs, np.float32)
+        out[games] = (mine == low) / np.count_nonzero(totals == low[:, None], axis=1)
+        return out
 
     def action_masks(self) -> np.ndarray:
         """``bool (B, 109)``: True at each learner's legal actions now."""
@@ -435,6 +458,7 @@ def build_batched(req: VecEnvRequest) -> VecEnv:
         opponents=req.sampler,
         learner_seat=cfg.env.learner_seat,
         seed=cfg.train.seed,
+        win_bonus=cfg.train.win_bonus,
         **cfg.env.game_kwargs(),
     )
     filename = None if req.monitor_dir is None else str(req.monitor_dir / "batched")
