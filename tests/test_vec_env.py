@@ -323,7 +323,7 @@ def test_win_bonus_is_added_to_the_episode_a_learner_wins() -> None:
     # wins, losses and ties all happened (random play: the learner wins about a quarter of the rounds)
     assert 0.0 in shares and 1.0 in shares and any(0.0 < s < 1.0 for s in shares)
     assert 0.15 < np.mean(shares) < 0.35
-    with pytest.raises(ValueError, match="win_bonus must be a number of bullheads in \\[0, 1e6\\), got -1"):
+    with pytest.raises(ValueError, match=r"win_bonus must be a number of bullheads in \[0, 1e6\), got -1"):
         SixNimmtVecEnv(2, win_bonus=-1)
 
 
@@ -333,7 +333,7 @@ def test_win_bonus_config_is_batched_only() -> None:
     smoke = Path(__file__).parent.parent / "configs" / "smoke.yaml"
     cfg = load_config(smoke, ["train.vec_env=batched", "train.win_bonus=5"])
     assert cfg.train.win_bonus == 5.0
-    with pytest.raises(ConfigError, match="'train.win_bonus' applies to train.vec_env: batched"):
+    with pytest.raises(ConfigError, match=r"'train.win_bonus' applies to train.vec_env: batched"):
         load_config(smoke, ["train.vec_env=dummy", "train.win_bonus=5"])
-    with pytest.raises(ConfigError, match="'train.win_bonus' must be in \\[0, 1e6\\) bullheads, got -2"):
+    with pytest.raises(ConfigError, match=r"'train.win_bonus' must be in \[0, 1e6\) bullheads, got -2"):
         load_config(smoke, ["train.vec_env=batched", "train.win_bonus=-2"])

@@ -329,7 +329,8 @@ class SixNimmtVecEnv(VecEnv):
         """Play the learner's actions, the opponents' and every opponent-only step up to each learner's next decision.
 
         Returns:
-            ``(observations float32 (B, 506), rewards float32 (B,) in bullheads (<= 0 without ``win_bonus``), dones bool (B,), infos)``.
+            ``(observations float32 (B, 506), rewards float32 (B,) in bullheads, dones bool (B,), infos)``; the
+            rewards are <= 0 without ``win_bonus``.
 
         Raises:
             RuntimeError: ``step`` before ``reset``.
