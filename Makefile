@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CONFIG ?= configs/ppo_4p.yaml
 
-.PHONY: install train test lint bench
+.PHONY: install train test lint bench champion
 
 # An editable install skips setup.py's data files: the last pip line puts the Gymnasium registration hook
 # (sixnimmt_gymnasium.pth) in place by hand.
@@ -33,6 +33,14 @@ train: install
 	$(PY) -m training.evaluate $$model --opponents random,lowest,highest --fill-seats --games 5000 \
 		--out $${run}eval_mixed && \
 	$(PY) -m training.evaluate $$model --opponents mc:64 --fill-seats --games 2000 --workers 2 --out $${run}eval_mc64
+
+# The shipped champion from scratch (docs/champion.md; about 3 hours on 2 cores): the default-config policy (an
+# opponent of stage 2), stage 1 (mc:64 distillation, then PPO), stage 2 (the league with the win bonus).
+champion: install
+	$(PY) -m training.champion configs/baseline_ppo_4p.yaml --set train.vec_env=batched --set train.max_minutes=null \
+		--set train.total_timesteps=9420800 --out configs/weights/default_ppo_4p.npz --force
+	$(PY) -m training.champion configs/champion.yaml --out configs/weights/champion_v1.npz --force
+	$(PY) -m training.champion configs/champion_league.yaml --force
 
 test: install
 	$(PY) -m pytest -q -n 2

@@ -208,11 +208,15 @@ def _raw_logits(arrays: dict[str, np.ndarray], obs: np.ndarray) -> np.ndarray:
     return logits
 
 
-def test_the_shipped_402_wide_weights_are_widened_with_zeros_for_drafted_by() -> None:
-    with np.load(WEIGHTS) as f:
+STAGE1 = Path(__file__).parent.parent / "configs" / "weights" / "champion_v1.npz"
+"""The stage-1 champion (the shipped weights before the league stage), kept as trained: 402 + 90 inputs wide."""
+
+
+def test_402_wide_weights_are_widened_with_zeros_for_drafted_by() -> None:
+    with np.load(STAGE1) as f:
         raw = {k: f[k] for k in f.files if k != "meta"}
-    assert raw["hidden_w0"].shape[0] == 402 + 90  # champion.npz is kept as trained
-    actor, _ = read_weights(WEIGHTS)
+    assert raw["hidden_w0"].shape[0] == 402 + 90
+    actor, _ = read_weights(STAGE1)
     assert actor.layers[0][0].shape[0] == 506 + 90
     np.testing.assert_array_equal(actor.layers[0][0][402:506], 0.0)
     for config in (GameConfig(num_players=4), GameConfig(num_players=6, variant="tactics")):

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m training.champion [configs/champion.yaml] [--out sixnimmt_env/champion.npz] [--force]
+    python -m training.champion [CONFIG] [--set KEY=VALUE ...] [--out sixnimmt_env/champion.npz] [--force]
     python -m training.champion --export runs/champion/<stamp>/final_model.zip [--out PATH] [--force]
 
 The first form trains the config (``python -m training.train``, a new run folder under ``runs/``: the
@@ -134,6 +134,14 @@ def export(checkpoint: str | Path, out: str | Path, force: bool = False, meta: d
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m training.champion", description=__doc__.split("\n\n")[0])
     p.add_argument("config", nargs="?", default="configs/champion.yaml", help="training config (default: %(default)s)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a key of the config (as python -m training.train --set)",
+    )
     p.add_argument("--export", metavar="CHECKPOINT", help="only export this MaskablePPO card-policy checkpoint")
     p.add_argument("--out", default=str(WEIGHTS), help="weights file to write (default: the package's)")
     p.add_argument("--force", action="store_true", help="replace an existing --out")
@@ -153,14 +161,16 @@ def main(argv: list[str] | None = None) -> int:
         from training.config import load_config
         from training.train import main as train_main
 
-        cfg = load_config(args.config)
+        cfg = load_config(args.config, args.overrides)
         before = set(Path(cfg.train.output_dir, cfg.name).glob("*"))
-        code = train_main([args.config, "--no-progress"])
+        code = train_main([args.config, "--no-progress", *(x for o in args.overrides for x in ("--set", o))])
         if code != 0:
             return code
         (run_dir,) = set(Path(cfg.train.output_dir, cfg.name).glob("*")) - before
         checkpoint = str(run_dir / "final_model.zip")
         meta["config"] = args.config
+        if args.overrides:
+            meta["overrides"] = args.overrides
     try:
         path = export(checkpoint, out, force=args.force, meta=meta)
     except ValueError as e:
