@@ -255,3 +255,12 @@ def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path) -> None
         init_policy(other, WEIGHTS)
     with pytest.raises(ConfigError, match="not found"):
         init_policy(model, tmp_path / "missing.npz")
+
+
+def test_champion_command_refuses_a_bad_override(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from training.champion import main
+
+    out = tmp_path / "w.npz"
+    assert main(["configs/smoke.yaml", "--set", "train.win_bonus=-1", "--out", str(out)]) == 2
+    assert "key 'train.win_bonus' must be in [0, 1e6) bullheads, got -1" in capsys.readouterr().err
+    assert not out.exists()

@@ -544,3 +544,25 @@ def test_the_snapshot_pool_keeps_the_newest_snapshots(tmp_path: Path) -> None:
     assert pool.paths == [str(folder / "snapshot_200.zip"), str(folder / "snapshot_300.zip")]
     assert (folder / "snapshot_100.zip").is_file()  # evicted, deleted only by prune
     assert pool.prune() == pool.paths and not (folder / "snapshot_100.zip").exists()
+
+
+@pytest.mark.parametrize("module", ["training.train", "training.champion"])
+def test_training_commands_run_numpy_with_one_blas_thread(module: str) -> None:
+    """The training commands set OPENBLAS_NUM_THREADS=1 before numpy loads (the policy opponents' forward passes
+    run on the training process's core; a second BLAS thread only contends), unless the user set it."""
+    code = (
+        "import os, runpy, sys\n"
+        f"sys.argv = ['{module}', '--help']\n"
+        "try:\n"
+        f"    runpy.run_module('{module}', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    run = [sys.executable, "-c", code]
+    out = subprocess.run(run, env=env, capture_output=True, text=True, check=True, timeout=120).stdout
+    assert out.split()[-2:] == ["1", "True"]
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    out = subprocess.run(run, env=env, capture_output=True, text=True, check=True, timeout=120).stdout
+    assert out.split()[-2:] == ["2", "True"]

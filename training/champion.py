@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import zipfile
 from pathlib import Path
 from typing import Any
+
+if __name__ == "__main__":  # the command trains in-process: one BLAS thread, as python -m training.train
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
@@ -158,10 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     checkpoint = args.export
     meta: dict[str, Any] = {}
     if checkpoint is None:
-        from training.config import load_config
+        from training.config import ConfigError, load_config
         from training.train import main as train_main
 
-        cfg = load_config(args.config, args.overrides)
+        try:
+            cfg = load_config(args.config, args.overrides)
+        except ConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         before = set(Path(cfg.train.output_dir, cfg.name).glob("*"))
         code = train_main([args.config, "--no-progress", *(x for o in args.overrides for x in ("--set", o))])
         if code != 0:

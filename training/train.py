@@ -30,6 +30,9 @@ file                       content
 Every checkpoint stores the game rules it was trained on (``sixnimmt_game`` in
 the zip's ``data``), which ``training.evaluate`` plays by default.
 
+The command runs numpy with one BLAS thread (``OPENBLAS_NUM_THREADS=1`` unless set): the policy opponents'
+forward passes run in the training process, whose core is already busy, and a second BLAS thread only contends.
+
 Ctrl-C or SIGTERM (``timeout``, a job scheduler) saves a checkpoint and stops.
 ``--resume RUN_DIR`` continues from the newest checkpoint of that run that
 loads (a damaged newest one is skipped with a warning) with its saved config,
@@ -60,6 +63,9 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+if __name__ == "__main__":  # the command: one BLAS thread before numpy loads (see main)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from training.config import ConfigError, TrainConfig, apply_override, dump_config, load_config
 
