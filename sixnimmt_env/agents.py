@@ -417,6 +417,16 @@ def _load_plugin(prefix: str) -> None:
         entry.load()
 
 
+def _known_text() -> str:
+    """The known specs for an error message: the registered patterns, then the installed plugin prefixes not yet
+    loaded (entry points of :data:`PLUGIN_GROUP`, named without importing them)."""
+    from importlib.metadata import entry_points
+
+    plugins = sorted({e.name for e in entry_points(group=PLUGIN_GROUP)} - set(_REGISTRY))
+    text = ", ".join(known_agents())
+    return f"{text}; by plugin: {', '.join(plugins)}" if plugins else text
+
+
 def make_agent(spec: str) -> Agent:
     """Build the agent named by ``spec`` (``"greedy"``, ``"mc:64"``, or a registered prefix).
 
@@ -425,12 +435,12 @@ def make_agent(spec: str) -> Agent:
             message lists the known specs) or a bad argument.
     """
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"agent spec must be a non-empty string, got {spec!r}; known: {', '.join(known_agents())}")
+        raise ValueError(f"agent spec must be a non-empty string, got {spec!r}; known: {_known_text()}")
     spec = spec.strip()
     prefix = spec.partition(":")[0]
     if prefix not in _REGISTRY:
         _load_plugin(prefix)
     if prefix not in _REGISTRY:
-        raise ValueError(f"unknown agent spec {spec!r}; known: {', '.join(known_agents())}")
+        raise ValueError(f"unknown agent spec {spec!r}; known: {_known_text()}")
     agent = _REGISTRY[prefix][0](spec)
     return agent

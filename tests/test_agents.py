@@ -346,3 +346,12 @@ def test_register_agent_from_outside(monkeypatch):
         register_agent("x", 3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="positive integer"):
         MonteCarloAgent(0)
+
+
+def test_unknown_spec_error_names_the_plugin_specs_too() -> None:
+    """The installed plugins (champion, ppo, rllib, ...) are named before they are loaded."""
+    with pytest.raises(ValueError, match="unknown agent spec 'champ'") as err:
+        make_agent("champ")
+    named = set(str(err.value).partition("; known: ")[2].replace("; by plugin: ", ", ").split(", "))
+    assert {"random", "mc:N", "ppo", "rllib"} <= named  # training's plugins are not loaded by this test module
+    assert "champion" in named or "champion[:PATH]" in named  # its usage, once the module registered it
