@@ -251,7 +251,9 @@ def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path) -> None
     pi, vf = model.policy.mlp_extractor.policy_net, model.policy.mlp_extractor.value_net
     assert torch.equal(pi[0].weight, vf[0].weight) and torch.equal(pi[2].bias, vf[2].bias)
     other = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [32]}, n_steps=16, batch_size=16)
-    with pytest.raises(ConfigError, match=r"hidden layers \(size, tanh\) \[\(64, True\), \(64, True\)\] differ"):
+    with pytest.raises(
+        ConfigError, match=r"hidden layers \(size, activation\) \[\(64, 'tanh'\), \(64, 'tanh'\)\] differ"
+    ):
         init_policy(other, WEIGHTS)
     with pytest.raises(ConfigError, match="not found"):
         init_policy(model, tmp_path / "missing.npz")
@@ -264,3 +266,24 @@ def test_champion_command_refuses_a_bad_override(tmp_path: Path, capsys: pytest.
     assert main(["configs/smoke.yaml", "--set", "train.win_bonus=-1", "--out", str(out)]) == 2
     assert "key 'train.win_bonus' must be in [0, 1e6) bullheads, got -1" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "algo.policy_kwargs.net_arch=[32]",
+            r"hidden layers \(size, activation\) \[\(64, 'tanh'\), \(64, 'tanh'\)\], "
+            r"but algo.policy_kwargs gives \[\(32, 'tanh'\)\]",
+        ),
+        ("algo.policy_kwargs.activation_fn=relu", r"but algo.policy_kwargs gives \[\(64, 'relu'\), \(64, 'relu'\)\]"),
+        ("algo.policy=MlpPolicy", r"a .npz actor starts a card policy \(algo.policy: card"),
+        ("train.init_from=configs/champion.yaml.npz", "no such checkpoint file"),
+    ],
+)
+def test_league_config_checks_its_init_weights_before_training(override: str, message: str) -> None:
+    from training.config import ConfigError, load_config
+
+    assert load_config("configs/champion_league.yaml").train.init_from == "configs/weights/champion_v1.npz"
+    with pytest.raises(ConfigError, match=message):
+        load_config("configs/champion_league.yaml", [override])

@@ -550,19 +550,26 @@ def test_the_snapshot_pool_keeps_the_newest_snapshots(tmp_path: Path) -> None:
 def test_training_commands_run_numpy_with_one_blas_thread(module: str) -> None:
     """The training commands set OPENBLAS_NUM_THREADS=1 before numpy loads (the policy opponents' forward passes
     run on the training process's core; a second BLAS thread only contends), unless the user set it."""
-    code = (
+    code = (  # the variable as numpy is first imported (a finder that only looks), then after the command
         "import os, runpy, sys\n"
+        "seen = []\n"
+        "class Look:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'numpy' and not seen:\n"
+        "            seen.append(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+        "sys.meta_path.insert(0, Look())\n"
+        "assert 'numpy' not in sys.modules\n"
         f"sys.argv = ['{module}', '--help']\n"
         "try:\n"
         f"    runpy.run_module('{module}', run_name='__main__')\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules)\n"
+        "print(seen[0], os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     run = [sys.executable, "-c", code]
     out = subprocess.run(run, env=env, capture_output=True, text=True, check=True, timeout=120).stdout
-    assert out.split()[-2:] == ["1", "True"]
+    assert out.split()[-3:] == ["1", "1", "True"]
     env["OPENBLAS_NUM_THREADS"] = "2"
     out = subprocess.run(run, env=env, capture_output=True, text=True, check=True, timeout=120).stdout
-    assert out.split()[-2:] == ["2", "True"]
+    assert out.split()[-3:] == ["2", "2", "True"]

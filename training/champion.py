@@ -67,12 +67,13 @@ def load_actor(policy: Any, path: str | Path, critic: bool = True) -> None:
     actor, _ = read_weights(path)
     linears = [m for m in policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
     acts = [m for m in policy.mlp_extractor.policy_net if not isinstance(m, torch.nn.Linear)]
-    theirs = [(w.shape[1], tanh) for w, _, tanh in actor.layers]
-    ours = [(m.out_features, isinstance(a, torch.nn.Tanh)) for m, a in zip(linears, acts, strict=False)]
+    names = {torch.nn.Tanh: "tanh", torch.nn.ReLU: "relu"}
+    theirs = [(w.shape[1], "tanh" if tanh else "relu") for w, _, tanh in actor.layers]
+    ours = [(m.out_features, names.get(type(a), type(a).__name__)) for m, a in zip(linears, acts, strict=False)]
     if theirs != ours or len(linears) != len(acts):
         raise ValueError(
-            f"{path}: hidden layers (size, tanh) {theirs} differ from the policy's {ours}; set algo.policy_kwargs "
-            "net_arch and activation_fn to match"
+            f"{path}: hidden layers (size, activation) {theirs} differ from the policy's {ours}; set "
+            "algo.policy_kwargs net_arch and activation_fn to match"
         )
 
     def put(linear: torch.nn.Linear, weight: np.ndarray, bias: np.ndarray | None = None) -> None:

@@ -685,6 +685,30 @@ def check_agent_spec(spec: str, key: str, source: str) -> None:
         raise ConfigError(f"{source}: key '{key}': {e}") from None
 
 
+def _check_init_weights(cfg: TrainConfig, source: str) -> None:
+    """``train.init_from`` names a ``.npz`` actor: it must read, and its hidden layers (sizes, activations) must be
+    the card policy's ``net_arch`` and ``activation_fn`` (checked here, before a run folder is made)."""
+    from sixnimmt_env.champion import read_weights
+
+    key = f"{source}: key 'train.init_from' {cfg.train.init_from!r}"
+    if cfg.algo.policy != "card" or cfg.train.backend != "sb3":
+        raise ConfigError(f"{key}: a .npz actor starts a card policy (algo.policy: card, train.backend: sb3)")
+    try:
+        actor, _ = read_weights(cfg.train.init_from)
+    except ValueError as e:
+        raise ConfigError(f"{key}: {e}") from None
+    theirs = [(w.shape[1], "tanh" if tanh else "relu") for w, _, tanh in actor.layers]
+    arch = cfg.algo.policy_kwargs.net_arch
+    # CardPolicy reads {pi: A, vf: A} as A, and None as SB3's default, pi and vf [64, 64]
+    sizes = list(arch.get("pi") or []) if isinstance(arch, dict) else [64, 64] if arch is None else list(arch)
+    ours = [(size, cfg.algo.policy_kwargs.activation_fn) for size in sizes]
+    if theirs != ours:
+        raise ConfigError(
+            f"{key}: hidden layers (size, activation) {theirs}, but algo.policy_kwargs gives {ours}; set net_arch "
+            "and activation_fn to match"
+        )
+
+
 def validate(cfg: TrainConfig, source: str) -> TrainConfig:
     """Semantic checks across sections: the game, weights, agent specs, counts, the vector env kind.
 
@@ -749,6 +773,8 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
         )
     if cfg.train.init_from is not None and not Path(cfg.train.init_from).is_file():
         raise ConfigError(f"{source}: key 'train.init_from' {cfg.train.init_from!r}: no such checkpoint file")
+    if cfg.train.init_from is not None and Path(cfg.train.init_from).suffix == ".npz":
+        _check_init_weights(cfg, source)
     d = cfg.distill
     if d.enabled:
         if cfg.train.init_from is not None:

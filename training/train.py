@@ -64,7 +64,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-if __name__ == "__main__":  # the command: one BLAS thread before numpy loads (see main)
+if __name__ == "__main__":  # the command: one BLAS thread before numpy loads (module docstring)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from training.config import ConfigError, TrainConfig, apply_override, dump_config, load_config
