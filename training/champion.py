@@ -1,16 +1,18 @@
-"""Train the ``champion`` agent from scratch and export its weights into the package (issue 13).
+"""Train a stage of the ``champion`` agent and export its weights into the package (issue 13).
 
 Usage::
 
     python -m training.champion [CONFIG] [--set KEY=VALUE ...] [--out sixnimmt_env/champion.npz] [--force]
     python -m training.champion --export runs/champion/<stamp>/final_model.zip [--out PATH] [--force]
 
-The first form trains the config (``python -m training.train``, a new run folder under ``runs/``: the
-config's ``distill:`` stage, where ``mc:N`` labels positions and the card policy learns them, then PPO from
-that policy), then writes the final model's actor as numpy weights to ``--out``. The second form exports an
-existing MaskablePPO card-policy checkpoint. An existing ``--out`` is never replaced without ``--force``. The
-weights file is what :mod:`sixnimmt_env.champion` plays (spec ``champion``, or ``champion:PATH`` for a file
-elsewhere); ``docs/champion.md`` has the budget and the strength tables.
+The first form trains the config (``python -m training.train``, a new run folder under ``runs/``), then
+writes the final model's actor as numpy weights to ``--out``. The default config is the last stage,
+``configs/champion_league.yaml``: it fine-tunes the stage-1 weights ``configs/weights/champion_v1.npz``
+against a league. Stage 1, ``configs/champion.yaml`` (``--out configs/weights/champion_v1.npz``), distils
+``mc:64`` into the card policy and then runs PPO; ``make champion`` runs every stage from scratch. The
+second form exports an existing MaskablePPO card-policy checkpoint. An existing ``--out`` is never replaced
+without ``--force``. The weights file is what :mod:`sixnimmt_env.champion` plays (spec ``champion``, or
+``champion:PATH`` for a file elsewhere); ``docs/champion.md`` has the budget and the strength tables.
 """
 
 from __future__ import annotations
@@ -138,7 +140,9 @@ def export(checkpoint: str | Path, out: str | Path, force: bool = False, meta: d
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m training.champion", description=__doc__.split("\n\n")[0])
-    p.add_argument("config", nargs="?", default="configs/champion.yaml", help="training config (default: %(default)s)")
+    p.add_argument(
+        "config", nargs="?", default="configs/champion_league.yaml", help="training config (default: %(default)s)"
+    )
     p.add_argument(
         "--set",
         dest="overrides",
