@@ -149,27 +149,34 @@ def test_export_matches_the_torch_policy_and_never_overwrites(tmp_path: Path) ->
 
 
 def test_beats_greedy_quickly() -> None:
-    """A short statistical check (CI): against three greedy, fewer bullheads than each, beyond the intervals."""
+    """A short statistical check (CI): against three greedy, fewer bullheads than each, beyond the intervals, and a
+    win share above parity's 95 % range at 400 games (25 % + 1.96 * 2.2 % = 29.3 %)."""
     results = run_arena(["champion", "greedy", "greedy", "greedy"], games=400, seed=11)
     me, *others = results["agents"]
     for other in others:
         assert me["mean_penalty"] + me["ci95"] < other["mean_penalty"] - other["ci95"]
-    assert me["win_share"] > 0.35
+    assert me["win_share"] > 0.30
 
 
 @pytest.mark.slow
-def test_strength_against_greedy_and_mc64() -> None:
-    """The strength run of docs/champion.md (shipped weights, 4,000 games each: 8.78 +- 0.20 against greedy's
-    13.8-14.1; 10.15 +- 0.24 against mc:64's 12.82-12.87, winning 33.9 %). The issue's targets, not all met,
-    are in the doc; this pins what the shipped weights reach (all games are fixed by the seed)."""
+def test_strength_against_greedy_mc64_and_the_default_policy() -> None:
+    """The strength run of docs/champion.md (shipped weights, 4,000 games each): 9.32 +- 0.21 against greedy's
+    13.4-13.8; 9.94 +- 0.24 against mc:64's 12.5-12.8, winning 34.6 %; 7.73 +- 0.20 against the default-config
+    policy's 11.9-12.3, winning 37.2 %. The issue's targets, not all met, are in the doc; this pins what the
+    shipped weights reach (all games are fixed by the seed)."""
     greedy = run_arena(["champion", "greedy", "greedy", "greedy"], games=4000, seed=1, workers=2)
     me, *others = greedy["agents"]
-    assert me["mean_penalty"] + me["ci95"] < 9.1
+    assert me["mean_penalty"] + me["ci95"] < 9.6
     assert all(me["mean_penalty"] + me["ci95"] < o["mean_penalty"] - o["ci95"] for o in others)
     mc = run_arena(["champion", "mc:64", "mc:64", "mc:64"], games=4000, seed=2, workers=2)
     me, *others = mc["agents"]
-    assert me["win_share"] > 0.32  # parity is 0.25
+    assert me["win_share"] > 0.33  # parity is 0.25
     assert all(me["mean_penalty"] + me["ci95"] < o["mean_penalty"] - o["ci95"] for o in others)
+    bar = f"champion:{Path(__file__).parent.parent / 'configs' / 'weights' / 'default_ppo_4p.npz'}"
+    default = run_arena(["champion", bar, bar, bar], games=4000, seed=3, workers=2)
+    me, *others = default["agents"]
+    assert me["mean_penalty"] + me["ci95"] < 8.5  # the issue's target
+    assert me["win_share"] > 0.35
 
 
 def test_a_training_config_can_train_against_the_champion(tmp_path: Path) -> None:
