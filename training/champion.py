@@ -139,18 +139,13 @@ def export(checkpoint: str | Path, out: str | Path, force: bool = False, meta: d
 
 
 def _parser() -> argparse.ArgumentParser:
+    from training.train import add_overrides_option
+
     p = argparse.ArgumentParser(prog="python -m training.champion", description=__doc__.split("\n\n")[0])
     p.add_argument(
         "config", nargs="?", default="configs/champion_league.yaml", help="training config (default: %(default)s)"
     )
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a key of the config (as python -m training.train --set)",
-    )
+    add_overrides_option(p)
     p.add_argument("--export", metavar="CHECKPOINT", help="only export this MaskablePPO card-policy checkpoint")
     p.add_argument("--out", default=str(WEIGHTS), help="weights file to write (default: the package's)")
     p.add_argument("--force", action="store_true", help="replace an existing --out")

@@ -73,9 +73,8 @@ RESUME_OVERRIDES = ("train.total_timesteps", "train.max_minutes")
 """The keys ``--set`` may change with ``--resume``: the budget of the run."""
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n\n")[0])
-    p.add_argument("config", nargs="?", help="YAML config, e.g. configs/ppo_4p.yaml")
+def add_overrides_option(p: argparse.ArgumentParser) -> None:
+    """Add ``--set KEY=VALUE`` (repeatable, into ``args.overrides``: config overrides, :func:`load_config`)."""
     p.add_argument(
         "--set",
         dest="overrides",
@@ -84,6 +83,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a config key, e.g. algo.learning_rate=1e-4 (VALUE is parsed as YAML)",
     )
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n\n")[0])
+    p.add_argument("config", nargs="?", help="YAML config, e.g. configs/ppo_4p.yaml")
+    add_overrides_option(p)
     p.add_argument(
         "--resume",
         metavar="RUN_DIR",
