@@ -34,7 +34,7 @@ train: install
 		--out $${run}eval_mixed && \
 	$(PY) -m training.evaluate $$model --opponents mc:64 --fill-seats --games 2000 --workers 2 --out $${run}eval_mc64
 
-# The shipped champion from scratch (docs/champion.md; about 3 hours on 2 cores): the default-config policy (an
+# The shipped champion from scratch (docs/champion.md; about 2.5 hours on 2 cores): the default-config policy (an
 # opponent of stage 2), stage 1 (mc:64 distillation, then PPO), stage 2 (PPO against a league).
 champion: install
 	$(PY) -m training.champion configs/baseline_ppo_4p.yaml --set train.vec_env=batched --set train.max_minutes=null \

@@ -294,3 +294,10 @@ def test_league_config_checks_its_init_weights_before_training(override: str, me
     assert load_config("configs/champion_league.yaml").train.init_from == "configs/weights/champion_v1.npz"
     with pytest.raises(ConfigError, match=message):
         load_config("configs/champion_league.yaml", [override])
+
+
+def test_an_init_from_that_is_not_a_checkpoint_is_refused_when_the_config_loads() -> None:
+    from training.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=r"'README.md': neither an SB3 checkpoint \(a .zip holding policy.pth\)"):
+        load_config("configs/champion_league.yaml", ["train.init_from=README.md"])

@@ -174,7 +174,11 @@ def main(argv: list[str] | None = None) -> int:
         code = train_main([args.config, "--no-progress", *(x for o in args.overrides for x in ("--set", o))])
         if code != 0:
             return code
-        (run_dir,) = set(Path(cfg.train.output_dir, cfg.name).glob("*")) - before
+        new = set(Path(cfg.train.output_dir, cfg.name).glob("*")) - before
+        if len(new) != 1:  # another run of the config started beside this one: which folder is ours is unknown
+            print(f"error: new run folders {sorted(map(str, new))}; export one with --export", file=sys.stderr)
+            return 2
+        (run_dir,) = new
         checkpoint = str(run_dir / "final_model.zip")
         meta["config"] = args.config
         if args.overrides:

@@ -685,6 +685,16 @@ def check_agent_spec(spec: str, key: str, source: str) -> None:
         raise ConfigError(f"{source}: key '{key}': {e}") from None
 
 
+def _is_sb3_checkpoint(path: str) -> bool:
+    """Whether ``path`` is a zip archive holding ``policy.pth``, as SB3's ``save`` writes."""
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        return False
+    with zipfile.ZipFile(path) as z:
+        return "policy.pth" in z.namelist()
+
+
 def _check_init_weights(cfg: TrainConfig, source: str) -> None:
     """``train.init_from`` names a ``.npz`` actor: it must read, and its hidden layers (sizes, activations) must be
     the card policy's ``net_arch`` and ``activation_fn`` (checked here, before a run folder is made)."""
@@ -775,6 +785,11 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
         raise ConfigError(f"{source}: key 'train.init_from' {cfg.train.init_from!r}: no such checkpoint file")
     if cfg.train.init_from is not None and Path(cfg.train.init_from).suffix == ".npz":
         _check_init_weights(cfg, source)
+    elif cfg.train.init_from is not None and not _is_sb3_checkpoint(cfg.train.init_from):
+        raise ConfigError(
+            f"{source}: key 'train.init_from' {cfg.train.init_from!r}: neither an SB3 checkpoint (a .zip holding "
+            "policy.pth) nor a .npz actor (python -m training.champion --export)"
+        )
     d = cfg.distill
     if d.enabled:
         if cfg.train.init_from is not None:

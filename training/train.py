@@ -523,7 +523,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run folder: {run_dir}", file=sys.stderr)
         if resume_from is not None:
             print(f"resuming from {resume_from}", file=sys.stderr)
-        summary = train(cfg, run_dir, resume_from, progress=not args.no_progress)
+        try:
+            summary = train(cfg, run_dir, resume_from, progress=not args.no_progress)
+        except ConfigError as e:  # found only when the run starts (e.g. init_from's policy shapes)
+            print(f"config error: {e}; run folder {run_dir} holds no model", file=sys.stderr)
+            return 2
     resumed = f" (resumed at {summary['start_steps']:,})" if summary["start_steps"] else ""
     print(
         f"{summary['session_steps']:,} steps in {summary['seconds']:.0f} s ({summary['steps_per_second']:,.0f} "
