@@ -32,7 +32,7 @@ import numpy as np
 
 from sixnimmt_env.champion import FORMAT, WEIGHTS, read_weights
 
-__all__ = ["export", "load_actor", "main", "weight_arrays"]
+__all__ = ["export", "main", "weight_arrays"]
 
 
 def weight_arrays(policy: Any) -> dict[str, np.ndarray]:
@@ -46,54 +46,6 @@ def weight_arrays(policy: Any) -> dict[str, np.ndarray]:
     if not isinstance(policy, CardPolicy):
         raise ValueError(f"champion export needs a card policy (algo.policy: card), got {type(policy).__name__}")
     return NumpyCardActor(policy).arrays()
-
-
-def load_actor(policy: Any, path: str | Path, critic: bool = True) -> None:
-    """Copy the actor of the weights file ``path`` (``.npz``, :func:`export`'s) into a card policy, in place.
-
-    The inverse of :func:`weight_arrays`: afterwards the policy's logits are the file's (``read_weights``, whose
-    first layer is widened for ``drafted_by`` if the file predates it). With ``critic`` the critic's MLP starts as
-    a copy of the actor's hidden layers (its value head keeps its initial weights), so PPO fine-tuning starts from
-    features that already mean something (``train.init_from`` with a ``.npz``).
-
-    Raises:
-        ValueError: not a card policy, a file that does not read, or hidden layers (sizes, activations) other
-            than the policy's ``net_arch`` and ``activation_fn``.
-    """
-    import torch
-
-    from training.policy import CardPolicy
-
-    if not isinstance(policy, CardPolicy):
-        raise ValueError(f"champion weights load into a card policy (algo.policy: card), got {type(policy).__name__}")
-    actor, _ = read_weights(path)
-    linears = [m for m in policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
-    acts = [m for m in policy.mlp_extractor.policy_net if not isinstance(m, torch.nn.Linear)]
-    names = {torch.nn.Tanh: "tanh", torch.nn.ReLU: "relu"}
-    theirs = [(w.shape[1], "tanh" if tanh else "relu") for w, _, tanh in actor.layers]
-    ours = [(m.out_features, names.get(type(a), type(a).__name__)) for m, a in zip(linears, acts, strict=False)]
-    if theirs != ours or len(linears) != len(acts):
-        raise ValueError(
-            f"{path}: hidden layers (size, activation) {theirs} differ from the policy's {ours}; set "
-            "algo.policy_kwargs net_arch and activation_fn to match"
-        )
-
-    def put(linear: torch.nn.Linear, weight: np.ndarray, bias: np.ndarray | None = None) -> None:
-        with torch.no_grad():
-            linear.weight.copy_(torch.as_tensor(weight.T))
-            if bias is not None:
-                linear.bias.copy_(torch.as_tensor(bias))
-
-    critic_linears = [m for m in policy.mlp_extractor.value_net if isinstance(m, torch.nn.Linear)]
-    for i, (weight, bias, _) in enumerate(actor.layers):
-        put(linears[i], weight, bias)
-        if critic:
-            put(critic_linears[i], weight, bias)
-    head = policy.action_net
-    put(head.card_in, actor.card_in_w, actor.card_in_b)
-    put(head.global_in, actor.global_in_w)
-    put(head.card_out, actor.card_out_w, actor.card_out_b)
-    put(head.linear, actor.linear_w, actor.linear_b)
 
 
 def _steps(checkpoint: str | Path) -> int | None:

@@ -22,7 +22,7 @@ from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistrib
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
 from sixnimmt_env.card_features import HAND_FEATURES
-from sixnimmt_env.champion import CardActor
+from sixnimmt_env.champion import CardActor, read_weights
 from sixnimmt_env.engine import HAND_SIZE, NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE
 from training.config import TrainConfig
@@ -244,6 +244,51 @@ class NumpyCardActor:
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """Logits ``float32 (batch, 109)``: the forward pass of :class:`sixnimmt_env.champion.CardActor`."""
         return self._actor.logits(obs)
+
+
+def load_actor(policy: CardPolicy, path: str | Path, critic: bool = True) -> None:
+    """Copy the actor of the weights file ``path`` (``.npz``, :func:`training.champion.export`'s) into a card
+    policy, in place.
+
+    The inverse of :meth:`NumpyCardActor.arrays`: afterwards the policy's logits are the file's (``read_weights``, whose
+    first layer is widened for ``drafted_by`` if the file predates it). With ``critic`` the critic's MLP starts as
+    a copy of the actor's hidden layers (its value head keeps its initial weights), so PPO fine-tuning starts from
+    features that already mean something (``train.init_from`` with a ``.npz``).
+
+    Raises:
+        ValueError: not a card policy, a file that does not read, or hidden layers (sizes, activations) other
+            than the policy's ``net_arch`` and ``activation_fn``.
+    """
+    if not isinstance(policy, CardPolicy):
+        raise ValueError(f"champion weights load into a card policy (algo.policy: card), got {type(policy).__name__}")
+    actor, _ = read_weights(path)
+    linears = [m for m in policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
+    acts = [m for m in policy.mlp_extractor.policy_net if not isinstance(m, torch.nn.Linear)]
+    names = {torch.nn.Tanh: "tanh", torch.nn.ReLU: "relu"}
+    theirs = [(w.shape[1], "tanh" if tanh else "relu") for w, _, tanh in actor.layers]
+    ours = [(m.out_features, names.get(type(a), type(a).__name__)) for m, a in zip(linears, acts, strict=False)]
+    if theirs != ours or len(linears) != len(acts):
+        raise ValueError(
+            f"{path}: hidden layers (size, activation) {theirs} differ from the policy's {ours}; set "
+            "algo.policy_kwargs net_arch and activation_fn to match"
+        )
+
+    def put(linear: torch.nn.Linear, weight: np.ndarray, bias: np.ndarray | None = None) -> None:
+        with torch.no_grad():
+            linear.weight.copy_(torch.as_tensor(weight.T))
+            if bias is not None:
+                linear.bias.copy_(torch.as_tensor(bias))
+
+    critic_linears = [m for m in policy.mlp_extractor.value_net if isinstance(m, torch.nn.Linear)]
+    for i, (weight, bias, _) in enumerate(actor.layers):
+        put(linears[i], weight, bias)
+        if critic:
+            put(critic_linears[i], weight, bias)
+    head = policy.action_net
+    put(head.card_in, actor.card_in_w, actor.card_in_b)
+    put(head.global_in, actor.global_in_w)
+    put(head.card_out, actor.card_out_w, actor.card_out_b)
+    put(head.linear, actor.linear_w, actor.linear_b)
 
 
 def algo_kwargs(cfg: TrainConfig) -> dict[str, Any]:

@@ -368,7 +368,7 @@ def init_policy(model: Any, checkpoint: str | Path) -> None:
     """Copy the policy weights of the SB3 checkpoint ``checkpoint`` into ``model``'s policy (``train.init_from``).
 
     A ``.npz`` file is an actor's weights (:func:`training.champion.export`, e.g. ``sixnimmt_env/champion.npz``):
-    the actor is copied and the critic's MLP starts as a copy of the actor's (:func:`training.champion.load_actor`).
+    the actor is copied and the critic's MLP starts as a copy of the actor's (:func:`training.policy.load_actor`).
 
     Raises:
         ConfigError: the checkpoint does not load, or its policy does not have the same parameters and shapes.
@@ -376,7 +376,7 @@ def init_policy(model: Any, checkpoint: str | Path) -> None:
     from sb3_contrib import MaskablePPO
 
     if Path(checkpoint).suffix == ".npz":
-        from training.champion import load_actor
+        from training.policy import load_actor
 
         try:
             load_actor(model.policy, checkpoint)
