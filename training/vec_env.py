@@ -64,6 +64,7 @@ from sixnimmt_env.champion import ChampionAgent
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, GameConfig, view
 from sixnimmt_env.gym_env import check_learner_options
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
+from sixnimmt_env.stats import win_shares
 from training.agent import PolicyAgent
 from training.opponents import MixtureSampler
 
@@ -383,15 +384,13 @@ class SixNimmtVecEnv(VecEnv):
         return self._obs.copy(), reward.copy(), dones, infos
 
     def _win_shares(self, ended: np.ndarray) -> np.ndarray:
-        """``float32 (B,)``: in the games of ``ended`` (bool (B,)), the learner's share of the win: ``1/k`` if its
-        total is the lowest, tied by ``k`` seats; 0 elsewhere."""
+        """``float32 (B,)``: in the games of ``ended`` (bool (B,)), the learner's share of the win
+        (:func:`sixnimmt_env.stats.win_shares` of the totals: ``1/k`` if its total is the lowest, tied by ``k``
+        seats); 0 elsewhere."""
         t = self.tables
         games = np.flatnonzero(ended)
-        totals = t.games.totals[games]
-        low = totals.min(axis=1)
-        mine = totals[np.arange(len(games)), t.seat[games]]
         out = np.zeros(self.num_envs, np.float32)
-        out[games] = (mine == low) / np.count_nonzero(totals == low[:, None], axis=1)
+        out[games] = win_shares(t.games.totals[games])[np.arange(len(games)), t.seat[games]]
         return out
 
     def action_masks(self) -> np.ndarray:
