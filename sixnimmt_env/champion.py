@@ -106,6 +106,11 @@ class CardActor:
             if getattr(self, name).shape != shape:
                 raise ValueError(f"champion weights: {name} has shape {getattr(self, name).shape}, expected {shape}")
 
+    def hidden_layers(self) -> list[tuple[int, str]]:
+        """The MLP's hidden layers as ``(units, "tanh" | "relu")``, first to last (as ``net_arch`` and
+        ``activation_fn`` name them in a training config)."""
+        return [(len(bias), "tanh" if tanh else "relu") for _, bias, tanh in self.layers]
+
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """Unmasked logits ``float32 (batch, 109)`` for observations ``float32 (batch, 506)`` (or one ``(506,)``)."""
         obs = np.asarray(obs, np.float32).reshape(-1, OBS_SIZE)

@@ -707,7 +707,7 @@ def _check_init_weights(cfg: TrainConfig, source: str) -> None:
         actor, _ = read_weights(cfg.train.init_from)
     except ValueError as e:
         raise ConfigError(f"{key}: {e}") from None
-    theirs = [(w.shape[1], "tanh" if tanh else "relu") for w, _, tanh in actor.layers]
+    theirs = actor.hidden_layers()
     arch = cfg.algo.policy_kwargs.net_arch
     # CardPolicy reads {pi: A, vf: A} as A, and None as SB3's default, pi and vf [64, 64]
     sizes = list(arch.get("pi") or []) if isinstance(arch, dict) else [64, 64] if arch is None else list(arch)

@@ -246,13 +246,13 @@ class NumpyCardActor:
         return self._actor.logits(obs)
 
 
-def load_actor(policy: CardPolicy, path: str | Path, critic: bool = True) -> None:
+def load_actor(policy: CardPolicy, path: str | Path) -> None:
     """Copy the actor of the weights file ``path`` (``.npz``, :func:`training.champion.export`'s) into a card
     policy, in place.
 
     The inverse of :meth:`NumpyCardActor.arrays`: afterwards the policy's logits are the file's (``read_weights``, whose
-    first layer is widened for ``drafted_by`` if the file predates it). With ``critic`` the critic's MLP starts as
-    a copy of the actor's hidden layers (its value head keeps its initial weights), so PPO fine-tuning starts from
+    first layer is widened for ``drafted_by`` if the file predates it). The critic's MLP starts as a copy of the
+    actor's hidden layers (its value head keeps its initial weights), so PPO fine-tuning starts from
     features that already mean something (``train.init_from`` with a ``.npz``).
 
     Raises:
@@ -265,7 +265,7 @@ def load_actor(policy: CardPolicy, path: str | Path, critic: bool = True) -> Non
     linears = [m for m in policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
     acts = [m for m in policy.mlp_extractor.policy_net if not isinstance(m, torch.nn.Linear)]
     names = {torch.nn.Tanh: "tanh", torch.nn.ReLU: "relu"}
-    theirs = [(w.shape[1], "tanh" if tanh else "relu") for w, _, tanh in actor.layers]
+    theirs = actor.hidden_layers()
     ours = [(m.out_features, names.get(type(a), type(a).__name__)) for m, a in zip(linears, acts, strict=False)]
     if theirs != ours or len(linears) != len(acts):
         raise ValueError(
@@ -282,8 +282,7 @@ def load_actor(policy: CardPolicy, path: str | Path, critic: bool = True) -> Non
     critic_linears = [m for m in policy.mlp_extractor.value_net if isinstance(m, torch.nn.Linear)]
     for i, (weight, bias, _) in enumerate(actor.layers):
         put(linears[i], weight, bias)
-        if critic:
-            put(critic_linears[i], weight, bias)
+        put(critic_linears[i], weight, bias)
     head = policy.action_net
     put(head.card_in, actor.card_in_w, actor.card_in_b)
     put(head.global_in, actor.global_in_w)
