@@ -111,6 +111,15 @@ class CardActor:
         ``activation_fn`` name them in a training config)."""
         return [(len(bias), "tanh" if tanh else "relu") for _, bias, tanh in self.layers]
 
+    def fits(self, layers: list[tuple[int, str]]) -> bool:
+        """Whether these weights load into a card policy whose hidden layers are ``layers`` (``(units, "tanh" |
+        "relu")``, first to last): same count and activations, each layer at least as wide as this one's
+        (``training.policy.load_actor`` widens a layer, and the logits stay this actor's)."""
+        ours = self.hidden_layers()
+        if len(ours) != len(layers):
+            return False
+        return all(mine[1] == theirs[1] and mine[0] <= theirs[0] for mine, theirs in zip(ours, layers, strict=True))
+
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """Unmasked logits ``float32 (batch, 109)`` for observations ``float32 (batch, 506)`` (or one ``(506,)``)."""
         obs = np.asarray(obs, np.float32).reshape(-1, OBS_SIZE)

@@ -259,11 +259,43 @@ def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path) -> None
     assert torch.equal(pi[0].weight, vf[0].weight) and torch.equal(pi[2].bias, vf[2].bias)
     other = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [32]}, n_steps=16, batch_size=16)
     with pytest.raises(
-        ConfigError, match=r"hidden layers \(size, activation\) \[\(64, 'tanh'\), \(64, 'tanh'\)\] differ"
+        ConfigError, match=r"hidden layers \(size, activation\) \[\(64, 'tanh'\), \(64, 'tanh'\)\] do not fit"
     ):
         init_policy(other, WEIGHTS)
     with pytest.raises(ConfigError, match="not found"):
         init_policy(model, tmp_path / "missing.npz")
+
+
+def test_init_from_widens_into_a_wider_policy_with_the_same_logits() -> None:
+    """A 64-64 weights file loads into a 96-80 card policy: the file's units come first, the extra units' outgoing
+    weights are 0, so the logits are the file's; a narrower layer is refused."""
+    pytest.importorskip("torch")
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from training.agent import PolicyAgent
+    from training.config import ConfigError
+    from training.policy import CardPolicy
+    from training.train import init_policy
+    from training.vec_env import SixNimmtVecEnv
+
+    env = SixNimmtVecEnv(1, seed=0, num_players=4, episode="round")
+    model = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [96, 80]}, seed=3, n_steps=16, batch_size=16)
+    init_policy(model, WEIGHTS)
+    par = parallel_env(num_players=4)
+    observations, _ = par.reset(seed=8)
+    obs = np.stack([o["observation"] for o in observations.values()])
+    actor, _ = read_weights(WEIGHTS)
+    np.testing.assert_allclose(PolicyAgent(model.policy).logits(obs), actor.logits(obs), rtol=1e-4, atol=1e-4)
+    pi, head = model.policy.mlp_extractor.policy_net, model.policy.action_net
+    assert pi[0].weight.shape == (96, 596) and pi[2].weight.shape == (80, 96)
+    assert torch.equal(pi[0].weight[:64], torch.as_tensor(actor.layers[0][0].T))
+    assert not pi[2].weight[:64, 64:].any()  # extra first-layer units feed nothing the file's units read
+    assert pi[2].weight[64:].abs().sum() > 0  # extra second-layer units keep their initial weights
+    assert not head.linear.weight[:, 64:].any() and not head.global_in.weight[:, 64:].any()
+    narrow = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [64, 32]}, n_steps=16, batch_size=16)
+    with pytest.raises(ConfigError, match=r"do not fit the policy's \[\(64, 'tanh'\), \(32, 'tanh'\)\]"):
+        init_policy(narrow, WEIGHTS)
 
 
 def test_champion_command_refuses_a_bad_override(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -284,6 +316,10 @@ def test_champion_command_refuses_a_bad_override(tmp_path: Path, capsys: pytest.
             r"but algo.policy_kwargs gives \[\(32, 'tanh'\)\]",
         ),
         ("algo.policy_kwargs.activation_fn=relu", r"but algo.policy_kwargs gives \[\(64, 'relu'\), \(64, 'relu'\)\]"),
+        (
+            "algo.policy_kwargs.net_arch=[128, 32]",
+            r"but algo.policy_kwargs gives \[\(128, 'tanh'\), \(32, 'tanh'\)\]; .* each layer at least as wide",
+        ),
         ("algo.policy=MlpPolicy", r"a .npz actor starts a card policy \(algo.policy: card"),
         ("train.init_from=configs/champion.yaml.npz", "no such checkpoint file"),
     ],
@@ -292,6 +328,8 @@ def test_league_config_checks_its_init_weights_before_training(override: str, me
     from training.config import ConfigError, load_config
 
     assert load_config("configs/champion_league.yaml").train.init_from == "configs/weights/champion_v1.npz"
+    wide = load_config("configs/champion_league.yaml", ["algo.policy_kwargs.net_arch=[256, 256]"])
+    assert wide.algo.policy_kwargs.net_arch == [256, 256]  # a wider policy than the file's 64-64 loads it
     with pytest.raises(ConfigError, match=message):
         load_config("configs/champion_league.yaml", [override])
 

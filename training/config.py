@@ -696,8 +696,9 @@ def _is_sb3_checkpoint(path: str) -> bool:
 
 
 def _check_init_weights(cfg: TrainConfig, source: str) -> None:
-    """``train.init_from`` names a ``.npz`` actor: it must read, and its hidden layers (sizes, activations) must be
-    the card policy's ``net_arch`` and ``activation_fn`` (checked here, before a run folder is made)."""
+    """``train.init_from`` names a ``.npz`` actor: it must read, and its hidden layers (sizes, activations) must fit
+    the card policy's ``net_arch`` and ``activation_fn``: same count and activations, each layer at least as wide
+    (``CardActor.fits``; checked here, before a run folder is made)."""
     from sixnimmt_env.champion import read_weights
 
     key = f"{source}: key 'train.init_from' {cfg.train.init_from!r}"
@@ -712,10 +713,11 @@ def _check_init_weights(cfg: TrainConfig, source: str) -> None:
     # CardPolicy reads {pi: A, vf: A} as A, and None as SB3's default, pi and vf [64, 64]
     sizes = list(arch.get("pi") or []) if isinstance(arch, dict) else [64, 64] if arch is None else list(arch)
     ours = [(size, cfg.algo.policy_kwargs.activation_fn) for size in sizes]
-    if theirs != ours:
+    if not actor.fits(ours):
         raise ConfigError(
             f"{key}: hidden layers (size, activation) {theirs}, but algo.policy_kwargs gives {ours}; set net_arch "
-            "and activation_fn to match"
+            "and activation_fn to match (same count and activations, each layer at least as wide: a wider layer "
+            "starts with the file's units and zero weights out of the extra ones)"
         )
 
 

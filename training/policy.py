@@ -255,9 +255,13 @@ def load_actor(policy: CardPolicy, path: str | Path) -> None:
     actor's hidden layers (its value head keeps its initial weights), so PPO fine-tuning starts from
     features that already mean something (``train.init_from`` with a ``.npz``).
 
+    The policy's hidden layers may be wider than the file's (same count and activations, each at least as
+    wide): the file's units are the first of each layer, the extra units keep their initial incoming weights and
+    get zero outgoing weights, so the logits are still exactly the file's and PPO can grow into the extra units.
+
     Raises:
-        ValueError: not a card policy, a file that does not read, or hidden layers (sizes, activations) other
-            than the policy's ``net_arch`` and ``activation_fn``.
+        ValueError: not a card policy, a file that does not read, or hidden layers that are not the policy's
+            ``net_arch`` and ``activation_fn`` (another count, another activation, or a narrower layer).
     """
     if not isinstance(policy, CardPolicy):
         raise ValueError(f"champion weights load into a card policy (algo.policy: card), got {type(policy).__name__}")
@@ -267,17 +271,21 @@ def load_actor(policy: CardPolicy, path: str | Path) -> None:
     names = {torch.nn.Tanh: "tanh", torch.nn.ReLU: "relu"}
     theirs = actor.hidden_layers()
     ours = [(m.out_features, names.get(type(a), type(a).__name__)) for m, a in zip(linears, acts, strict=False)]
-    if theirs != ours or len(linears) != len(acts):
+    if not actor.fits(ours) or len(linears) != len(acts):
         raise ValueError(
-            f"{path}: hidden layers (size, activation) {theirs} differ from the policy's {ours}; set "
-            "algo.policy_kwargs net_arch and activation_fn to match"
+            f"{path}: hidden layers (size, activation) {theirs} do not fit the policy's {ours} (same count and "
+            "activations, each layer at least as wide); set algo.policy_kwargs net_arch and activation_fn to match"
         )
 
     def put(linear: torch.nn.Linear, weight: np.ndarray, bias: np.ndarray | None = None) -> None:
+        # the file's (in, out) block goes top-left; an extra output unit keeps its incoming weights, an extra
+        # input unit (a widened layer below) gets zero weights into the file's units
+        w = torch.as_tensor(weight.T)
         with torch.no_grad():
-            linear.weight.copy_(torch.as_tensor(weight.T))
+            linear.weight[: w.shape[0], : w.shape[1]] = w
+            linear.weight[: w.shape[0], w.shape[1] :] = 0.0
             if bias is not None:
-                linear.bias.copy_(torch.as_tensor(bias))
+                linear.bias[: len(bias)] = torch.as_tensor(bias)
 
     critic_linears = [m for m in policy.mlp_extractor.value_net if isinstance(m, torch.nn.Linear)]
     for i, (weight, bias, _) in enumerate(actor.layers):
