@@ -234,9 +234,11 @@ def test_402_wide_weights_are_widened_with_zeros_for_drafted_by() -> None:
         np.testing.assert_allclose(actor.logits(obs), _raw_logits(raw, obs), rtol=1e-5, atol=1e-5)
 
 
-def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("net_arch", [[64, 64], [96, 80]])
+def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path, net_arch: list[int]) -> None:
     """``train.init_from: X.npz`` (the second stage of configs/champion_league.yaml): the new policy's actor plays
-    the file's logits and its critic's MLP starts as the actor's; mismatched layers are a clear error."""
+    the file's logits and its critic's MLP starts as the actor's. A wider policy (96-80 from a 64-64 file) takes the
+    file's units first and zero weights out of the extra ones; fewer or narrower layers are a clear error."""
     pytest.importorskip("torch")
     import torch
     from sb3_contrib import MaskablePPO
@@ -248,7 +250,7 @@ def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path) -> None
     from training.vec_env import SixNimmtVecEnv
 
     env = SixNimmtVecEnv(1, seed=0, num_players=4, episode="round")
-    model = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [64, 64]}, seed=3, n_steps=16, batch_size=16)
+    model = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": net_arch}, seed=3, n_steps=16, batch_size=16)
     init_policy(model, WEIGHTS)
     par = parallel_env(num_players=4)
     observations, _ = par.reset(seed=6)
@@ -256,46 +258,23 @@ def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path) -> None
     actor, _ = read_weights(WEIGHTS)
     np.testing.assert_allclose(PolicyAgent(model.policy).logits(obs), actor.logits(obs), rtol=1e-4, atol=1e-4)
     pi, vf = model.policy.mlp_extractor.policy_net, model.policy.mlp_extractor.value_net
-    assert torch.equal(pi[0].weight, vf[0].weight) and torch.equal(pi[2].bias, vf[2].bias)
-    other = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [32]}, n_steps=16, batch_size=16)
-    with pytest.raises(
-        ConfigError, match=r"hidden layers \(size, activation\) \[\(64, 'tanh'\), \(64, 'tanh'\)\] do not fit"
-    ):
-        init_policy(other, WEIGHTS)
-    with pytest.raises(ConfigError, match="not found"):
-        init_policy(model, tmp_path / "missing.npz")
-
-
-def test_init_from_widens_into_a_wider_policy_with_the_same_logits() -> None:
-    """A 64-64 weights file loads into a 96-80 card policy: the file's units come first, the extra units' outgoing
-    weights are 0, so the logits are the file's; a narrower layer is refused."""
-    pytest.importorskip("torch")
-    import torch
-    from sb3_contrib import MaskablePPO
-
-    from training.agent import PolicyAgent
-    from training.config import ConfigError
-    from training.policy import CardPolicy
-    from training.train import init_policy
-    from training.vec_env import SixNimmtVecEnv
-
-    env = SixNimmtVecEnv(1, seed=0, num_players=4, episode="round")
-    model = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [96, 80]}, seed=3, n_steps=16, batch_size=16)
-    init_policy(model, WEIGHTS)
-    par = parallel_env(num_players=4)
-    observations, _ = par.reset(seed=8)
-    obs = np.stack([o["observation"] for o in observations.values()])
-    actor, _ = read_weights(WEIGHTS)
-    np.testing.assert_allclose(PolicyAgent(model.policy).logits(obs), actor.logits(obs), rtol=1e-4, atol=1e-4)
-    pi, head = model.policy.mlp_extractor.policy_net, model.policy.action_net
-    assert pi[0].weight.shape == (96, 596) and pi[2].weight.shape == (80, 96)
+    head = model.policy.action_net
+    assert torch.equal(pi[0].weight, vf[0].weight) and torch.equal(pi[2].bias[:64], vf[2].bias[:64])
+    assert pi[0].weight.shape == (net_arch[0], 596) and pi[2].weight.shape == (net_arch[1], net_arch[0])
     assert torch.equal(pi[0].weight[:64], torch.as_tensor(actor.layers[0][0].T))
     assert not pi[2].weight[:64, 64:].any()  # extra first-layer units feed nothing the file's units read
-    assert pi[2].weight[64:].abs().sum() > 0  # extra second-layer units keep their initial weights
     assert not head.linear.weight[:, 64:].any() and not head.global_in.weight[:, 64:].any()
-    narrow = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [64, 32]}, n_steps=16, batch_size=16)
-    with pytest.raises(ConfigError, match=r"do not fit the policy's \[\(64, 'tanh'\), \(32, 'tanh'\)\]"):
-        init_policy(narrow, WEIGHTS)
+    if net_arch[1] > 64:
+        assert pi[2].weight[64:].abs().sum() > 0  # extra second-layer units keep their initial weights
+    for other, match in [
+        ([32], r"hidden layers \(size, activation\) \[\(64, 'tanh'\), \(64, 'tanh'\)\] do not fit"),
+        ([64, 32], r"do not fit the policy's \[\(64, 'tanh'\), \(32, 'tanh'\)\]"),
+    ]:
+        narrow = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": other}, n_steps=16, batch_size=16)
+        with pytest.raises(ConfigError, match=match):
+            init_policy(narrow, WEIGHTS)
+    with pytest.raises(ConfigError, match="not found"):
+        init_policy(model, tmp_path / "missing.npz")
 
 
 def test_champion_command_refuses_a_bad_override(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
