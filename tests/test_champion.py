@@ -259,7 +259,7 @@ def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path, net_arc
     np.testing.assert_allclose(PolicyAgent(model.policy).logits(obs), actor.logits(obs), rtol=1e-4, atol=1e-4)
     pi, vf = model.policy.mlp_extractor.policy_net, model.policy.mlp_extractor.value_net
     head = model.policy.action_net
-    assert torch.equal(pi[0].weight, vf[0].weight) and torch.equal(pi[2].bias[:64], vf[2].bias[:64])
+    assert torch.equal(pi[0].weight[:64], vf[0].weight[:64]) and torch.equal(pi[2].bias[:64], vf[2].bias[:64])
     assert pi[0].weight.shape == (net_arch[0], 596) and pi[2].weight.shape == (net_arch[1], net_arch[0])
     assert torch.equal(pi[0].weight[:64], torch.as_tensor(actor.layers[0][0].T))
     assert not pi[2].weight[:64, 64:].any()  # extra first-layer units feed nothing the file's units read
