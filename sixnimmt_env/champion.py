@@ -115,10 +115,10 @@ class CardActor:
         """Whether these weights load into a card policy whose hidden layers are ``layers`` (``(units, "tanh" |
         "relu")``, first to last): same count and activations, each layer at least as wide as this one's
         (``training.policy.load_actor`` widens a layer, and the logits stay this actor's)."""
-        ours = self.hidden_layers()
-        if len(ours) != len(layers):
+        own = self.hidden_layers()
+        if len(own) != len(layers):
             return False
-        return all(mine[1] == theirs[1] and mine[0] <= theirs[0] for mine, theirs in zip(ours, layers, strict=True))
+        return all(act == wanted and units <= width for (units, act), (width, wanted) in zip(own, layers, strict=True))
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """Unmasked logits ``float32 (batch, 109)`` for observations ``float32 (batch, 506)`` (or one ``(506,)``)."""
