@@ -327,6 +327,38 @@ def test_win_bonus_is_added_to_the_episode_a_learner_wins() -> None:
         SixNimmtVecEnv(2, win_bonus=-1)
 
 
+@pytest.mark.parametrize("episode", ["round", "game"])
+def test_relative_reward_adds_the_mean_of_the_others_bullheads(episode: str) -> None:
+    """``reward="relative"``: an episode's rewards sum to the mean of the others' bullheads minus one's own
+    (``sixnimmt_env.rewards.rewards``), step by step the same games as the penalty reward."""
+    kwargs = {"opponents": "random", "seed": 5, "num_players": 4, "episode": episode, "end_score": 30}
+    plain = SixNimmtVecEnv(32, **kwargs)
+    relative = SixNimmtVecEnv(32, reward="relative", **kwargs)
+    plain.reset()
+    relative.reset()
+    sums, plain_sums = np.zeros(32), np.zeros(32)
+    checked = 0
+    for _ in range(150 if episode == "game" else 25):
+        actions = (get_action_masks(plain).cumsum(axis=1) == 1).argmax(axis=1)
+        _, r0, d0, infos = plain.step(actions)
+        _, r1, d1, _ = relative.step(actions)
+        np.testing.assert_array_equal(d0, d1)
+        assert np.all(r1 - r0 >= -1e-5)  # the others' bullheads only add
+        sums += r1
+        plain_sums += r0
+        for b in np.flatnonzero(d0):
+            totals = np.array(infos[b]["totals"], dtype=float)
+            me = infos[b]["learner_seat"]
+            assert plain_sums[b] == pytest.approx(-totals[me])
+            assert sums[b] == pytest.approx((totals.sum() - totals[me]) / 3 - totals[me], abs=1e-3)
+            checked += 1
+        sums[d0] = 0.0
+        plain_sums[d0] = 0.0
+    assert checked >= 32
+    with pytest.raises(ValueError, match=r"reward must be one of 'penalty', 'relative', got 'rank'"):
+        SixNimmtVecEnv(2, reward="rank")
+
+
 def test_win_bonus_config_is_batched_only() -> None:
     from training.config import ConfigError
 
@@ -337,3 +369,20 @@ def test_win_bonus_config_is_batched_only() -> None:
         load_config(smoke, ["train.vec_env=dummy", "train.win_bonus=5"])
     with pytest.raises(ConfigError, match=r"'train.win_bonus' must be in \[0, 1e6\) bullheads, got -2"):
         load_config(smoke, ["train.vec_env=batched", "train.win_bonus=-2"])
+
+
+def test_reward_config_reaches_the_batched_and_the_gymnasium_envs() -> None:
+    from training.config import ConfigError
+    from training.vec import build_vec_env
+
+    smoke = Path(__file__).parent.parent / "configs" / "smoke.yaml"
+    for vec_env in ("batched", "dummy"):
+        cfg = load_config(smoke, [f"train.vec_env={vec_env}", "train.reward=relative", "train.n_envs=2"])
+        venv = build_vec_env(cfg, None, wrap_normalize=False)
+        inner = venv.venv if vec_env == "batched" else venv.envs[0].unwrapped.parallel
+        assert inner.reward_mode == "relative", vec_env
+        venv.close()
+    with pytest.raises(ConfigError, match=r"'train.reward' must be 'penalty' or 'relative', got 'rank'"):
+        load_config(smoke, ["train.reward=rank"])
+    with pytest.raises(ConfigError, match=r"'train.reward' 'relative' applies to train.backend: sb3 only"):
+        load_config(smoke, ["train.backend=rllib", "train.reward=relative"])

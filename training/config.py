@@ -34,7 +34,9 @@ train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              :func:`training.champion.export`; ignored by ``--resume``),
              ``win_bonus`` (bullheads added to the learner's reward at the end
              of an episode it wins, a tie for lowest split; ``vec_env: batched``
-             only; default 0)
+             only; default 0), ``reward`` (``penalty``, default: minus the
+             learner's bullheads; ``relative``: plus the mean of the other
+             seats' bullheads, :func:`sixnimmt_env.rewards.rewards`; sb3 only)
 distill      ``enabled`` (default false), ``samples``, ``decisions``, ``games``,
              ``temperature``, ``epsilon``, ``epochs``, ``batch_size``,
              ``learning_rate``, ``fit_temperature``, ``value_coef``, ``workers``: search
@@ -257,6 +259,7 @@ class TrainSection:
     backend: Literal["sb3", "rllib"] = "sb3"
     init_from: str | None = None
     win_bonus: float = 0.0
+    reward: Literal["penalty", "relative"] = "penalty"
 
 
 @dataclass
@@ -782,6 +785,11 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
         raise ConfigError(
             f"{source}: key 'train.win_bonus' applies to train.vec_env: batched with train.backend: sb3 only, got "
             f"vec_env {cfg.train.vec_env!r}, backend {cfg.train.backend!r}"
+        )
+    if cfg.train.reward != "penalty" and cfg.train.backend != "sb3":
+        raise ConfigError(
+            f"{source}: key 'train.reward' {cfg.train.reward!r} applies to train.backend: sb3 only "
+            f"(the RLlib env's reward is the penalty), got backend {cfg.train.backend!r}"
         )
     if cfg.train.init_from is not None and not Path(cfg.train.init_from).is_file():
         raise ConfigError(f"{source}: key 'train.init_from' {cfg.train.init_from!r}: no such checkpoint file")

@@ -313,7 +313,7 @@ def build_vec_env(
         monitor_dir.mkdir(parents=True, exist_ok=True)
     fns: list[Callable[[], gym.Env]] = [
         EnvFactory(
-            cfg.env.game_kwargs(n),
+            {**cfg.env.game_kwargs(n), "reward": cfg.train.reward},
             cfg.env.learner_seat,
             sampler,
             str(monitor_dir / f"{i}.monitor.csv") if monitor_dir is not None else None,

@@ -26,6 +26,8 @@ action_masks()        ``bool (B, 109)``; ``env_method("action_masks")`` gives th
                       which sb3-contrib's ``get_action_masks`` stacks
 reward                ``float32 (B,)``: minus the bullheads the learner took (R8, R9) in
                       its step and in every opponent-only step up to its next decision;
+                      with ``reward="relative"``, plus the mean of the other seats'
+                      bullheads in those steps (:func:`sixnimmt_env.rewards.rewards`);
                       with ``win_bonus`` w, plus w at the end of an episode the learner
                       wins (lowest total; w/k for a k-way tie for lowest)
 done                  the episode (round or game, per ``episode``) ended, or an illegal
@@ -64,6 +66,7 @@ from sixnimmt_env.champion import ChampionAgent
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, GameConfig, view
 from sixnimmt_env.gym_env import check_learner_options
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
+from sixnimmt_env.rewards import REWARD_MODES
 from sixnimmt_env.stats import win_shares
 from training.agent import PolicyAgent
 from training.opponents import MixtureSampler
@@ -100,11 +103,13 @@ class SixNimmtVecEnv(VecEnv):
         win_bonus: bullheads added to the learner's reward when an episode ends (not by an illegal action) with
             the learner's total the lowest at the table, split evenly among the seats tied for lowest (a single
             round: the round's penalties; a whole game: the game's totals). 0 (default): the plain penalty reward.
+        reward: ``"penalty"`` (default): minus the learner's bullheads; ``"relative"``: plus the mean of the other
+            seats' bullheads taken in the same steps (the modes of :func:`sixnimmt_env.rewards.rewards`).
         **config: every :class:`~sixnimmt_env.engine.GameConfig` field.
 
     Raises:
-        ValueError: a bad ``num_envs``, learner seat, illegal-action mode or penalty, ``win_bonus``, an opponent
-            list of the wrong length, an unknown agent spec, or a bad config field.
+        ValueError: a bad ``num_envs``, learner seat, illegal-action mode or penalty, ``win_bonus``, reward mode,
+            an opponent list of the wrong length, an unknown agent spec, or a bad config field.
     """
 
     def __init__(
@@ -116,8 +121,11 @@ class SixNimmtVecEnv(VecEnv):
         illegal_penalty: float = ILLEGAL_ACTION_PENALTY,
         seed: int | None = None,
         win_bonus: float = 0.0,
+        reward: str = "penalty",
         **config: Any,
     ) -> None:
+        if reward not in REWARD_MODES:
+            raise ValueError(f"reward must be one of {', '.join(map(repr, REWARD_MODES))}, got {reward!r}")
         if not (isinstance(win_bonus, int | float) and not isinstance(win_bonus, bool) and 0.0 <= win_bonus < 1e6):
             raise ValueError(f"win_bonus must be a number of bullheads in [0, 1e6), got {win_bonus!r}")
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
@@ -135,6 +143,7 @@ class SixNimmtVecEnv(VecEnv):
         self.illegal_action = illegal_action
         self.illegal_penalty = float(illegal_penalty)
         self.win_bonus = float(win_bonus)
+        self.reward_mode = reward
         self.tables = LearnerTables(self.config, B, seed)
         self.np_random = np.random.default_rng(seed)
         self._seed = seed
@@ -355,7 +364,11 @@ class SixNimmtVecEnv(VecEnv):
         reward = self._reward
         reward[:] = 0.0
         self._joint[self._index, t.seat] = np.where(legal, actions, NOOP)
+        before = t.games.totals.astype(np.float32) if self.reward_mode == "relative" else None
         self._play(legal.copy(), reward)
+        if before is not None:  # R8, R9: the others' bullheads of these steps, averaged (the "relative" mode)
+            taken = t.games.totals - before
+            reward += (taken.sum(axis=1) - taken[self._index, t.seat]) / (self.num_players - 1)
         reward[illegal] = -self.illegal_penalty
         dones = t.games.done | illegal
         if self.win_bonus and dones.any():
@@ -459,6 +472,7 @@ def build_batched(req: VecEnvRequest) -> VecEnv:
         learner_seat=cfg.env.learner_seat,
         seed=cfg.train.seed,
         win_bonus=cfg.train.win_bonus,
+        reward=cfg.train.reward,
         **cfg.env.game_kwargs(),
     )
     filename = None if req.monitor_dir is None else str(req.monitor_dir / "batched")
