@@ -1,7 +1,8 @@
 """The shipped ``champion`` agent: a trained card policy played in numpy and numba (no torch, no SB3).
 
 The weights (``champion.npz`` beside this module, package data) are the actor of a
-:class:`training.policy.CardPolicy` trained with MaskablePPO by ``configs/champion.yaml``;
+:class:`training.policy.CardPolicy` trained with MaskablePPO by ``configs/champion.yaml``, then
+``configs/champion_league.yaml`` and ``configs/champion_mc_league.yaml``;
 ``python -m training.champion`` reproduces and exports them (``docs/champion.md``: budget,
 strength tables). The agent is deterministic: it plays the legal action of the highest logit.
 
