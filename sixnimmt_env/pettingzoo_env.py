@@ -146,7 +146,7 @@ from sixnimmt_env.observation import (
     start_total_limit,
 )
 from sixnimmt_env.render import render_table, step_events
-from sixnimmt_env.rewards import REWARD_MODES, rewards
+from sixnimmt_env.rewards import check_reward_mode, rewards
 
 if TYPE_CHECKING:
     from sixnimmt_env.backends.compiled import LazyState
@@ -414,8 +414,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         render_mode = config.pop("render_mode", None)
         backend = config.pop("backend", "reference")
         info_mode = config.pop("infos", "empty")
-        if reward not in REWARD_MODES:
-            raise ValueError(f"reward must be one of {', '.join(map(repr, REWARD_MODES))}, got {reward!r}")
+        check_reward_mode(reward)
         if illegal_action not in ILLEGAL_ACTION_MODES:
             raise ValueError(
                 f"illegal_action must be one of {', '.join(map(repr, ILLEGAL_ACTION_MODES))}, got {illegal_action!r}"

@@ -3,7 +3,9 @@
 :class:`sixnimmt_env.pettingzoo_env.SixNimmtParallelEnv` calls :func:`rewards` at every step with bullheads;
 :class:`sixnimmt_env.gym_env.SingleSeatEnv` sums the ParallelEnv's rewards of its learner; the compiled learner
 kernel (:mod:`sixnimmt_env.batched.learner`, behind ``training.vec_env``) implements its ``"penalty"`` mode
-inline (numba cannot call a Python function cheaply), checked against it in ``tests/test_rewards.py``.
+inline (numba cannot call a Python function cheaply), checked against it in ``tests/test_rewards.py``, and
+``training.vec_env.SixNimmtVecEnv`` adds the ``"relative"`` mode's part for the whole batch in numpy, checked
+against it in ``tests/test_vec_env.py``. :func:`check_reward_mode` is the environments' check of a mode.
 """
 
 from __future__ import annotations
@@ -12,6 +14,16 @@ from collections.abc import Sequence
 
 REWARD_MODES = ("penalty", "relative")
 """The reward modes of :func:`rewards`."""
+
+
+def check_reward_mode(mode: object) -> None:
+    """Check an environment's ``reward`` option.
+
+    Raises:
+        ValueError: ``mode`` is not one of :data:`REWARD_MODES`, naming the value and the modes allowed.
+    """
+    if mode not in REWARD_MODES:
+        raise ValueError(f"reward must be one of {', '.join(map(repr, REWARD_MODES))}, got {mode!r}")
 
 
 def rewards(penalties: Sequence[int], mode: str) -> list[float]:

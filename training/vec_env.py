@@ -66,7 +66,7 @@ from sixnimmt_env.champion import ChampionAgent
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, GameConfig, view
 from sixnimmt_env.gym_env import check_learner_options
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
-from sixnimmt_env.rewards import REWARD_MODES
+from sixnimmt_env.rewards import check_reward_mode
 from sixnimmt_env.stats import win_shares
 from training.agent import PolicyAgent
 from training.opponents import MixtureSampler
@@ -124,8 +124,7 @@ class SixNimmtVecEnv(VecEnv):
         reward: str = "penalty",
         **config: Any,
     ) -> None:
-        if reward not in REWARD_MODES:
-            raise ValueError(f"reward must be one of {', '.join(map(repr, REWARD_MODES))}, got {reward!r}")
+        check_reward_mode(reward)
         if not (isinstance(win_bonus, int | float) and not isinstance(win_bonus, bool) and 0.0 <= win_bonus < 1e6):
             raise ValueError(f"win_bonus must be a number of bullheads in [0, 1e6), got {win_bonus!r}")
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
