@@ -250,6 +250,53 @@ def test_mixture_draws_follow_the_weights_and_the_pool(tmp_path: Path) -> None:
     assert (rewards <= 0).all()
 
 
+def test_table_draw_fills_every_opponent_seat_with_one_draw(tmp_path: Path) -> None:
+    sampler = MixtureSampler(["greedy", "random"], [0.75, 0.25], draw="table")
+    env = SixNimmtVecEnv(2000, opponents=sampler, seed=0, num_players=4)
+    env.reset()
+    opp = np.ones_like(env.tables.kinds, dtype=bool)
+    opp[np.arange(2000), env.tables.seat] = False
+    kinds = env.tables.kinds[opp].reshape(2000, 3)
+    assert (kinds == kinds[:, :1]).all()  # one agent at every opponent seat of a table
+    greedy_tables = np.mean(kinds[:, 0] == 3)
+    assert abs(greedy_tables - 0.75) < 4 * np.sqrt(0.75 * 0.25 / 2000)
+    # the Gymnasium path (train.vec_env: dummy/subproc) calls the sampler: three of one agent per episode
+    rng = np.random.default_rng(1)
+    tables = [sampler(rng, 3) for _ in range(400)]
+    assert all(t[0] is t[1] is t[2] for t in tables)
+    assert abs(np.mean([t[0].__class__.__name__ == "GreedyAgent" for t in tables]) - 0.75) < 0.1
+    # a pool snapshot fills the table too: the same snapshot at every opponent seat
+    model = MaskablePPO("MlpPolicy", env, n_steps=1, batch_size=8, n_epochs=1, policy_kwargs={"net_arch": [8]})
+    paths = [tmp_path / "a.zip", tmp_path / "b.zip"]
+    for path in paths:
+        model.save(path)
+    pool = MixtureSampler(["greedy"], [1.0], pool=[str(p) for p in paths], pool_prob=0.5, draw="table")
+    env.env_method("set_opponents", pool)
+    env.reset()
+    opp = np.ones_like(env.tables.kinds, dtype=bool)
+    opp[np.arange(2000), env.tables.seat] = False
+    ext = env.tables.ext[opp].reshape(2000, 3)
+    kinds = env.tables.kinds[opp].reshape(2000, 3)
+    assert (ext == ext[:, :1]).all() and (kinds == kinds[:, :1]).all()
+    assert abs(np.mean(kinds[:, 0] == -1) - 0.5) < 4 * np.sqrt(0.25 / 2000)
+    assert len(np.unique(ext[kinds[:, 0] == -1, 0])) == 2
+    with pytest.raises(ValueError, match=r"opponent draw must be one of \['seat', 'table'\], got 'game'"):
+        MixtureSampler(["greedy"], [1.0], draw="game")
+
+
+def test_opponent_draw_config_reaches_the_sampler() -> None:
+    from training.config import ConfigError
+    from training.opponents import sampler_from_config
+
+    smoke = ROOT / "configs" / "smoke.yaml"
+    assert sampler_from_config(load_config(smoke)).draw == "seat"
+    assert sampler_from_config(load_config(smoke, ["train.opponent_draw=table"])).draw == "table"
+    with pytest.raises(ConfigError, match=r"'train.opponent_draw' must be 'seat' or 'table', got 'game'"):
+        load_config(smoke, ["train.opponent_draw=game"])
+    with pytest.raises(ConfigError, match=r"'train.opponent_draw' 'table' applies to train.backend: sb3 only"):
+        load_config(smoke, ["train.backend=rllib", "train.opponent_draw=table"])
+
+
 def test_maskable_ppo_learns_on_the_batched_config(tmp_path: Path) -> None:
     cfg = load_config(
         ROOT / "configs" / "smoke.yaml",

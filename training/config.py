@@ -36,7 +36,11 @@ train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              of an episode it wins, a tie for lowest split; ``vec_env: batched``
              only; default 0), ``reward`` (``penalty``, default: minus the
              learner's bullheads; ``relative``: plus the mean of the other
-             seats' bullheads, :func:`sixnimmt_env.rewards.rewards`; sb3 only)
+             seats' bullheads, :func:`sixnimmt_env.rewards.rewards`; sb3 only),
+             ``opponent_draw`` (``seat``, default: each opponent seat draws
+             from ``opponents`` and the pool on its own; ``table``: one draw
+             per episode fills every opponent seat, like the arena's line-ups;
+             :class:`training.opponents.MixtureSampler`)
 distill      ``enabled`` (default false), ``samples``, ``decisions``, ``games``,
              ``temperature``, ``epsilon``, ``epochs``, ``batch_size``,
              ``learning_rate``, ``fit_temperature``, ``value_coef``, ``workers``: search
@@ -260,6 +264,7 @@ class TrainSection:
     init_from: str | None = None
     win_bonus: float = 0.0
     reward: Literal["penalty", "relative"] = "penalty"
+    opponent_draw: Literal["seat", "table"] = "seat"
 
 
 @dataclass
@@ -790,6 +795,11 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
         raise ConfigError(
             f"{source}: key 'train.reward' {cfg.train.reward!r} applies to train.backend: sb3 only "
             f"(the RLlib env's reward is the penalty), got backend {cfg.train.backend!r}"
+        )
+    if cfg.train.opponent_draw != "seat" and cfg.train.backend != "sb3":
+        raise ConfigError(
+            f"{source}: key 'train.opponent_draw' {cfg.train.opponent_draw!r} applies to train.backend: sb3 only "
+            f"(the RLlib league draws each opponent seat on its own), got backend {cfg.train.backend!r}"
         )
     if cfg.train.init_from is not None and not Path(cfg.train.init_from).is_file():
         raise ConfigError(f"{source}: key 'train.init_from' {cfg.train.init_from!r}: no such checkpoint file")

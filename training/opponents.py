@@ -22,9 +22,15 @@ from training import agent as _ppo_agents  # noqa: F401  (registers ppo: specs i
 from training.config import TrainConfig
 
 
+OPPONENT_DRAWS: tuple[str, ...] = ("seat", "table")
+"""Values of ``train.opponent_draw``: each opponent seat draws on its own, or one draw fills the table."""
+
+
 class MixtureSampler:
     """Per episode and opponent seat: a pool snapshot with probability ``pool_prob`` (when the pool is not
-    empty), else an agent spec drawn from the weighted mixture.
+    empty), else an agent spec drawn from the weighted mixture. With ``draw="table"`` the draw is made once per
+    episode and fills every opponent seat: a table of one pool snapshot with probability ``pool_prob``, else
+    of one spec of the mixture, like the line-ups the arena evaluates (three ``mc:64``, three ``greedy``).
 
     Args:
         specs: agent specs (``ppo:PATH`` included).
@@ -32,9 +38,11 @@ class MixtureSampler:
         pool: checkpoint paths of learner snapshots (played as ``pool_spec:PATH``).
         pool_prob: 0..1.
         pool_spec: ``"ppo-sample"`` (default: sample from the snapshot's policy) or ``"ppo"``.
+        draw: ``"seat"`` (default: every opponent seat draws on its own) or ``"table"`` (one draw per episode
+            for all of them).
 
     Raises:
-        ValueError: mismatched lengths or non-positive weights.
+        ValueError: mismatched lengths, non-positive weights or an unknown ``draw``.
     """
 
     def __init__(
@@ -44,12 +52,16 @@ class MixtureSampler:
         pool: Sequence[str] = (),
         pool_prob: float = 0.0,
         pool_spec: str = "ppo-sample",
+        draw: str = "seat",
     ) -> None:
         if len(specs) != len(weights) or not specs:
             raise ValueError(f"need one weight per spec, got {len(specs)} specs and {len(weights)} weights")
         w = np.asarray(weights, np.float64)
         if (w <= 0).any():
             raise ValueError(f"opponent weights must be > 0, got {list(weights)}")
+        if draw not in OPPONENT_DRAWS:
+            raise ValueError(f"opponent draw must be one of {list(OPPONENT_DRAWS)}, got {draw!r}")
+        self.draw = draw
         self.specs = list(specs)
         self.probs = w / w.sum()
         self._cumulative = np.cumsum(self.probs).tolist()
@@ -65,16 +77,18 @@ class MixtureSampler:
 
     def __call__(self, rng: np.random.Generator, k: int) -> list[Agent]:
         """``k`` opponents for one episode, drawn from ``rng`` only."""
-        out = []
-        for _ in range(k):
-            if self.pool and rng.random() < self.pool_prob:
-                path = self.pool[int(rng.integers(len(self.pool)))]
-                out.append(self._agent(f"{self.pool_spec}:{path}"))
-            else:
-                # inverse CDF of one uniform draw (rng.choice(p=...) costs ~10x more per call)
-                i = min(bisect.bisect_right(self._cumulative, rng.random()), len(self.specs) - 1)
-                out.append(self._agent(self.specs[i]))
-        return out
+        if self.draw == "table":
+            return [self._one(rng)] * k
+        return [self._one(rng) for _ in range(k)]
+
+    def _one(self, rng: np.random.Generator) -> Agent:
+        """One draw: a pool snapshot with probability ``pool_prob``, else a spec of the mixture."""
+        if self.pool and rng.random() < self.pool_prob:
+            path = self.pool[int(rng.integers(len(self.pool)))]
+            return self._agent(f"{self.pool_spec}:{path}")
+        # inverse CDF of one uniform draw (rng.choice(p=...) costs ~10x more per call)
+        i = min(bisect.bisect_right(self._cumulative, rng.random()), len(self.specs) - 1)
+        return self._agent(self.specs[i])
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -85,7 +99,13 @@ class MixtureSampler:
 def sampler_from_config(cfg: TrainConfig, pool: Sequence[str] = ()) -> MixtureSampler:
     """The :class:`MixtureSampler` of a config's ``opponents`` and ``self_play`` sections."""
     prob = cfg.self_play.prob if cfg.self_play.enabled else 0.0
-    return MixtureSampler([o.agent for o in cfg.opponents], [o.weight for o in cfg.opponents], pool, prob)
+    return MixtureSampler(
+        [o.agent for o in cfg.opponents],
+        [o.weight for o in cfg.opponents],
+        pool,
+        prob,
+        draw=cfg.train.opponent_draw,
+    )
 
 
 class SnapshotPool:

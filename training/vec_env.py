@@ -171,7 +171,7 @@ class SixNimmtVecEnv(VecEnv):
         """
         k = self.num_players - 1
         self._sampler: Callable[[np.random.Generator, int], Sequence[Agent]] | None = None
-        self._mixture: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float] | None = None
+        self._mixture: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, bool] | None = None
         self._fixed: tuple[np.ndarray, np.ndarray] | None = None
         if isinstance(opponents, str):
             self._fixed = self._codes([self._agent(opponents, "opponents")] * k)
@@ -180,7 +180,7 @@ class SixNimmtVecEnv(VecEnv):
             pool = [self._agent(f"{opponents.pool_spec}:{p}", "opponents.pool") for p in opponents.pool]
             pool_ext = self._codes(pool)[1] if pool else np.zeros(0, np.int16)
             prob = opponents.pool_prob if pool else 0.0
-            self._mixture = (np.cumsum(opponents.probs), kind, ext, pool_ext, prob)
+            self._mixture = (np.cumsum(opponents.probs), kind, ext, pool_ext, prob, opponents.draw == "table")
         elif isinstance(opponents, Sequence):
             if len(opponents) != k:
                 raise ValueError(
@@ -230,13 +230,15 @@ class SixNimmtVecEnv(VecEnv):
             kind = np.broadcast_to(self._fixed[0], (m, k))
             ext = np.broadcast_to(self._fixed[1], (m, k))
         elif self._mixture is not None:
-            cum, spec_kind, spec_ext, pool_ext, prob = self._mixture
-            pick = np.minimum(np.searchsorted(cum, rng.random((m, k)) * cum[-1], side="right"), len(cum) - 1)
+            cum, spec_kind, spec_ext, pool_ext, prob, per_table = self._mixture
+            d = 1 if per_table else k  # draws per episode: one fills the table, or one per seat
+            pick = np.minimum(np.searchsorted(cum, rng.random((m, d)) * cum[-1], side="right"), len(cum) - 1)
             kind, ext = spec_kind[pick], spec_ext[pick]
             if prob > 0:
-                from_pool = rng.random((m, k)) < prob
+                from_pool = rng.random((m, d)) < prob
                 kind = np.where(from_pool, -1, kind)
-                ext = np.where(from_pool, pool_ext[rng.integers(len(pool_ext), size=(m, k))], ext)
+                ext = np.where(from_pool, pool_ext[rng.integers(len(pool_ext), size=(m, d))], ext)
+            kind, ext = np.broadcast_to(kind, (m, k)), np.broadcast_to(ext, (m, k))
         else:
             kind = np.empty((m, k), np.int8)
             ext = np.empty((m, k), np.int16)
