@@ -14,7 +14,8 @@ env          every :class:`sixnimmt_env.engine.GameConfig` field with its
              may be a list: training env ``i`` plays ``num_players[i % len]``
 opponents    a weighted mixture ``[{agent: SPEC, weight: W}, ...]``: each
              opponent seat draws one entry per episode (``SPEC`` is any agent
-             spec, ``ppo:PATH`` for a checkpoint)
+             spec, ``ppo:PATH`` for a checkpoint); ``train.opponent_draw:
+             table`` makes one draw per episode for all of them
 self_play    ``enabled``, ``snapshot_every`` (steps), ``pool_size`` (last M
              snapshots kept), ``prob`` (chance that an opponent seat is played
              by a pool snapshot instead of the mixture)
