@@ -146,6 +146,10 @@ class SelfPlaySection:
     prob: float = 0.3
 
 
+OpponentDraw = Literal["seat", "table"]
+"""Values of ``train.opponent_draw``: each opponent seat draws on its own, or one draw fills the table."""
+OPPONENT_DRAWS: tuple[str, ...] = typing.get_args(OpponentDraw)
+
 Activation = Literal["tanh", "relu", "elu", "leaky_relu"]
 """Names of ``algo.policy_kwargs.activation_fn`` (the torch.nn classes Tanh, ReLU, ELU, LeakyReLU)."""
 ACTIVATIONS: tuple[str, ...] = typing.get_args(Activation)
@@ -265,7 +269,7 @@ class TrainSection:
     init_from: str | None = None
     win_bonus: float = 0.0
     reward: Literal["penalty", "relative"] = "penalty"
-    opponent_draw: Literal["seat", "table"] = "seat"
+    opponent_draw: OpponentDraw = "seat"
 
 
 @dataclass

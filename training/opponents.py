@@ -19,11 +19,7 @@ import numpy as np
 
 from sixnimmt_env.agents import Agent, make_agent
 from training import agent as _ppo_agents  # noqa: F401  (registers ppo: specs in every process)
-from training.config import TrainConfig
-
-
-OPPONENT_DRAWS: tuple[str, ...] = ("seat", "table")
-"""Values of ``train.opponent_draw``: each opponent seat draws on its own, or one draw fills the table."""
+from training.config import OPPONENT_DRAWS, TrainConfig
 
 
 class MixtureSampler:
