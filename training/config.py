@@ -796,16 +796,15 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
             f"{source}: key 'train.win_bonus' applies to train.vec_env: batched with train.backend: sb3 only, got "
             f"vec_env {cfg.train.vec_env!r}, backend {cfg.train.backend!r}"
         )
-    if cfg.train.reward != "penalty" and cfg.train.backend != "sb3":
-        raise ConfigError(
-            f"{source}: key 'train.reward' {cfg.train.reward!r} applies to train.backend: sb3 only "
-            f"(the RLlib env's reward is the penalty), got backend {cfg.train.backend!r}"
-        )
-    if cfg.train.opponent_draw != "seat" and cfg.train.backend != "sb3":
-        raise ConfigError(
-            f"{source}: key 'train.opponent_draw' {cfg.train.opponent_draw!r} applies to train.backend: sb3 only "
-            f"(the RLlib league draws each opponent seat on its own), got backend {cfg.train.backend!r}"
-        )
+    for key, value, default, why in (
+        ("reward", cfg.train.reward, "penalty", "the RLlib env's reward is the penalty"),
+        ("opponent_draw", cfg.train.opponent_draw, "seat", "the RLlib league draws each opponent seat on its own"),
+    ):
+        if value != default and cfg.train.backend != "sb3":
+            raise ConfigError(
+                f"{source}: key 'train.{key}' {value!r} applies to train.backend: sb3 only ({why}), "
+                f"got backend {cfg.train.backend!r}"
+            )
     if cfg.train.init_from is not None and not Path(cfg.train.init_from).is_file():
         raise ConfigError(f"{source}: key 'train.init_from' {cfg.train.init_from!r}: no such checkpoint file")
     if cfg.train.init_from is not None and Path(cfg.train.init_from).suffix == ".npz":
