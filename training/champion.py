@@ -7,13 +7,16 @@ Usage::
 
 The first form trains the config (``python -m training.train``, a new run folder under ``runs/``), then
 writes the final model's actor as numpy weights to ``--out``. The default config is the last stage,
-``configs/champion_table_league.yaml`` (stage 4): it fine-tunes stage 3's weights
-``configs/weights/champion_v3.npz`` against whole tables of one kind (``train.opponent_draw: table``). Stage 1,
-``configs/champion.yaml`` (``--out configs/weights/champion_v1.npz``), distils ``mc:64`` into the card policy
-and then runs PPO; stage 2, ``configs/champion_league.yaml`` (``--out configs/weights/champion_v2.npz``),
-fine-tunes it against a league; stage 3, ``configs/champion_mc_league.yaml``
-(``--out configs/weights/champion_v3.npz``), against a league in which ``mc:16`` holds 40 % of the seats;
-``make champion`` runs every stage from scratch. The
+``configs/champion_greedy_league_2.yaml`` (stage 6): it fine-tunes stage 5's weights
+``configs/weights/champion_v5.npz`` against whole tables of one kind (``train.opponent_draw: table``), half of
+them three ``greedy``. Stage 1, ``configs/champion.yaml`` (``--out configs/weights/champion_v1.npz``), distils
+``mc:64`` into the card policy and then runs PPO; stage 2, ``configs/champion_league.yaml``
+(``--out configs/weights/champion_v2.npz``), fine-tunes it against a league; stage 3,
+``configs/champion_mc_league.yaml`` (``--out configs/weights/champion_v3.npz``), against a league in which
+``mc:16`` holds 40 % of the seats; stage 4, ``configs/champion_table_league.yaml``
+(``--out configs/weights/champion_v4.npz``), against whole tables of one kind; stage 5,
+``configs/champion_greedy_league.yaml`` (``--out configs/weights/champion_v5.npz``), likewise with more
+``greedy`` tables. ``make champion`` runs every stage from scratch. The
 second form exports an existing MaskablePPO card-policy checkpoint. An existing ``--out`` is never replaced
 without ``--force``. The weights file is what :mod:`sixnimmt_env.champion` plays (spec ``champion``, or
 ``champion:PATH`` for a file elsewhere); ``docs/champion.md`` has the budget and the strength tables.
@@ -99,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="python -m training.champion", description=__doc__.split("\n\n")[0])
     p.add_argument(
-        "config", nargs="?", default="configs/champion_table_league.yaml", help="training config (default: %(default)s)"
+        "config", nargs="?", default="configs/champion_greedy_league_2.yaml", help="training config (default: %(default)s)"
     )
     add_overrides_option(p)
     p.add_argument("--export", metavar="CHECKPOINT", help="only export this MaskablePPO card-policy checkpoint")
