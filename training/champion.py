@@ -102,7 +102,10 @@ def _parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="python -m training.champion", description=__doc__.split("\n\n")[0])
     p.add_argument(
-        "config", nargs="?", default="configs/champion_greedy_league_2.yaml", help="training config (default: %(default)s)"
+        "config",
+        nargs="?",
+        default="configs/champion_greedy_league_2.yaml",
+        help="training config (default: %(default)s)",
     )
     add_overrides_option(p)
     p.add_argument("--export", metavar="CHECKPOINT", help="only export this MaskablePPO card-policy checkpoint")
