@@ -26,8 +26,8 @@ and table size (2..10 players), single rounds and whole games. It was trained on
 4-player standard single rounds with the player's row choice (R9b ``"player"``); elsewhere
 it plays but its strength is not measured. In the logic draft (V2) the card scores do not
 apply (display cards are not held) and only the network's linear term ranks the display.
-The shipped weights predate the observation's last piece, ``drafted_by`` (0 outside the logic
-variant): :func:`read_weights` gives them zero weights for it, so they read it but ignore it.
+Stage 1's weights (``configs/weights/champion_v1.npz``) predate the observation's last piece, ``drafted_by``
+(0 outside the logic variant): :func:`read_weights` gives them zero weights for it, so they read it but ignore it.
 """
 
 from __future__ import annotations

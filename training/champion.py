@@ -8,10 +8,11 @@ Usage::
 The first form trains the config (``python -m training.train``, a new run folder under ``runs/``), then
 writes the final model's actor as numpy weights to ``--out``. The default config is the last stage,
 ``configs/champion_greedy_league_2.yaml`` (stage 6): it fine-tunes stage 5's weights
-``configs/weights/champion_v5.npz`` against whole tables of one kind (``train.opponent_draw: table``), half of
-them three ``greedy``. Stage 1, ``configs/champion.yaml`` (``--out configs/weights/champion_v1.npz``), distils
-``mc:64`` into the card policy and then runs PPO; stage 2, ``configs/champion_league.yaml``
-(``--out configs/weights/champion_v2.npz``), fine-tunes it against a league; stage 3,
+``configs/weights/champion_v5.npz`` against whole tables of one kind (``train.opponent_draw: table``),
+three ``greedy`` at weight 0.5 (40 % of the tables). Stage 1, ``configs/champion.yaml``
+(``--out configs/weights/champion_v1.npz``), distils ``mc:64`` into the card policy and then runs PPO;
+stage 2, ``configs/champion_league.yaml`` (``--out configs/weights/champion_v2.npz``), fine-tunes it
+against a league; stage 3,
 ``configs/champion_mc_league.yaml`` (``--out configs/weights/champion_v3.npz``), against a league in which
 ``mc:16`` holds 40 % of the seats; stage 4, ``configs/champion_table_league.yaml``
 (``--out configs/weights/champion_v4.npz``), against whole tables of one kind; stage 5,
