@@ -12,9 +12,8 @@ writes the final model's actor as numpy weights to ``--out``. The default config
 three ``greedy`` at weight 0.5 (40 % of the tables). Stage 1, ``configs/champion.yaml``
 (``--out configs/weights/champion_v1.npz``), distils ``mc:64`` into the card policy and then runs PPO;
 stage 2, ``configs/champion_league.yaml`` (``--out configs/weights/champion_v2.npz``), fine-tunes it
-against a league; stage 3,
-``configs/champion_mc_league.yaml`` (``--out configs/weights/champion_v3.npz``), against a league in which
-``mc:16`` holds 40 % of the seats; stage 4, ``configs/champion_table_league.yaml``
+against a league; stage 3, ``configs/champion_mc_league.yaml`` (``--out configs/weights/champion_v3.npz``),
+against a league in which ``mc:16`` holds 40 % of the seats; stage 4, ``configs/champion_table_league.yaml``
 (``--out configs/weights/champion_v4.npz``), against whole tables of one kind; stage 5,
 ``configs/champion_greedy_league.yaml`` (``--out configs/weights/champion_v5.npz``), likewise with more
 ``greedy`` tables. ``make champion`` runs every stage from scratch. The
