@@ -6,7 +6,8 @@ champion needs neither torch nor SB3. Only the observation pieces ``hand``, ``ro
 ``row_ends``, ``row_bullheads`` and ``seen`` are read (no hidden information, `RULES.md` E4),
 from the raw observation of :mod:`sixnimmt_env.observation`.
 
-Per card ``c`` (8 values, :data:`CARD_FEATURES`; the held-card version adds ``value``):
+Per card ``c`` (8 values, :data:`CARD_FEATURES`; the held-card version adds ``value`` and three
+features that look at the rest of the own hand and at the table size, :data:`HAND_FEATURES`):
 
 =========  ================================================================
 in_hand    1 if ``c`` is in the own hand
@@ -20,6 +21,14 @@ cost       its immediate cost / 10: the full row's bullheads, or the
            cheapest row's for a low card, else 0 (the ``greedy`` agent's cost)
 distance   (``c`` - its row's end) / 104 (``c`` / 104 for a low card)
 value      ``c`` / 104 (:data:`HAND_FEATURES` only)
+own_below  other held cards of the same target row below ``c`` / 10 (for a
+           low card: the held low cards below it); :data:`HAND_FEATURES` only
+own_above  other held cards of the same target row above ``c`` / 10 (for a
+           low card: the held low cards above it); :data:`HAND_FEATURES` only
+take_risk  the chance that ``c`` takes its row this turn if each other player
+           plays one uniformly drawn unseen card: 1 for a low card or a full
+           row, else P(Binomial(players - 1, unseen in the gap / all unseen)
+           >= free places in the row) (R8); :data:`HAND_FEATURES` only
 =========  ================================================================
 """
 
@@ -32,15 +41,18 @@ from sixnimmt_env.batched.kernel import target_row
 from sixnimmt_env.engine import HAND_SIZE, NUM_CARDS, NUM_ROWS, ROW_LIMIT
 from sixnimmt_env.observation import BULLHEAD_ROW_SCALE, CARD_SCALE, SLICES
 
-__all__ = ["CARD_FEATURES", "HAND_FEATURES", "card_features", "hand_features"]
+__all__ = ["BASE_HAND_FEATURES", "CARD_FEATURES", "HAND_FEATURES", "card_features", "hand_features"]
 
 CARD_FEATURES = ("in_hand", "low", "full", "length", "bullheads", "unseen", "cost", "distance")
 """Names of the per-card features, in order."""
-HAND_FEATURES = (*CARD_FEATURES, "value")
-"""Per held card: :data:`CARD_FEATURES` and the card / 104."""
+HAND_FEATURES = (*CARD_FEATURES, "value", "own_below", "own_above", "take_risk")
+"""Per held card: :data:`CARD_FEATURES`, the card / 104 and the three hand-and-table features (module docstring)."""
+BASE_HAND_FEATURES = 9
+"""Length of the held-card features before ``own_below``, ``own_above`` and ``take_risk`` (weights trained on them
+load with zero weights for the later three, :func:`sixnimmt_env.champion.read_weights`)."""
 
-_HAND, _ENDS, _LENGTHS, _BULLS, _SEEN = (
-    SLICES[name].start for name in ("hand", "row_ends", "row_lengths", "row_bullheads", "seen")
+_HAND, _ENDS, _LENGTHS, _BULLS, _SEEN, _PLAYERS = (
+    SLICES[name].start for name in ("hand", "row_ends", "row_lengths", "row_bullheads", "seen", "num_players")
 )
 
 
@@ -80,7 +92,7 @@ def _card_features_kernel(obs: np.ndarray, cards: np.ndarray, out: np.ndarray) -
 @njit(cache=True)
 def _hand_kernel(obs: np.ndarray, held: np.ndarray, out: np.ndarray) -> None:
     """Fill ``held (batch, 10)`` with the held card indices (lowest first, then distinct cards not in hand)
-    and ``out (batch, 10, 9)`` with their :data:`HAND_FEATURES` (zero rows for the cards not in hand)."""
+    and ``out (batch, 10, 12)`` with their :data:`HAND_FEATURES` (zero rows for the cards not in hand)."""
     for b in range(obs.shape[0]):
         n = 0
         for k in range(NUM_CARDS):
@@ -94,18 +106,64 @@ def _hand_kernel(obs: np.ndarray, held: np.ndarray, out: np.ndarray) -> None:
                 n += 1
             k += 1
     _card_features_kernel(obs, held, out)
+    base = len(CARD_FEATURES)
+    ends = np.zeros(NUM_ROWS, np.int64)
+    targets = np.zeros(HAND_SIZE, np.int64)
     for b in range(obs.shape[0]):
+        for r in range(NUM_ROWS):
+            ends[r] = int(np.rint(obs[b, _ENDS + r] * CARD_SCALE))
+        unseen_all = 0.0
+        for k in range(NUM_CARDS):
+            unseen_all += min(max(1.0 - obs[b, _SEEN + k] - obs[b, _HAND + k], 0.0), 1.0)
+        others = max(int(np.rint(obs[b, _PLAYERS] * 10.0)) - 1, 0)
         for j in range(HAND_SIZE):
-            out[b, j, len(CARD_FEATURES)] = (held[b, j] + 1) / CARD_SCALE
+            targets[j] = target_row(ends, held[b, j] + 1)
+        for j in range(HAND_SIZE):
+            out[b, j, base] = (held[b, j] + 1) / CARD_SCALE
             if out[b, j, 0] == 0:
                 out[b, j, :] = 0.0
+                continue
+            below, above = 0.0, 0.0
+            for i in range(HAND_SIZE):  # held cards come first, in ascending order
+                if i != j and out[b, i, 0] > 0 and targets[i] == targets[j]:
+                    if held[b, i] < held[b, j]:
+                        below += 1.0
+                    else:
+                        above += 1.0
+            out[b, j, base + 1] = below / 10.0
+            out[b, j, base + 2] = above / 10.0
+            if out[b, j, 1] > 0 or out[b, j, 2] > 0:  # a low card (R9) or a full row (R8)
+                risk = 1.0
+            elif ends[0] == 0 and ends[1] == 0 and ends[2] == 0 and ends[3] == 0:  # no rows (the draft)
+                risk = 0.0
+            else:
+                free = int(np.rint(ROW_LIMIT - out[b, j, 3] * ROW_LIMIT))  # places before the row is full
+                p = min(out[b, j, 5] * 10.0 / unseen_all, 1.0) if unseen_all > 0 else 0.0
+                risk = _binomial_tail(others, p, free)
+            out[b, j, base + 3] = risk
+
+
+@njit(cache=True)
+def _binomial_tail(n: int, p: float, k: int) -> float:
+    """P(X >= k) for X ~ Binomial(n, p) (1 for k <= 0, 0 for k > n)."""
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    total, term = 0.0, (1.0 - p) ** n  # P(X = 0)
+    for x in range(n + 1):
+        if x >= k:
+            total += term
+        if x < n:
+            term = term * (n - x) / (x + 1) * (p / (1.0 - p)) if p < 1.0 else (1.0 if x + 1 == n else 0.0)
+    return min(total, 1.0)
 
 
 def hand_features(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The held cards' :data:`HAND_FEATURES` for observations ``(batch, 506)`` (the card policy's ``HandFeatures``).
 
     Returns:
-        ``(features float32 (batch, 10, 9), held card indices int64 (batch, 10))``: the held cards in
+        ``(features float32 (batch, 10, 12), held card indices int64 (batch, 10))``: the held cards in
         ascending order (card - 1), then distinct cards not in hand whose feature rows are 0.
     """
     held = np.empty((len(obs), HAND_SIZE), np.int64)

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from sixnimmt_env.agents import register_agent
-from sixnimmt_env.card_features import HAND_FEATURES, hand_features
+from sixnimmt_env.card_features import BASE_HAND_FEATURES, HAND_FEATURES, hand_features
 from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE, SLICES, observation_from_view
 
@@ -52,9 +52,11 @@ WEIGHTS = Path(__file__).with_name("champion.npz")
 FORMAT = "sixnimmt-card-actor-1"
 """The ``format`` entry of a weights file this module reads."""
 
-_GLOBAL_SIZE = OBS_SIZE + HAND_SIZE * len(HAND_FEATURES)  # 596: the actor MLP's input
+_GLOBAL_SIZE = OBS_SIZE + HAND_SIZE * len(HAND_FEATURES)  # 626: the actor MLP's input
 _DRAFTED_BY = SLICES["drafted_by"]
-_NARROW_SIZE = _GLOBAL_SIZE - (_DRAFTED_BY.stop - _DRAFTED_BY.start)
+_BASE_SIZE = OBS_SIZE + HAND_SIZE * BASE_HAND_FEATURES
+"""Input width of weights trained before the held cards had ``own_below``, ``own_above`` and ``take_risk`` (596)."""
+_NARROW_SIZE = _BASE_SIZE - (_DRAFTED_BY.stop - _DRAFTED_BY.start)
 """Input width of weights trained before the observation had its last piece, ``drafted_by`` (402 + 90)."""
 
 
@@ -62,13 +64,13 @@ class CardActor:
     """The card policy's actor in numpy: action logits ``float32 (batch, 109)`` for observations ``(batch, 506)``.
 
     The network (``training.policy.CardPolicy``): an MLP over the observation and the held
-    cards' :data:`~sixnimmt_env.card_features.HAND_FEATURES` (596 inputs) gives a global latent
+    cards' :data:`~sixnimmt_env.card_features.HAND_FEATURES` (626 inputs) gives a global latent
     ``g``; the logits are ``g @ linear_w + linear_b``, and each held card adds
     ``relu(card_features @ card_in_w + card_in_b + g @ global_in_w) @ card_out_w + card_out_b``.
 
     Args:
         arrays: the weights: ``hidden_w{i}`` ``(in, out)``, ``hidden_b{i}`` ``(out,)`` and
-            ``hidden_tanh`` (one 0/1 per layer: tanh, else ReLU) for the MLP; ``card_in_w`` ``(9, H)``,
+            ``hidden_tanh`` (one 0/1 per layer: tanh, else ReLU) for the MLP; ``card_in_w`` ``(12, H)``,
             ``card_in_b`` ``(H,)``, ``global_in_w`` ``(G, H)``, ``card_out_w`` ``(H, 1)``,
             ``card_out_b`` ``(1,)``, ``linear_w`` ``(G, 109)``, ``linear_b`` ``(109,)``.
 
@@ -159,21 +161,33 @@ def read_weights(path: str | Path) -> tuple[CardActor, dict[str, Any]]:
 
 
 def _widen_inputs(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """``arrays`` with zero input rows for the ``drafted_by`` piece if their first layer lacks it.
+    """``arrays`` with zero input weights for the inputs added since they were trained.
 
-    Weights whose first layer (``hidden_w0``, or ``global_in_w`` and ``linear_w`` without hidden layers) reads
-    ``402 + 90`` inputs were trained on the observation without its last piece, ``drafted_by``; zero rows at
-    that piece's place give the same logits on every observation whose ``drafted_by`` is 0 (every variant but
-    the logic variant's draft picks, V2). Weights of any other width are returned unchanged.
+    The first layer (``hidden_w0``, or ``global_in_w`` and ``linear_w`` without hidden layers) of weights
+    trained on 9 features per held card reads ``506 + 10 x 9`` inputs, or ``402 + 10 x 9`` before the
+    observation had its last piece, ``drafted_by``; ``card_in_w`` then has 9 rows. Zero rows at the places of
+    the missing inputs (``drafted_by``; each held card's ``own_below``, ``own_above`` and ``take_risk``) give
+    the same logits as the network they were trained in (for the narrow files: on every observation whose
+    ``drafted_by`` is 0, every variant but the logic variant's draft picks, V2). Other widths are returned
+    unchanged (the shape checks of :class:`CardActor` report them).
     """
     out = dict(arrays)
     tanh = np.asarray(arrays.get("hidden_tanh", []), bool).reshape(-1)
     first = ["hidden_w0"] if len(tanh) else ["global_in_w", "linear_w"]
+    extra = len(HAND_FEATURES) - BASE_HAND_FEATURES
     for name in first:
         weight = out.get(name)
-        if weight is not None and weight.ndim == 2 and weight.shape[0] == _NARROW_SIZE:
-            zeros = np.zeros((_GLOBAL_SIZE - _NARROW_SIZE, weight.shape[1]), weight.dtype)
-            out[name] = np.concatenate([weight[: _DRAFTED_BY.start], zeros, weight[_DRAFTED_BY.start :]])
+        if weight is None or weight.ndim != 2 or weight.shape[0] not in (_NARROW_SIZE, _BASE_SIZE):
+            continue
+        if weight.shape[0] == _NARROW_SIZE:
+            zeros = np.zeros((_DRAFTED_BY.stop - _DRAFTED_BY.start, weight.shape[1]), weight.dtype)
+            weight = np.concatenate([weight[: _DRAFTED_BY.start], zeros, weight[_DRAFTED_BY.start :]])
+        cards = weight[OBS_SIZE:].reshape(HAND_SIZE, BASE_HAND_FEATURES, -1)
+        cards = np.concatenate([cards, np.zeros((HAND_SIZE, extra, weight.shape[1]), weight.dtype)], axis=1)
+        out[name] = np.concatenate([weight[:OBS_SIZE], cards.reshape(HAND_SIZE * len(HAND_FEATURES), -1)])
+    card_in = out.get("card_in_w")
+    if card_in is not None and card_in.ndim == 2 and card_in.shape[0] == BASE_HAND_FEATURES:
+        out["card_in_w"] = np.concatenate([card_in, np.zeros((extra, card_in.shape[1]), card_in.dtype)])
     return out
 
 

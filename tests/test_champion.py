@@ -200,12 +200,13 @@ def test_a_training_config_can_train_against_the_champion(tmp_path: Path) -> Non
 
 
 def _raw_logits(arrays: dict[str, np.ndarray], obs: np.ndarray) -> np.ndarray:
-    """The card actor's forward pass (as :class:`CardActor`) on the raw arrays and the observation's first 402
-    values, the layout the shipped weights were trained on."""
+    """The card actor's forward pass (as :class:`CardActor`) on the raw arrays, in the layout they were trained on:
+    the observation's first 402 or all 506 values, and the first 9 held-card features."""
     from sixnimmt_env.card_features import hand_features
 
     feats, held = hand_features(obs)
-    glob = np.concatenate([obs[:, :402], feats.reshape(len(obs), -1)], axis=1)
+    feats = feats[:, :, : arrays["card_in_w"].shape[0]]  # the held-card features the file was trained on
+    glob = np.concatenate([obs[:, : arrays["hidden_w0"].shape[0] - feats[0].size], feats.reshape(len(obs), -1)], axis=1)
     for i, tanh in enumerate(arrays["hidden_tanh"]):
         glob = glob @ arrays[f"hidden_w{i}"] + arrays[f"hidden_b{i}"]
         glob = np.tanh(glob) if tanh else np.maximum(glob, 0.0)
@@ -225,13 +226,35 @@ def test_402_wide_weights_are_widened_with_zeros_for_drafted_by() -> None:
         raw = {k: f[k] for k in f.files if k != "meta"}
     assert raw["hidden_w0"].shape[0] == 402 + 90
     actor, _ = read_weights(STAGE1)
-    assert actor.layers[0][0].shape[0] == 506 + 90
+    assert actor.layers[0][0].shape[0] == 506 + 120
     np.testing.assert_array_equal(actor.layers[0][0][402:506], 0.0)
+    cards = actor.layers[0][0][506:].reshape(10, 12, -1)
+    np.testing.assert_array_equal(cards[:, 9:], 0.0)
+    np.testing.assert_array_equal(cards[:, :9].reshape(90, -1), raw["hidden_w0"][402:])
     for config in (GameConfig(num_players=4), GameConfig(num_players=6, variant="tactics")):
         par = parallel_env(**{"num_players": config.num_players, "variant": config.variant})
         observations, _ = par.reset(seed=4)
         obs = np.stack([o["observation"] for o in observations.values()])
         assert not obs[:, 402:].any()  # drafted_by is 0 outside the logic variant
+        np.testing.assert_allclose(actor.logits(obs), _raw_logits(raw, obs), rtol=1e-5, atol=1e-5)
+
+
+STAGE4 = Path(__file__).parent.parent / "configs" / "weights" / "champion_v4.npz"
+"""Stage 4, trained on 9 features per held card: 506 + 90 inputs wide."""
+
+
+def test_weights_of_9_held_card_features_get_zero_weights_for_the_later_three() -> None:
+    with np.load(STAGE4) as f:
+        raw = {k: f[k] for k in f.files if k != "meta"}
+    assert raw["hidden_w0"].shape[0] == 506 + 90 and raw["card_in_w"].shape[0] == 9
+    actor, _ = read_weights(STAGE4)
+    assert actor.layers[0][0].shape[0] == 506 + 120 and actor.card_in_w.shape[0] == 12
+    np.testing.assert_array_equal(actor.card_in_w[9:], 0.0)
+    np.testing.assert_array_equal(actor.layers[0][0][506:].reshape(10, 12, -1)[:, 9:], 0.0)
+    for variant in ("standard", "logic"):  # the logic variant's drafted_by is read by these weights
+        par = parallel_env(num_players=5, variant=variant)
+        observations, _ = par.reset(seed=8)
+        obs = np.stack([o["observation"] for o in observations.values()])
         np.testing.assert_allclose(actor.logits(obs), _raw_logits(raw, obs), rtol=1e-5, atol=1e-5)
 
 
@@ -261,7 +284,7 @@ def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path, net_arc
     pi, vf = model.policy.mlp_extractor.policy_net, model.policy.mlp_extractor.value_net
     head = model.policy.action_net
     assert torch.equal(pi[0].weight[:64], vf[0].weight[:64]) and torch.equal(pi[2].bias[:64], vf[2].bias[:64])
-    assert pi[0].weight.shape == (net_arch[0], 596) and pi[2].weight.shape == (net_arch[1], net_arch[0])
+    assert pi[0].weight.shape == (net_arch[0], 626) and pi[2].weight.shape == (net_arch[1], net_arch[0])
     assert torch.equal(pi[0].weight[:64], torch.as_tensor(actor.layers[0][0].T))
     assert not pi[2].weight[:64, 64:].any()  # extra first-layer units feed nothing the file's units read
     assert not head.linear.weight[:, 64:].any() and not head.global_in.weight[:, 64:].any()

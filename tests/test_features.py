@@ -106,11 +106,45 @@ def test_hand_features_give_the_held_cards_in_order_then_zero_rows():
     held = out[0, OBS_SIZE + 10 * len(HAND_FEATURES) :]
     np.testing.assert_array_equal(held[:3], [2, 14, 50])  # card - 1, lowest first
     all_cards = card_features_numpy(obs)
+    # own_below, own_above, take_risk: 3 is low and 15 goes to the full row (R8, R9): risk 1; 51 goes to a row
+    # of 1 card, which 2 other players cannot fill: risk 0; no two held cards share a target row
     for k, card in enumerate((3, 15, 51)):
-        expected = [*_card(all_cards, card).values(), card / 104]
+        expected = [*_card(all_cards, card).values(), card / 104, 0.0, 0.0, 1.0 if card < 50 else 0.0]
         np.testing.assert_allclose(rows[k], expected, atol=1e-6)
     assert rows[1].tolist()[2] == 1.0 and rows[1].tolist()[6] == pytest.approx(1.1)  # 15 takes the full row: 11
     np.testing.assert_array_equal(rows[3:], 0.0)
+
+
+def test_hand_features_look_at_the_rest_of_the_hand_and_the_table_size():
+    # 4 players; row 0 holds 4 cards (one free place before R8), rows 1..3 one card each; seat 0 holds 5 and 7
+    # (low, R9), 22 and 25 (both go to row 0) and 45 (row 1)
+    cfg = E.GameConfig(num_players=4, episode="round")
+    hands = [[5, 7, 22, 25, 45], [1, 2, 3, 4, 6], [8, 9, 13, 14, 15], [16, 17, 18, 19, 26]]
+    state = E.from_position(cfg, hands, [[10, 11, 12, 20], [40], [60], [80]])
+    obs = encode(state, 0)[None]
+    rows = HandFeatures(SPACE)(torch.as_tensor(obs)).numpy()[0, OBS_SIZE : OBS_SIZE + 10 * len(HAND_FEATURES)]
+    rows = rows.reshape(10, len(HAND_FEATURES))[:, len(CARD_FEATURES) + 1 :]  # own_below, own_above, take_risk
+    unseen = 104 - 7 - 5  # 7 cards on the table, 5 in the own hand
+    # 22 is taken if one of 3 other players plays 21 (the one unseen card between 20 and 22);
+    # 25 if one plays 21, 23 or 24
+    risk_22 = 1 - (1 - 1 / unseen) ** 3
+    risk_25 = 1 - (1 - 3 / unseen) ** 3
+    expected = [[0, 0.1, 1], [0.1, 0, 1], [0, 0.1, risk_22], [0.1, 0, risk_25], [0, 0, 0]]
+    np.testing.assert_allclose(rows[:5], expected, atol=1e-6)
+    np.testing.assert_array_equal(rows[5:], 0.0)
+
+
+def test_take_risk_is_the_binomial_tail_for_a_row_of_two_free_places():
+    # 6 players (5 others), row 0 holds 3 cards (2 free places): P(at least 2 of 5 draws in the gap)
+    cfg = E.GameConfig(num_players=6, episode="round")
+    hands = [[40, 90], [1, 2], [3, 4], [5, 6], [7, 8], [9, 13]]
+    state = E.from_position(cfg, hands, [[10, 11, 30], [50], [60], [70]])
+    obs = encode(state, 0)[None]
+    rows = HandFeatures(SPACE)(torch.as_tensor(obs)).numpy()[0, OBS_SIZE : OBS_SIZE + 10 * len(HAND_FEATURES)]
+    risk = rows.reshape(10, len(HAND_FEATURES))[0, -1]  # card 40: unseen 31..39 between 30 and 40
+    p = 9 / (104 - 6 - 2)  # 6 cards on the table, 2 in the own hand
+    expected = 1 - (1 - p) ** 5 - 5 * p * (1 - p) ** 4
+    assert risk == pytest.approx(expected, abs=1e-6)
 
 
 def test_hand_features_match_the_card_features_of_every_held_card():

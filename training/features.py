@@ -47,9 +47,9 @@ __all__ = [
 FEATURES_SIZE = OBS_SIZE + NUM_CARDS * len(CARD_FEATURES)
 """Width of :class:`CardFeatures`' output: the observation, then 104 x 8 card features (card-major)."""
 GLOBAL_SIZE = OBS_SIZE + HAND_SIZE * len(HAND_FEATURES)
-"""The observation and the held cards' features (596): the input width of the card policy's MLPs."""
+"""The observation and the held cards' features (626): the input width of the card policy's MLPs."""
 HAND_OUTPUT_SIZE = GLOBAL_SIZE + HAND_SIZE
-"""Width of :class:`HandFeatures`' output (606): :data:`GLOBAL_SIZE`, then the 10 held card indices."""
+"""Width of :class:`HandFeatures`' output (636): :data:`GLOBAL_SIZE`, then the 10 held card indices."""
 
 _ALL_CARDS = np.arange(NUM_CARDS)[None]
 
@@ -62,7 +62,7 @@ def card_features_numpy(obs: np.ndarray) -> np.ndarray:
 
 
 def hand_features_numpy(obs: np.ndarray) -> np.ndarray:
-    """``float32 (batch, 606)``: the observations ``(batch, 506)``, their held cards' features ``(10 x 9)`` and the
+    """``float32 (batch, 636)``: the observations ``(batch, 506)``, their held cards' features ``(10 x 12)`` and the
     held card indices (card - 1, as floats), as :class:`HandFeatures` gives them."""
     obs = np.asarray(obs, np.float32)
     feats, held = hand_features(obs)
@@ -101,8 +101,8 @@ FEATURE_EXTRACTORS = {"card_features": CardFeatures}
 class HandFeatures(BaseFeaturesExtractor):
     """Features extractor of the card policy: the :data:`HAND_FEATURES` of the held cards only.
 
-    Input ``float32 (batch, 506)``; output ``float32 (batch, 606)`` (:func:`hand_features_numpy`): the
-    observation, then the 9 features of each of up to 10 held cards in ascending card order (zero rows
+    Input ``float32 (batch, 506)``; output ``float32 (batch, 636)`` (:func:`hand_features_numpy`): the
+    observation, then the 12 features of each of up to 10 held cards in ascending card order (zero rows
     after the last held card), then those cards' indices (card - 1, as floats; distinct cards not in hand
     for the zero rows). Ten cards instead of 104 keep the policy's update cheap.
     """

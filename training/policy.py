@@ -40,7 +40,7 @@ ACTIVATION_CLASSES: dict[str, type[torch.nn.Module]] = {
 
 
 class CardNetworks(torch.nn.Module):
-    """The ``mlp_extractor`` of :class:`CardPolicy`: actor and critic MLPs over the first 596 features.
+    """The ``mlp_extractor`` of :class:`CardPolicy`: actor and critic MLPs over the first 626 features.
 
     ``forward_actor`` returns ``[global latent (G), held card features (90), held indices (10)]``:
     the card part passes through untouched so that :class:`CardHead` scores every card with the
@@ -78,7 +78,7 @@ class CardHead(torch.nn.Module):
     """Action logits ``(batch, 109)`` from :class:`CardNetworks`' actor latent.
 
     The logit of each action is a linear term of the global latent; each held card adds the
-    output of one small MLP (:data:`CARD_HIDDEN` units), shared by all cards, over the card's 9
+    output of one small MLP (:data:`CARD_HIDDEN` units), shared by all cards, over the card's 12
     :data:`HAND_FEATURES` and the global latent (the first layer's global part is computed once
     per observation): what it learns about card 37 holds for card 73. Draft picks from the
     display, rows 104..107 and the no-op get the linear term only.
@@ -157,7 +157,7 @@ class MaskedCategorical(MaskableCategoricalDistribution):
 class CardPolicy(MaskableActorCriticPolicy):
     """MaskablePPO policy over :class:`HandFeatures` whose card logits come from one network shared by all
     cards (:class:`CardHead`): what it learns about card 37 holds for card 73. ``net_arch`` (a list) sizes
-    the actor and critic MLPs, each over the observation and the held cards' features (596 inputs).
+    the actor and critic MLPs, each over the observation and the held cards' features (626 inputs).
     Use it with ``algo.policy: card`` in a config."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -251,7 +251,7 @@ def load_actor(policy: CardPolicy, path: str | Path) -> None:
     policy, in place.
 
     The inverse of :meth:`NumpyCardActor.arrays`: afterwards the policy's logits are the file's (``read_weights``, whose
-    first layer is widened for ``drafted_by`` if the file predates it). The critic's MLP starts as a copy of the
+    first layer is widened for the inputs added since the file was written). The critic's MLP starts as a copy of the
     actor's hidden layers (its value head keeps its initial weights), so PPO fine-tuning starts from
     features that already mean something (``train.init_from`` with a ``.npz``).
 

@@ -14,7 +14,7 @@ key             meaning
 ==============  ==========================================================================
 ``policy``      ``"card"`` (default): :mod:`training.policy`'s card policy: the held
                 cards' features (:class:`~training.features.HandFeatures`), actor and
-                critic MLPs over 596 inputs (:class:`~training.policy.CardNetworks`),
+                critic MLPs over 626 inputs (:class:`~training.policy.CardNetworks`),
                 one small network scoring every held card alike
                 (:class:`~training.policy.CardHead`); ``"MlpPolicy"``: actor and critic
                 MLPs over the flat 506 observation, a linear head to 109 logits
