@@ -34,10 +34,11 @@ train: install
 		--out $${run}eval_mixed && \
 	$(PY) -m training.evaluate $$model --opponents mc:64 --fill-seats --games 2000 --workers 2 --out $${run}eval_mc64
 
-# The shipped champion from scratch (docs/champion.md; about 6 hours on 2 cores): the default-config policy (an
-# opponent of stages 2 to 6), stage 1 (mc:64 distillation, then PPO), stage 2 (PPO against a league), stage 3 (PPO
+# The shipped champion from scratch (docs/champion.md; about 7.5 hours on 2 cores): the default-config policy (an
+# opponent of stages 2 to 8), stage 1 (mc:64 distillation, then PPO), stage 2 (PPO against a league), stage 3 (PPO
 # against a league where mc:16 holds 40 % of the seats), stage 4 (PPO against whole tables of one kind), stages 5
-# and 6 (the same with more tables of three greedy).
+# and 6 (the same with more tables of three greedy), stage 7 (the three target line-ups at equal weight, with the
+# hand-and-table card features) and stage 8 (the same with tables of stage 6, the champion it had to beat).
 champion: install
 	$(PY) -m training.champion configs/baseline_ppo_4p.yaml --set train.vec_env=batched --set train.max_minutes=null \
 		--set train.total_timesteps=9420800 --out configs/weights/default_ppo_4p.npz --force
@@ -46,7 +47,9 @@ champion: install
 	$(PY) -m training.champion configs/champion_mc_league.yaml --out configs/weights/champion_v3.npz --force
 	$(PY) -m training.champion configs/champion_table_league.yaml --out configs/weights/champion_v4.npz --force
 	$(PY) -m training.champion configs/champion_greedy_league.yaml --out configs/weights/champion_v5.npz --force
-	$(PY) -m training.champion configs/champion_greedy_league_2.yaml --force
+	$(PY) -m training.champion configs/champion_greedy_league_2.yaml --out configs/weights/champion_v6.npz --force
+	$(PY) -m training.champion configs/champion_features_league.yaml --out configs/weights/champion_v7.npz --force
+	$(PY) -m training.champion configs/champion_features_league_2.yaml --force
 
 test: install
 	$(PY) -m pytest -q -n 2

@@ -3,7 +3,8 @@
 The weights (``champion.npz`` beside this module, package data) are the actor of a
 :class:`training.policy.CardPolicy` trained with MaskablePPO by ``configs/champion.yaml``, then
 ``configs/champion_league.yaml``, ``configs/champion_mc_league.yaml``, ``configs/champion_table_league.yaml``,
-``configs/champion_greedy_league.yaml`` and ``configs/champion_greedy_league_2.yaml``;
+``configs/champion_greedy_league.yaml``, ``configs/champion_greedy_league_2.yaml``,
+``configs/champion_features_league.yaml`` and ``configs/champion_features_league_2.yaml``;
 ``python -m training.champion`` reproduces and exports them (``docs/champion.md``: budget,
 strength tables). The agent is deterministic: it plays the legal action of the highest logit.
 

@@ -160,10 +160,10 @@ def test_beats_greedy_quickly() -> None:
 
 @pytest.mark.slow
 def test_strength_against_greedy_mc64_and_the_default_policy() -> None:
-    """The strength run of docs/champion.md (shipped weights, 4,000 games each): 8.42 +- 0.20 against greedy's
-    13.8-14.1; 9.54 +- 0.23 against mc:64's 12.7-12.9, winning 35.8 %; 7.90 +- 0.21 against the default-config
-    policy's 11.9-12.2, winning 36.2 %. The issue's targets, not all met, are in the doc; this pins what the
-    shipped weights reach (all games are fixed by the seed)."""
+    """The strength run of docs/champion.md (shipped weights, 4,000 games each): 8.49 +- 0.20 against greedy's;
+    9.20 +- 0.23 against mc:64's, winning 37.6 %; 7.59 +- 0.20 against the default-config policy's, winning
+    38.1 %. The issue's targets, not all met, are in the doc; this pins what the shipped weights reach (all
+    games are fixed by the seed)."""
     greedy = run_arena(["champion", "greedy", "greedy", "greedy"], games=4000, seed=1, workers=2)
     me, *others = greedy["agents"]
     assert me["mean_penalty"] <= 8.5  # the issue's target
@@ -171,13 +171,13 @@ def test_strength_against_greedy_mc64_and_the_default_policy() -> None:
     assert all(me["mean_penalty"] + me["ci95"] < o["mean_penalty"] - o["ci95"] for o in others)
     mc = run_arena(["champion", "mc:64", "mc:64", "mc:64"], games=4000, seed=2, workers=2)
     me, *others = mc["agents"]
-    assert me["win_share"] > 0.345  # parity is 0.25
+    assert me["win_share"] > 0.37  # parity is 0.25; the issue's target is 0.38
     assert all(me["mean_penalty"] + me["ci95"] < o["mean_penalty"] - o["ci95"] for o in others)
     bar = f"champion:{Path(__file__).parent.parent / 'configs' / 'weights' / 'default_ppo_4p.npz'}"
     default = run_arena(["champion", bar, bar, bar], games=4000, seed=3, workers=2)
     me, *others = default["agents"]
     assert me["mean_penalty"] + me["ci95"] < 8.5  # the issue's target
-    assert me["win_share"] > 0.35
+    assert me["win_share"] >= 0.38  # the issue's target
 
 
 def test_a_training_config_can_train_against_the_champion(tmp_path: Path) -> None:
