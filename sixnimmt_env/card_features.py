@@ -3,7 +3,7 @@
 The card policy (:mod:`training.policy`, ``algo.policy: card``) and the shipped ``champion``
 agent (:mod:`sixnimmt_env.champion`) read these features; they live here so that playing the
 champion needs neither torch nor SB3. Only the observation pieces ``hand``, ``row_lengths``,
-``row_ends``, ``row_bullheads`` and ``seen`` are read (no hidden information, `RULES.md` E4),
+``row_ends``, ``row_bullheads``, ``seen`` and ``num_players`` are read (no hidden information, `RULES.md` E4),
 from the raw observation of :mod:`sixnimmt_env.observation`.
 
 Per card ``c`` (8 values, :data:`CARD_FEATURES`; the held-card version adds ``value`` and three
@@ -25,10 +25,12 @@ own_below  other held cards of the same target row below ``c`` / 10 (for a
            low card: the held low cards below it); :data:`HAND_FEATURES` only
 own_above  other held cards of the same target row above ``c`` / 10 (for a
            low card: the held low cards above it); :data:`HAND_FEATURES` only
-take_risk  the chance that ``c`` takes its row this turn if each other player
-           plays one uniformly drawn unseen card: 1 for a low card or a full
-           row, else P(Binomial(players - 1, unseen in the gap / all unseen)
-           >= free places in the row) (R8); :data:`HAND_FEATURES` only
+take_risk  the chance that ``c``'s row fills before ``c`` this turn (so that ``c``
+           or an earlier card takes it, R8) if each other player plays one
+           uniformly drawn unseen card: P(Binomial(players - 1, unseen in the
+           gap / all unseen) >= free places in the row); 1 for a low card or a
+           full row, and in the logic draft (no rows: every card counts as
+           low); :data:`HAND_FEATURES` only
 =========  ================================================================
 """
 
@@ -132,10 +134,8 @@ def _hand_kernel(obs: np.ndarray, held: np.ndarray, out: np.ndarray) -> None:
                         above += 1.0
             out[b, j, base + 1] = below / 10.0
             out[b, j, base + 2] = above / 10.0
-            if out[b, j, 1] > 0 or out[b, j, 2] > 0:  # a low card (R9) or a full row (R8)
+            if out[b, j, 1] > 0 or out[b, j, 2] > 0:  # a low card (R9; every card in the draft) or a full row (R8)
                 risk = 1.0
-            elif ends[0] == 0 and ends[1] == 0 and ends[2] == 0 and ends[3] == 0:  # no rows (the draft)
-                risk = 0.0
             else:
                 free = int(np.rint(ROW_LIMIT - out[b, j, 3] * ROW_LIMIT))  # places before the row is full
                 p = min(out[b, j, 5] * 10.0 / unseen_all, 1.0) if unseen_all > 0 else 0.0
