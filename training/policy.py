@@ -42,7 +42,7 @@ ACTIVATION_CLASSES: dict[str, type[torch.nn.Module]] = {
 class CardNetworks(torch.nn.Module):
     """The ``mlp_extractor`` of :class:`CardPolicy`: actor and critic MLPs over the first 626 features.
 
-    ``forward_actor`` returns ``[global latent (G), held card features (90), held indices (10)]``:
+    ``forward_actor`` returns ``[global latent (G), held card features (120), held indices (10)]``:
     the card part passes through untouched so that :class:`CardHead` scores every card with the
     same weights. ``forward_critic`` is the critic MLP's output.
     """
