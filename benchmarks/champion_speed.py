@@ -7,8 +7,9 @@ Usage::
 Records the views of every decision in ``--games`` 4-player single rounds played by ``greedy``, then
 times the champion on them three ways: ``act(view, rng)`` (the arena and the play table: the observation
 is rebuilt from the view), ``act_observation`` (the Gymnasium env's opponents) and one batched
-``choose`` over all of them (the batched training env). CPU time of this process is printed beside the
-wall time, since the machine may be shared.
+``choose`` over all of them (the batched training env); then the held cards' features alone
+(``hand_features``, part of every decision), one observation at a time and batched. CPU time of this
+process is printed beside the wall time, since the machine may be shared.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from sixnimmt_env.agents import make_agent
+from sixnimmt_env.card_features import hand_features
 from sixnimmt_env.champion import load_champion, observation_from_view
 from sixnimmt_env.engine import NUM_ACTIONS, GameConfig, new_game, step, view
 
@@ -61,6 +63,8 @@ def main() -> None:
         _timed(lambda: [champion.act_observation(o, m, rng) for o, m in zip(obs, masks, strict=True)], n),
     )
     print("choose (batched) ", _timed(lambda: champion.choose(obs, masks), n))
+    print("hand_features    ", _timed(lambda: [hand_features(obs[i : i + 1]) for i in range(n)], n), "(one by one)")
+    print("hand_features    ", _timed(lambda: hand_features(obs), n), "(batched)")
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ CARD_FEATURES = ("in_hand", "low", "full", "length", "bullheads", "unseen", "cos
 """Names of the per-card features, in order."""
 HAND_FEATURES = (*CARD_FEATURES, "value", "own_below", "own_above", "take_risk")
 """Per held card: :data:`CARD_FEATURES`, the card / 104 and the three hand-and-table features (module docstring)."""
-BASE_HAND_FEATURES = 9
+BASE_HAND_FEATURES = len(CARD_FEATURES) + 1
 """Length of the held-card features before ``own_below``, ``own_above`` and ``take_risk`` (weights trained on them
 load with zero weights for the later three, :func:`sixnimmt_env.champion.read_weights`)."""
 
@@ -59,8 +59,12 @@ _HAND, _ENDS, _LENGTHS, _BULLS, _SEEN, _PLAYERS = (
 
 
 @njit(cache=True)
-def _card_features_kernel(obs: np.ndarray, cards: np.ndarray, out: np.ndarray) -> None:
-    """Fill ``out[b, j, :8]`` with the :data:`CARD_FEATURES` of card index ``cards[b, j]`` in ``obs[b]``."""
+def _card_features_kernel(
+    obs: np.ndarray, cards: np.ndarray, out: np.ndarray, targets: np.ndarray, unseen_total: np.ndarray
+) -> None:
+    """Fill ``out[b, j, :8]`` with the :data:`CARD_FEATURES` of card index ``cards[b, j]`` in ``obs[b]``,
+    ``targets[b, j]`` with that card's row (R7; -1 for a low card, R9) and ``unseen_total[b]`` with the
+    number of unseen cards in ``obs[b]`` (the held-card features of :func:`_hand_kernel` read both)."""
     counts = np.zeros(NUM_CARDS + 1)
     ends = np.zeros(NUM_ROWS, np.int64)
     for b in range(obs.shape[0]):
@@ -72,9 +76,11 @@ def _card_features_kernel(obs: np.ndarray, cards: np.ndarray, out: np.ndarray) -
         for k in range(NUM_CARDS):  # counts[k]: unseen cards among 1..k
             unseen = min(max(1.0 - obs[b, _SEEN + k] - obs[b, _HAND + k], 0.0), 1.0)
             counts[k + 1] = counts[k] + unseen
+        unseen_total[b] = counts[NUM_CARDS]
         for j in range(cards.shape[1]):
             i = cards[b, j]
             target = target_row(ends, i + 1)  # the kernel's R7
+            targets[b, j] = target
             low = target < 0  # R9
             t_end = 0 if low else ends[target]
             t_len = 0.0 if low else obs[b, _LENGTHS + target] * ROW_LIMIT
@@ -107,19 +113,13 @@ def _hand_kernel(obs: np.ndarray, held: np.ndarray, out: np.ndarray) -> None:
                 held[b, n] = k
                 n += 1
             k += 1
-    _card_features_kernel(obs, held, out)
+    targets = np.empty(held.shape, np.int64)
+    unseen_total = np.empty(obs.shape[0])
+    _card_features_kernel(obs, held, out, targets, unseen_total)
     base = len(CARD_FEATURES)
-    ends = np.zeros(NUM_ROWS, np.int64)
-    targets = np.zeros(HAND_SIZE, np.int64)
     for b in range(obs.shape[0]):
-        for r in range(NUM_ROWS):
-            ends[r] = int(np.rint(obs[b, _ENDS + r] * CARD_SCALE))
-        unseen_all = 0.0
-        for k in range(NUM_CARDS):
-            unseen_all += min(max(1.0 - obs[b, _SEEN + k] - obs[b, _HAND + k], 0.0), 1.0)
+        unseen_all = unseen_total[b]
         others = max(int(np.rint(obs[b, _PLAYERS] * 10.0)) - 1, 0)
-        for j in range(HAND_SIZE):
-            targets[j] = target_row(ends, held[b, j] + 1)
         for j in range(HAND_SIZE):
             out[b, j, base] = (held[b, j] + 1) / CARD_SCALE
             if out[b, j, 0] == 0:
@@ -127,7 +127,7 @@ def _hand_kernel(obs: np.ndarray, held: np.ndarray, out: np.ndarray) -> None:
                 continue
             below, above = 0.0, 0.0
             for i in range(HAND_SIZE):  # held cards come first, in ascending order
-                if i != j and out[b, i, 0] > 0 and targets[i] == targets[j]:
+                if i != j and out[b, i, 0] > 0 and targets[b, i] == targets[b, j]:
                     if held[b, i] < held[b, j]:
                         below += 1.0
                     else:
@@ -176,5 +176,8 @@ def card_features(obs: np.ndarray, cards: np.ndarray) -> np.ndarray:
     """``float32 (batch, K, 8)``: the :data:`CARD_FEATURES` of card indices ``cards`` ``(batch, K)`` (card - 1)
     in observations ``obs`` ``(batch, 506)``, in numba (the features extractors of ``training.features`` call it)."""
     out = np.empty((*cards.shape, len(CARD_FEATURES)), np.float32)
-    _card_features_kernel(np.asarray(obs, np.float32), np.ascontiguousarray(cards, np.int64), out)
+    targets = np.empty(cards.shape, np.int64)
+    _card_features_kernel(
+        np.asarray(obs, np.float32), np.ascontiguousarray(cards, np.int64), out, targets, np.empty(len(obs))
+    )
     return out
