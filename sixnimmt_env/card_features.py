@@ -62,9 +62,11 @@ _HAND, _ENDS, _LENGTHS, _BULLS, _SEEN, _PLAYERS = (
 def _card_features_kernel(
     obs: np.ndarray, cards: np.ndarray, out: np.ndarray, targets: np.ndarray, unseen_total: np.ndarray
 ) -> None:
-    """Fill ``out[b, j, :8]`` with the :data:`CARD_FEATURES` of card index ``cards[b, j]`` in ``obs[b]``,
-    ``targets[b, j]`` with that card's row (R7; -1 for a low card, R9) and ``unseen_total[b]`` with the
-    number of unseen cards in ``obs[b]`` (the held-card features of :func:`_hand_kernel` read both)."""
+    """Fill ``out[b, j, :8]`` with the :data:`CARD_FEATURES` of card index ``cards[b, j]`` in ``obs[b]``.
+
+    Also fills ``targets`` (int64, the shape of ``cards``) with each card's row (R7; -1 for a low card, R9,
+    and for every card in the draft, where there are no rows) and ``unseen_total`` (float64 ``(batch,)``)
+    with the cards neither seen nor in the own hand; :func:`_hand_kernel` reads both."""
     counts = np.zeros(NUM_CARDS + 1)
     ends = np.zeros(NUM_ROWS, np.int64)
     for b in range(obs.shape[0]):
@@ -176,7 +178,7 @@ def card_features(obs: np.ndarray, cards: np.ndarray) -> np.ndarray:
     """``float32 (batch, K, 8)``: the :data:`CARD_FEATURES` of card indices ``cards`` ``(batch, K)`` (card - 1)
     in observations ``obs`` ``(batch, 506)``, in numba (the features extractors of ``training.features`` call it)."""
     out = np.empty((*cards.shape, len(CARD_FEATURES)), np.float32)
-    targets = np.empty(cards.shape, np.int64)
+    targets = np.empty(cards.shape, np.int64)  # scratch: the kernel fills it, only the hand features read it
     _card_features_kernel(
         np.asarray(obs, np.float32), np.ascontiguousarray(cards, np.int64), out, targets, np.empty(len(obs))
     )
