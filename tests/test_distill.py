@@ -107,6 +107,8 @@ def test_fit_learns_the_teacher(tmp_path: Path) -> None:
     env = SixNimmtVecEnv(1, seed=0, num_players=4, episode="round", row_choice="player")
     model = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [64, 64]}, seed=0, n_steps=16, batch_size=16)
     before = fit_policy(model.policy, labels, epochs=0, batch_size=256, log=lambda _: None)
+    with pytest.raises(ValueError, match=r"fit_policy: \d+ training labels .* fewer than batch_size=100000"):
+        fit_policy(model.policy, labels, epochs=1, batch_size=100_000, log=lambda _: None)
     after = fit_policy(model.policy, labels, epochs=15, batch_size=256, learning_rate=3e-3, log=lambda _: None)
     # held-out figures (measured: cross-entropy 1.66 -> 1.57, agreement 0.20 -> 0.32, value RMSE 13.1 -> 6.4)
     assert after["cross_entropy"] < before["cross_entropy"] - 0.03

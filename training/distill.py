@@ -249,6 +249,10 @@ def fit_policy(
 
     Returns:
         ``{"agreement", "cross_entropy", "value_rmse", "seconds"}`` on the held-out labels.
+
+    Raises:
+        ValueError: ``epochs`` > 0 with fewer training labels (after the holdout) than ``batch_size``: no full
+            batch to train on.
     """
     import torch
 
@@ -257,6 +261,11 @@ def fit_policy(
     order = gen.permutation(len(labels))
     n_hold = max(1, int(len(labels) * holdout))
     hold, train = order[:n_hold], order[n_hold:]
+    if epochs > 0 and len(train) < batch_size:
+        raise ValueError(
+            f"fit_policy: {len(train)} training labels ({len(labels)} less the {n_hold} held out) are fewer than "
+            f"batch_size={batch_size}; label more decisions or give a smaller batch_size"
+        )
     probs = teacher_probs(labels.scores, temperature).astype(np.float32)
     best = np.nanargmin(labels.scores, axis=1)
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)  # type: ignore[attr-defined]
