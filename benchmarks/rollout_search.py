@@ -44,17 +44,17 @@ import numpy as np
 
 from sixnimmt_env.batched.agents import HeuristicPlayers
 from sixnimmt_env.batched.core import BatchedGames
+from sixnimmt_env.batched.kernel import CHOOSE_ROW
 from sixnimmt_env.batched.kinds import EXTERNAL, GREEDY
 from sixnimmt_env.batched.mc import MonteCarloPlayers
 from sixnimmt_env.champion import WEIGHTS, CardActor, read_weights
-from sixnimmt_env.engine import NOOP, NUM_ACTIONS, GameConfig
+from sixnimmt_env.engine import NOOP, NUM_ACTIONS, NUM_CARDS, GameConfig
 from sixnimmt_env.stats import mean_ci95, win_shares
 
 CONFIG = GameConfig(num_players=4, episode="round", row_choice="player")
 DEFAULT_CONFIG_POLICY = "configs/weights/default_ppo_4p.npz"
 BATCH = 192
 """Games per batch (distill mode): 64 of each kind of table."""
-_CHOOSE_ROW = 1  # the kernels' phase code (sixnimmt_env.batched.kernel)
 
 
 def policy_actions(actor: CardActor, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -111,11 +111,11 @@ def search_scores(
         if hands is not None:
             rollouts.hand[block] = hands[i]
             continue
-        known = np.zeros(NUM_ACTIONS - 4, np.bool_)  # cards 0..104, 0 = empty slot
+        known = np.zeros(NUM_CARDS + 1, np.bool_)  # by card 1..104; index 0 is the empty slot
         known[games.hand[b, s, : games.hand_len[b, s]]] = True
         known[games.rows[b].reshape(-1)] = True
         known[np.flatnonzero(games.pile[b] >= 0)] = True
-        if games.phase[b] == _CHOOSE_ROW:
+        if games.phase[b] == CHOOSE_ROW:
             known[games.revealed[b]] = True
         known[0] = True
         unseen = np.flatnonzero(~known)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from sixnimmt_env.batched.core import BatchedGames
+from sixnimmt_env.batched.kernel import CHOOSE_ROW, SELECT
 from sixnimmt_env.champion import WEIGHTS, read_weights
 from sixnimmt_env.engine import NOOP, ROW_ACTION
 
@@ -63,7 +64,7 @@ def test_dealt_worlds_depend_on_the_generator_only(rs) -> None:
     assert not np.array_equal(a, c, equal_nan=True)
     mask = games.legal_mask()[index, seats] != 0
     assert np.array_equal(np.isfinite(a), mask)
-    select = games.phase == 0  # card selection: the nine cards left in the hand (else a row choice is pending)
+    select = games.phase == SELECT  # card selection: the nine cards left in the hand (else a row choice is pending)
     assert select.any() and (np.isfinite(a[select]).sum(axis=1) == 9).all()
 
 
@@ -71,7 +72,7 @@ def test_a_row_choice_is_searched_over_the_rows(rs) -> None:
     actor = read_weights(WEIGHTS)[0]
     games = BatchedGames(rs.CONFIG, 64, seed=11)
     while True:  # play until some game waits for a low card's row (R9)
-        waiting = np.flatnonzero(games.phase == 1)
+        waiting = np.flatnonzero(games.phase == CHOOSE_ROW)
         if len(waiting):
             break
         games.step(rs.policy_actions(actor, games.observe(), games.legal_mask()))
