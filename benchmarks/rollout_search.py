@@ -8,7 +8,7 @@ action ``a`` of A is played now, the other seats playing the policy's choice, an
 to the end of the round. ``score(a)`` is the mean over the worlds of the seat's bullheads from now on minus the
 other seats' mean (lower is better; the same worlds for every ``a``). The search plays the legal action of highest
 ``logit(a) - score(a) / T`` (``--temperature`` T; with T = 0, the lowest score): the policy's logits keep it from
-chasing the noise of a few worlds (one world's score has a standard deviation of about 9 bullheads).
+chasing the noise of a few worlds (one world's score swings by whole rows of bullheads with the dealt hands).
 
 Two modes:
 
@@ -17,12 +17,12 @@ Two modes:
   prints both rows and the per-game difference of the seat's bullheads (search minus policy: negative means the
   search is better) with its 95 % interval.
 - **distill** (``--distill GAMES``): the policy plays GAMES rotated single rounds, a third of them against three
-  ``mc:64``, a third against three default-config policies, a third against three ``greedy`` (batches of 192 games
-  in that order); each of its decisions with two or more legal actions is searched. The policy is then trained
-  (:func:`training.distill.fit_policy`) towards ``softmax(logit - score / T)`` over the legal actions and its actor
-  written to ``--out`` (a weights file for ``champion:PATH``). It prints the held-out agreement with that target's
-  best action before and after. Batch b's games and worlds depend only on (``--seed``, b), so ``--workers`` does not
-  change the labels.
+  ``mc:64``, a third against three default-config policies, a third against three ``greedy`` (batches of 192 games,
+  the kind of table changing every 4 games, so each seat meets each kind); each of its decisions with two or more
+  legal actions is searched. The policy is then trained (:func:`training.distill.fit_policy`) towards
+  ``softmax(logit - score / T)`` over the legal actions and its actor written to ``--out`` (a weights file for
+  ``champion:PATH``). It prints the held-out agreement with that target's best action before and after. Batch b's
+  games and worlds depend only on (``--seed``, b), so ``--workers`` does not change the labels.
 
 Usage::
 
@@ -274,7 +274,8 @@ def distill(args: argparse.Namespace) -> int:
     meta = {
         "format": FORMAT,
         "source": f"{args.weights} fitted to {len(labels)} rollout-search labels "
-        f"(benchmarks/rollout_search.py, worlds {args.worlds}, temperature {args.temperature})",
+        f"(benchmarks/rollout_search.py, {batches * BATCH} games, worlds {args.worlds}, "
+        f"temperature {args.temperature}, {args.epochs} epochs, learning rate {args.lr}, seed {args.seed})",
         "steps": None,
     }
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -323,6 +324,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="runs/rollout_distilled.npz")
     p.add_argument("--force", action="store_true")
     args = p.parse_args(argv)
+    for name, low in (("games", 2), ("worlds", 1), ("epochs", 1), ("batch_size", 1), ("workers", 1)):
+        if getattr(args, name) < low:
+            p.error(f"--{name.replace('_', '-')} must be at least {low}, got {getattr(args, name)}")
+    if args.distill is not None and args.distill < 1:
+        p.error(f"--distill must be at least 1 game, got {args.distill}")
+    if not args.temperature >= 0:
+        p.error(f"--temperature must be >= 0 (0: the lowest score, no prior), got {args.temperature}")
     return distill(args) if args.distill else match(args)
 
 

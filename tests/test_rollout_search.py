@@ -108,3 +108,19 @@ def test_distill_mode_writes_weights_that_play(rs, tmp_path: Path, capsys: pytes
     assert "exists; give --force" in capsys.readouterr().err
     pen = rs.play_batch(actor, 8, 0, np.zeros(8, np.int64), 1, None)  # plays legal actions (checked steps)
     assert pen.shape == (8, 4) and (pen >= 0).all()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--worlds", "0"], "--worlds must be at least 1, got 0"),
+        (["--games", "1"], "--games must be at least 2, got 1"),
+        (["--temperature", "-1"], "--temperature must be >= 0"),
+        (["--distill", "0"], "--distill must be at least 1 game, got 0"),
+    ],
+)
+def test_bad_arguments_are_named(rs, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        rs.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
