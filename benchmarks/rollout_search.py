@@ -52,7 +52,7 @@ from sixnimmt_env.engine import NOOP, NUM_ACTIONS, NUM_CARDS, GameConfig
 from sixnimmt_env.stats import mean_ci95, win_shares
 
 CONFIG = GameConfig(num_players=4, episode="round", row_choice="player")
-DEFAULT_CONFIG_POLICY = "configs/weights/default_ppo_4p.npz"
+DEFAULT_CONFIG_POLICY = Path(__file__).resolve().parents[1] / "configs" / "weights" / "default_ppo_4p.npz"
 BATCH = 192
 """Games per batch (distill mode): 64 of each kind of table."""
 
@@ -331,6 +331,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--distill must be at least 1 game, got {args.distill}")
     if not args.temperature >= 0:
         p.error(f"--temperature must be >= 0 (0: the lowest score, no prior), got {args.temperature}")
+    try:
+        read_weights(args.weights)
+    except ValueError as e:
+        p.error(str(e))
     return distill(args) if args.distill else match(args)
 
 

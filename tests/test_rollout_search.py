@@ -117,6 +117,7 @@ def test_distill_mode_writes_weights_that_play(rs, tmp_path: Path, capsys: pytes
         (["--games", "1"], "--games must be at least 2, got 1"),
         (["--temperature", "-1"], "--temperature must be >= 0"),
         (["--distill", "0"], "--distill must be at least 1 game, got 0"),
+        (["--weights", "nope.npz"], "champion weights 'nope.npz' not found"),
     ],
 )
 def test_bad_arguments_are_named(rs, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
