@@ -16,19 +16,20 @@ Two modes:
   twice on the same deals and with the same opponents' streams: once by the policy alone, once with the search. It
   prints both rows and the per-game difference of the seat's bullheads (search minus policy: negative means the
   search is better) with its 95 % interval.
-- **distill** (``--distill GAMES``): the policy plays GAMES rotated single rounds, a third of them against three
-  ``mc:64``, a third against three default-config policies, a third against three ``greedy`` (batches of 192 games,
-  the kind of table changing every 4 games, so each seat meets each kind); each of its decisions with two or more
-  legal actions is searched. The policy is then trained (:func:`training.distill.fit_policy`) towards
-  ``softmax(logit - score / T)`` over the legal actions and its actor written to ``--out`` (a weights file for
-  ``champion:PATH``). It prints the held-out agreement with that target's best action before and after. Batch b's
-  games and worlds depend only on (``--seed``, b), so ``--workers`` does not change the labels.
+- **distill** (``--distill GAMES``): the policy plays GAMES rotated single rounds (rounded up to batches of 192), a
+  third of them against three ``mc:64``, a third against three default-config policies, a third against three
+  ``greedy`` (batches of 192 games, the kind of table changing every 4 games, so each seat meets each kind); each of
+  its decisions with two or more legal actions is searched. The policy is then trained
+  (:func:`training.distill.fit_policy`) towards ``softmax(logit - score / T)`` over the legal actions and its actor
+  written to ``--out`` (a weights file for ``champion:PATH``). It prints the held-out agreement with that target's
+  best action before and after. Batch b's games and worlds depend only on (``--seed``, b), so ``--workers`` does not
+  change the labels.
 
 Usage::
 
     python benchmarks/rollout_search.py [--weights PATH] [--games 1000] [--worlds 16] [--temperature 6] [--seed 21]
-    python benchmarks/rollout_search.py --distill 18816 --worlds 8 --temperature 3 --epochs 8 --lr 1e-3 \\
-        --workers 2 --out runs/rollout_distilled.npz
+    python benchmarks/rollout_search.py --distill 9984 --worlds 8 --temperature 3 --epochs 8 --lr 1e-3 \\
+        --workers 2 --seed 31 --out runs/rollout_distilled.npz
 """
 
 from __future__ import annotations
@@ -298,8 +299,8 @@ def match(args: argparse.Namespace) -> int:
         seat = np.arange(args.games) % 4
         rows.append((name, pen, time.perf_counter() - start))
         mean, ci = mean_ci95(pen[np.arange(args.games), seat].astype(np.float64))
-        smean, sci = mean_ci95(win_shares(pen)[np.arange(args.games), seat])
-        print(f"| {name} | {float(mean):.3f} ± {float(ci):.3f} | {float(smean):.3f} ± {float(sci):.3f} | "
+        smean, sci = mean_ci95(100 * win_shares(pen)[np.arange(args.games), seat])
+        print(f"| {name} | {float(mean):.3f} ± {float(ci):.3f} | {float(smean):.1f} ± {float(sci):.1f} % | "
               f"{rows[-1][2]:.0f} s |")  # fmt: skip
     seat = np.arange(args.games) % 4
     diff = (rows[1][1] - rows[0][1])[np.arange(args.games), seat].astype(np.float64)
@@ -311,26 +312,53 @@ def match(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--weights", default=str(WEIGHTS), help="the policy's weights file (default: the shipped champion)")
-    p.add_argument("--games", type=int, default=1000)
-    p.add_argument("--opponents", choices=("mc:64", "default", "greedy"), default="mc:64")
-    p.add_argument("--worlds", type=int, default=16)
-    p.add_argument("--temperature", type=float, default=6.0)
+    p.add_argument("--games", type=int, default=1000, help="match mode: deals, each played twice")
+    p.add_argument(
+        "--opponents",
+        choices=("mc:64", "default", "greedy"),
+        default="mc:64",
+        help="match mode: three mc:64, three default-config policies or three greedy",
+    )
+    p.add_argument("--worlds", type=int, default=16, help="worlds dealt per searched decision (default: %(default)s)")
+    p.add_argument(
+        "--temperature", type=float, default=6.0, help="T of logit - score / T; 0 (match mode only): the lowest score"
+    )
     p.add_argument("--seed", type=int, default=21)
-    p.add_argument("--distill", type=int, metavar="GAMES", help="label GAMES games and fit the policy to them")
-    p.add_argument("--epochs", type=int, default=8)
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument(
+        "--distill",
+        type=int,
+        metavar="GAMES",
+        help=f"distill mode: label GAMES games (rounded up to batches of {BATCH}), fit the policy",
+    )
+    p.add_argument("--epochs", type=int, default=8, help="distill mode: passes over the labels (default: %(default)s)")
+    p.add_argument("--lr", type=float, default=1e-3, help="distill mode: Adam's learning rate (default: %(default)s)")
     p.add_argument("--batch-size", type=int, default=4096, help="distill mode: labels per gradient step")
-    p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--out", default="runs/rollout_distilled.npz")
-    p.add_argument("--force", action="store_true")
+    p.add_argument("--workers", type=int, default=1, help="distill mode: labelling processes (default: %(default)s)")
+    p.add_argument("--out", default="runs/rollout_distilled.npz", help="distill mode: the weights file to write (.npz)")
+    p.add_argument("--force", action="store_true", help="distill mode: replace an existing --out")
     args = p.parse_args(argv)
-    for name, low in (("games", 2), ("worlds", 1), ("epochs", 1), ("batch_size", 1), ("workers", 1)):
+    for name, low in (("worlds", 1), ("epochs", 1), ("batch_size", 1), ("workers", 1)):
         if getattr(args, name) < low:
             p.error(f"--{name.replace('_', '-')} must be at least {low}, got {getattr(args, name)}")
-    if args.distill is not None and args.distill < 1:
-        p.error(f"--distill must be at least 1 game, got {args.distill}")
     if not args.temperature >= 0:
         p.error(f"--temperature must be >= 0 (0: the lowest score, no prior), got {args.temperature}")
+    if args.distill is None and args.games < 2:
+        p.error(f"--games must be at least 2, got {args.games}")
+    if args.distill is not None:
+        if args.distill < 1:
+            p.error(f"--distill must be at least 1 game, got {args.distill}")
+        if args.temperature == 0:
+            p.error("--temperature must be > 0 in distill mode (the target is softmax(logit - score / T))")
+        if not 0 < args.lr < float("inf"):
+            p.error(f"--lr must be a positive number, got {args.lr}")
+        if not args.out.endswith(".npz"):
+            p.error(f"--out must name a .npz file, got {args.out!r}")
+        games = -(-args.distill // BATCH) * BATCH
+        if args.batch_size > 8 * games:  # each game gives at least 9 searched decisions (turns 1-9 of R5)
+            p.error(
+                f"--batch-size {args.batch_size} may exceed the labels of {games} games (at least 9 per game, "
+                f"5 % held out): give at most {8 * games}, or more games"
+            )
     try:
         read_weights(args.weights)
     except ValueError as e:

@@ -118,6 +118,10 @@ def test_distill_mode_writes_weights_that_play(rs, tmp_path: Path, capsys: pytes
         (["--temperature", "-1"], "--temperature must be >= 0"),
         (["--distill", "0"], "--distill must be at least 1 game, got 0"),
         (["--weights", "nope.npz"], "champion weights 'nope.npz' not found"),
+        (["--distill", "192", "--temperature", "0"], "--temperature must be > 0 in distill mode"),
+        (["--distill", "192", "--lr", "nan"], "--lr must be a positive number, got nan"),
+        (["--distill", "192", "--out", "weights"], "--out must name a .npz file, got 'weights'"),
+        (["--distill", "192"], "--batch-size 4096 may exceed the labels of 192 games"),
     ],
 )
 def test_bad_arguments_are_named(rs, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
