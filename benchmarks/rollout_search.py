@@ -35,7 +35,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from multiprocessing import get_context
@@ -48,7 +47,7 @@ from sixnimmt_env.batched.core import BatchedGames
 from sixnimmt_env.batched.kernel import CHOOSE_ROW
 from sixnimmt_env.batched.kinds import EXTERNAL, GREEDY
 from sixnimmt_env.batched.mc import MonteCarloPlayers
-from sixnimmt_env.champion import WEIGHTS, CardActor, read_weights
+from sixnimmt_env.champion import WEIGHTS, CardActor, ChampionAgent, read_weights
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, NUM_CARDS, GameConfig
 from sixnimmt_env.stats import mean_ci95, win_shares
 
@@ -66,9 +65,7 @@ def policy_actions(actor: CardActor, obs: np.ndarray, mask: np.ndarray) -> np.nd
     legal = mask.reshape(B * n, NUM_ACTIONS) != 0
     deciding = np.flatnonzero(legal[:, :NOOP].any(axis=1))
     if len(deciding):
-        logits = actor.logits(obs.reshape(B * n, -1)[deciding])
-        logits[~legal[deciding]] = -np.inf
-        out.reshape(-1)[deciding] = logits.argmax(axis=1)
+        out.reshape(-1)[deciding] = ChampionAgent(actor).choose(obs.reshape(B * n, -1)[deciding], legal[deciding])
     return out
 
 
@@ -237,7 +234,7 @@ def distill(args: argparse.Namespace) -> int:
     import torch
     from gymnasium import spaces
 
-    from training.champion import FORMAT
+    from training.champion import write_weights
     from training.distill import Labels, fit_policy
     from training.policy import CardPolicy, NumpyCardActor, load_actor
 
@@ -272,16 +269,12 @@ def distill(args: argparse.Namespace) -> int:
     after = fit_policy(policy, labels, epochs=args.epochs, learning_rate=args.lr, **fit)
     print(f"held-out agreement with the target's best action: {before['agreement']:.4f} before, "
           f"{after['agreement']:.4f} after ({args.epochs} epochs, learning rate {args.lr})")  # fmt: skip
-    meta = {
-        "format": FORMAT,
-        "source": f"{args.weights} fitted to {len(labels)} rollout-search labels "
-        f"(benchmarks/rollout_search.py, {batches * BATCH} games, worlds {args.worlds}, "
-        f"temperature {args.temperature}, {args.epochs} epochs, learning rate {args.lr}, seed {args.seed})",
-        "steps": None,
-    }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(out, meta=np.array(json.dumps(meta)), **NumpyCardActor(policy).arrays())
-    read_weights(out)
+    source = (
+        f"{args.weights} fitted to {len(labels)} rollout-search labels (benchmarks/rollout_search.py, "
+        f"{batches * BATCH} games, worlds {args.worlds}, temperature {args.temperature}, {args.epochs} epochs, "
+        f"learning rate {args.lr}, seed {args.seed})"
+    )
+    write_weights(NumpyCardActor(policy).arrays(), out, {"source": source, "steps": None})
     print(f"wrote {out}")
     return 0
 
@@ -292,17 +285,16 @@ def match(args: argparse.Namespace) -> int:
     rows = []
     print(f"{args.games:,} single rounds against three {args.opponents} (seed {args.seed}), the same deals twice\n")
     print("| searching seat | bullheads per round | win share | time |\n|---|---:|---:|---:|")
+    seat = np.arange(args.games) % 4
     for name, temperature in (("policy", None), (f"search, {args.worlds} worlds, T={args.temperature:g}",
                                                   args.temperature)):  # fmt: skip
         start = time.perf_counter()
         pen = play_batch(actor, args.games, args.seed, kinds, args.worlds, temperature)
-        seat = np.arange(args.games) % 4
         rows.append((name, pen, time.perf_counter() - start))
         mean, ci = mean_ci95(pen[np.arange(args.games), seat].astype(np.float64))
         smean, sci = mean_ci95(100 * win_shares(pen)[np.arange(args.games), seat])
         print(f"| {name} | {float(mean):.3f} ± {float(ci):.3f} | {float(smean):.1f} ± {float(sci):.1f} % | "
               f"{rows[-1][2]:.0f} s |")  # fmt: skip
-    seat = np.arange(args.games) % 4
     diff = (rows[1][1] - rows[0][1])[np.arange(args.games), seat].astype(np.float64)
     mean, ci = mean_ci95(diff)
     print(f"paired difference (search minus policy), bullheads per round: {float(mean):+.3f} ± {float(ci):.3f}")

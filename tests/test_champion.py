@@ -148,6 +148,21 @@ def test_export_matches_the_torch_policy_and_never_overwrites(tmp_path: Path) ->
     assert load_champion(f"champion:{out}").meta["source"] == str(zip_path)
 
 
+def test_write_weights_replaces_nothing_with_arrays_that_do_not_load(tmp_path: Path) -> None:
+    from training.champion import write_weights
+
+    arrays = {k: v for k, v in np.load(WEIGHTS).items() if k != "meta"}
+    out = write_weights(arrays, tmp_path / "w.npz", {"source": "test", "steps": 7})
+    _, meta = read_weights(out)
+    assert meta == {"format": "sixnimmt-card-actor-1", "source": "test", "steps": 7}
+    before = out.read_bytes()
+    broken = {**arrays, "linear_b": np.zeros(5, np.float32)}
+    with pytest.raises(ValueError, match=r"linear_b has shape \(5,\), expected \(109,\)"):
+        write_weights(broken, out, {"source": "broken"})
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.npz"]  # no temporary file left behind
+
+
 def test_beats_greedy_quickly() -> None:
     """A short statistical check (CI): against three greedy, fewer bullheads than each, beyond the intervals, and a
     win share above parity's 95 % range at 400 games (25 % + 1.96 * 2.2 % = 29.3 %)."""

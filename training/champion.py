@@ -42,7 +42,7 @@ import numpy as np
 
 from sixnimmt_env.champion import FORMAT, WEIGHTS, read_weights
 
-__all__ = ["export", "main", "weight_arrays"]
+__all__ = ["export", "main", "weight_arrays", "write_weights"]
 
 
 def weight_arrays(policy: Any) -> dict[str, np.ndarray]:
@@ -90,12 +90,30 @@ def export(checkpoint: str | Path, out: str | Path, force: bool = False, meta: d
     policy, norm = load_policy(checkpoint)
     if norm is not None:
         raise ValueError(f"{checkpoint}: trained with normalize_obs; the champion reads the raw observation")
-    arrays = weight_arrays(policy)
-    info = {"format": FORMAT, "source": str(checkpoint), "steps": _steps(checkpoint), **(meta or {})}
+    info = {"source": str(checkpoint), "steps": _steps(checkpoint), **(meta or {})}
+    return write_weights(weight_arrays(policy), out, info)
+
+
+def write_weights(arrays: dict[str, np.ndarray], out: str | Path, meta: dict[str, Any]) -> Path:
+    """Write a weights file of :class:`sixnimmt_env.champion.CardActor` ``arrays`` to ``out`` (``.npz``, compressed)
+    with ``meta`` (plus the ``format``) as its JSON ``meta`` entry, and return the path.
+
+    The file is written beside ``out`` first and read back with the package's reader; only then does it replace
+    ``out`` (callers check for an existing ``out`` before their work).
+
+    Raises:
+        ValueError: the arrays do not load (errors of :func:`sixnimmt_env.champion.read_weights`); ``out`` is untouched.
+    """
+    out = Path(out)
+    info = {"format": FORMAT, **meta}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.stem + ".tmp.npz")
     np.savez_compressed(tmp, meta=np.array(json.dumps(info)), **arrays)
-    read_weights(tmp)  # it loads in the package's reader before it replaces anything
+    try:
+        read_weights(tmp)  # it loads in the package's reader before it replaces anything
+    except ValueError:
+        tmp.unlink()
+        raise
     tmp.replace(out)
     return out
 
