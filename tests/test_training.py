@@ -573,3 +573,46 @@ def test_training_commands_run_numpy_with_one_blas_thread(module: str) -> None:
     env["OPENBLAS_NUM_THREADS"] = "2"
     out = subprocess.run(run, env=env, capture_output=True, text=True, check=True, timeout=120).stdout
     assert out.split()[-3:] == ["2", "2", "True"]
+
+
+# --------------------------------------------------------------------------- the learning curve
+
+
+def test_lineup_labels_count_equal_neighbours_and_shorten_paths() -> None:
+    from training.evaluate import lineup_label
+
+    assert lineup_label("mc:64,mc:64,mc:64") == "3 × mc:64"
+    assert lineup_label("greedy, lowest,random") == "greedy, lowest, random"
+    long = "champion:configs/weights/default_ppo_4p.npz"
+    assert lineup_label(f"{long},greedy,greedy") == "champion:default_ppo_4p.npz, 2 × greedy"
+    assert lineup_label(f"{long},{long},{long}") == "3 × champion:default_ppo_4p.npz"
+
+
+def test_a_learning_curve_with_long_lineups_keeps_its_axes_wide(tmp_path: Path) -> None:
+    from training.evaluate import learning_curve_figure, plot_learning_curve
+
+    long = "champion:configs/weights/default_ppo_4p.npz"
+    lineups = ["mc:64,mc:64,mc:64", f"{long},{long},{long}", "greedy,greedy,greedy"]
+    rows = [
+        {"step": str(step), "lineup": lineup, "mean_penalty": "9.5", "ci95": "0.6", "opponents_mean_penalty": "12.5"}
+        for step in (8_000_000, 16_000_000)
+        for lineup in lineups
+    ]
+    fig = learning_curve_figure(rows)
+    fig.draw_without_rendering()  # constrained layout places the axes and the legend
+    (ax,) = fig.axes
+    box = ax.get_position()
+    assert box.width > 0.8  # the legend sits under the axes, not beside them (it took all but 1 % before)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == [
+        "learner vs 3 × mc:64",
+        "3 × mc:64 (their mean)",
+        "learner vs 3 × champion:default_ppo_4p.npz",
+        "3 × champion:default_ppo_4p.npz (their mean)",
+        "learner vs 3 × greedy",
+        "3 × greedy (their mean)",
+    ]
+    assert ax.xaxis.get_major_formatter()(8_000_000, 0) == "8 M"
+    csv_path = tmp_path / "eval.csv"
+    csv_path.write_text("step,lineup,mean_penalty,ci95,opponents_mean_penalty\n")
+    assert plot_learning_curve(csv_path, tmp_path / "lc.png") is None  # no rows: no picture

@@ -48,10 +48,13 @@ import numpy as np
 
 from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.arena import markdown_table, run_arena, write_results
+from sixnimmt_env.arena.report import short_labels
 from sixnimmt_env.engine import GameConfig
 from training.agent import PolicyAgent
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from training.config import TrainConfig
 
 
@@ -152,32 +155,61 @@ def evaluate_lineups(
     return rows
 
 
+def lineup_label(lineup: str) -> str:
+    """A line-up (comma-separated agent specs) as a legend label: short labels, equal neighbours counted.
+
+    ``"mc:64,mc:64,mc:64"`` gives ``"3 × mc:64"``; ``"champion:configs/weights/default_ppo_4p.npz,greedy,greedy"``
+    gives ``"champion:default_ppo_4p.npz, 2 × greedy"`` (checkpoint paths shortened by
+    :func:`sixnimmt_env.arena.report.short_labels`).
+    """
+    labels = short_labels([s.strip() for s in lineup.split(",")])
+    groups: list[list[str]] = []
+    for label in labels:
+        if groups and groups[-1][0] == label:
+            groups[-1].append(label)
+        else:
+            groups.append([label])
+    return ", ".join(g[0] if len(g) == 1 else f"{len(g)} × {g[0]}" for g in groups)
+
+
+def learning_curve_figure(rows: Sequence[Mapping[str, str]]) -> Figure:
+    """The learning-curve figure of ``eval.csv`` rows: per line-up the learner's mean penalty (bullheads per round)
+    with its 95 % band and the opponents' mean (dashed) over environment steps; the legend sits under the axes, so
+    long line-ups never narrow the plot."""
+    from matplotlib.figure import Figure
+
+    lineups = list(dict.fromkeys(r["lineup"] for r in rows))
+    fig = Figure(figsize=(9.0, 4.6 + 0.18 * len(lineups)), layout="constrained")
+    ax = fig.subplots()
+    for k, lineup in enumerate(lineups):
+        sel = [r for r in rows if r["lineup"] == lineup]
+        x = np.array([int(r["step"]) for r in sel])
+        y = np.array([float(r["mean_penalty"]) for r in sel])
+        ci = np.array([float(r["ci95"]) for r in sel])
+        color = f"C{k}"
+        label = lineup_label(lineup)
+        ax.plot(x, y, marker="o", color=color, label=f"learner vs {label}")
+        ax.fill_between(x, y - ci, y + ci, color=color, alpha=0.2)
+        opp = [float(r["opponents_mean_penalty"]) for r in sel]
+        ax.plot(x, opp, linestyle="--", color=color, label=f"{label} (their mean)")
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("bullheads per round (lower is better)")
+    ax.set_title("evaluation during training (95% CI)")
+    ax.xaxis.set_major_formatter(lambda v, _: f"{v / 1e6:g} M")
+    # under the axes, never over a curve; up to three line-ups, each column holds one line-up's pair of lines
+    fig.legend(loc="outside lower center", ncols=min(len(lineups), 3), fontsize=8)
+    return fig
+
+
 def plot_learning_curve(eval_csv: Path, out: Path) -> Path | None:
-    """PNG of the learner's mean penalty (95% CI band) and the opponents' against each line-up over steps."""
+    """PNG of :func:`learning_curve_figure` for a run's ``eval.csv``; ``None`` when the file is missing or empty."""
     if not eval_csv.is_file():
         return None
     with eval_csv.open() as f:
         rows = list(csv.DictReader(f))
     if not rows:
         return None
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(9.0, 4.0), layout="constrained")
-    ax = fig.subplots()
-    for k, lineup in enumerate(dict.fromkeys(r["lineup"] for r in rows)):
-        sel = [r for r in rows if r["lineup"] == lineup]
-        x = np.array([int(r["step"]) for r in sel])
-        y = np.array([float(r["mean_penalty"]) for r in sel])
-        ci = np.array([float(r["ci95"]) for r in sel])
-        color = f"C{k}"
-        ax.plot(x, y, marker="o", color=color, label=f"learner vs {lineup}")
-        ax.fill_between(x, y - ci, y + ci, color=color, alpha=0.2)
-        opp = [float(r["opponents_mean_penalty"]) for r in sel]
-        ax.plot(x, opp, linestyle="--", color=color, label=f"{lineup} (their mean)")
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("bullheads per round (lower is better)")
-    ax.set_title("evaluation during training (95% CI)")
-    fig.legend(loc="outside right upper", fontsize=7)  # beside the axes: never over a curve
+    fig = learning_curve_figure(rows)
     fig.savefig(out, dpi=120)
     return out
 
