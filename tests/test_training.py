@@ -579,13 +579,18 @@ def test_training_commands_run_numpy_with_one_blas_thread(module: str) -> None:
 
 
 def test_lineup_labels_count_equal_neighbours_and_shorten_paths() -> None:
-    from training.evaluate import lineup_label
+    from training.evaluate import lineup_labels
 
-    assert lineup_label("mc:64,mc:64,mc:64") == "3 × mc:64"
-    assert lineup_label("greedy, lowest,random") == "greedy, lowest, random"
     long = "champion:configs/weights/default_ppo_4p.npz"
-    assert lineup_label(f"{long},greedy,greedy") == "champion:default_ppo_4p.npz, 2 × greedy"
-    assert lineup_label(f"{long},{long},{long}") == "3 × champion:default_ppo_4p.npz"
+    assert lineup_labels(["mc:64,mc:64,mc:64"]) == ["3 × mc:64"]
+    assert lineup_labels(["greedy, lowest,random"]) == ["greedy, lowest, random"]
+    assert lineup_labels([f"{long},greedy,greedy"]) == ["champion:default_ppo_4p.npz, 2 × greedy"]
+    assert lineup_labels([f"{long},{long},{long}"]) == ["3 × champion:default_ppo_4p.npz"]
+    # two checkpoints with one file name, in different line-ups: told apart by their folders
+    assert lineup_labels(["ppo:runs/a/best_model.zip,greedy", "ppo:runs/b/best_model.zip,greedy"]) == [
+        "ppo:a/best_model, greedy",
+        "ppo:b/best_model, greedy",
+    ]
 
 
 def test_a_learning_curve_with_long_lineups_keeps_its_axes_wide(tmp_path: Path) -> None:

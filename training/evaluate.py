@@ -41,6 +41,7 @@ import argparse
 import csv
 import sys
 from collections.abc import Mapping, Sequence
+from itertools import groupby
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -155,21 +156,21 @@ def evaluate_lineups(
     return rows
 
 
-def lineup_label(lineup: str) -> str:
-    """A line-up (comma-separated agent specs) as a legend label: short labels, equal neighbours counted.
+def lineup_labels(lineups: Sequence[str]) -> list[str]:
+    """Line-ups (comma-separated agent specs) as legend labels: short labels, equal neighbours counted.
 
     ``"mc:64,mc:64,mc:64"`` gives ``"3 × mc:64"``; ``"champion:configs/weights/default_ppo_4p.npz,greedy,greedy"``
-    gives ``"champion:default_ppo_4p.npz, 2 × greedy"`` (checkpoint paths shortened by
-    :func:`sixnimmt_env.arena.report.short_labels`).
+    gives ``"champion:default_ppo_4p.npz, 2 × greedy"``. The specs of all line-ups are shortened together by
+    :func:`sixnimmt_env.arena.report.short_labels`, so distinct checkpoints stay distinct across line-ups.
     """
-    labels = short_labels([s.strip() for s in lineup.split(",")])
-    groups: list[list[str]] = []
-    for label in labels:
-        if groups and groups[-1][0] == label:
-            groups[-1].append(label)
-        else:
-            groups.append([label])
-    return ", ".join(g[0] if len(g) == 1 else f"{len(g)} × {g[0]}" for g in groups)
+    seats = [[s.strip() for s in lineup.split(",")] for lineup in lineups]
+    every = [s for specs in seats for s in specs]
+    short = dict(zip(every, short_labels(every), strict=True))  # equal specs get equal labels
+    out = []
+    for specs in seats:
+        runs = [(label, len(list(group))) for label, group in groupby(short[s] for s in specs)]
+        out.append(", ".join(label if n == 1 else f"{n} × {label}" for label, n in runs))
+    return out
 
 
 def learning_curve_figure(rows: Sequence[Mapping[str, str]]) -> Figure:
@@ -179,15 +180,15 @@ def learning_curve_figure(rows: Sequence[Mapping[str, str]]) -> Figure:
     from matplotlib.figure import Figure
 
     lineups = list(dict.fromkeys(r["lineup"] for r in rows))
+    labels = lineup_labels(lineups)
     fig = Figure(figsize=(9.0, 4.6 + 0.18 * len(lineups)), layout="constrained")
     ax = fig.subplots()
-    for k, lineup in enumerate(lineups):
+    for k, (lineup, label) in enumerate(zip(lineups, labels, strict=True)):
         sel = [r for r in rows if r["lineup"] == lineup]
         x = np.array([int(r["step"]) for r in sel])
         y = np.array([float(r["mean_penalty"]) for r in sel])
         ci = np.array([float(r["ci95"]) for r in sel])
         color = f"C{k}"
-        label = lineup_label(lineup)
         ax.plot(x, y, marker="o", color=color, label=f"learner vs {label}")
         ax.fill_between(x, y - ci, y + ci, color=color, alpha=0.2)
         opp = [float(r["opponents_mean_penalty"]) for r in sel]
