@@ -618,6 +618,7 @@ def test_a_learning_curve_with_long_lineups_keeps_its_axes_wide(tmp_path: Path) 
         "3 × greedy (their mean)",
     ]
     assert ax.xaxis.get_major_formatter()(8_000_000, 0) == "8 M"
+    assert ax.xaxis.get_major_formatter()(1_500, 0) == "1.5 k"  # short runs read in thousands
     csv_path = tmp_path / "eval.csv"
     csv_path.write_text("step,lineup,mean_penalty,ci95,opponents_mean_penalty\n")
     assert plot_learning_curve(csv_path, tmp_path / "lc.png") is None  # no rows: no picture

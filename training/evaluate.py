@@ -178,6 +178,7 @@ def learning_curve_figure(rows: Sequence[Mapping[str, str]]) -> Figure:
     with its 95 % band and the opponents' mean (dashed) over environment steps; the legend sits under the axes, so
     long line-ups never narrow the plot."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import EngFormatter
 
     lineups = list(dict.fromkeys(r["lineup"] for r in rows))
     labels = lineup_labels(lineups)
@@ -196,7 +197,7 @@ def learning_curve_figure(rows: Sequence[Mapping[str, str]]) -> Figure:
     ax.set_xlabel("environment steps")
     ax.set_ylabel("bullheads per round (lower is better)")
     ax.set_title("evaluation during training (95% CI)")
-    ax.xaxis.set_major_formatter(lambda v, _: f"{v / 1e6:g} M")
+    ax.xaxis.set_major_formatter(EngFormatter(sep=" "))  # 8 M, 1.5 k
     # under the axes, never over a curve; up to three line-ups, each column holds one line-up's pair of lines
     fig.legend(loc="outside lower center", ncols=min(len(lineups), 3), fontsize=8)
     return fig
