@@ -51,7 +51,12 @@ WEIGHTS = Path(__file__).with_name("champion.npz")
 """The shipped weights (package data)."""
 
 FORMAT = "sixnimmt-card-actor-1"
-"""The ``format`` entry of a weights file this module reads."""
+"""The ``format`` entry of a weights file of the card policy without attention."""
+FORMAT_ATTENTION = "sixnimmt-card-actor-2"
+"""The ``format`` entry of a weights file whose held cards attend to each other (``attention_*`` arrays); a
+reader of :data:`FORMAT` alone refuses it instead of playing it without the attention."""
+ATTENTION_ARRAYS = ("attention_in_w", "attention_in_b", "attention_out_w", "attention_out_b", "attention_heads")
+"""The arrays of the held cards' self-attention (:class:`CardActor`); all or none of them are in a weights file."""
 
 _GLOBAL_SIZE = OBS_SIZE + HAND_SIZE * len(HAND_FEATURES)  # 626: the actor MLP's input
 _DRAFTED_BY = SLICES["drafted_by"]
@@ -67,13 +72,18 @@ class CardActor:
     The network (``training.policy.CardPolicy``): an MLP over the observation and the held
     cards' :data:`~sixnimmt_env.card_features.HAND_FEATURES` (626 inputs) gives a global latent
     ``g``; the logits are ``g @ linear_w + linear_b``, and each held card adds
-    ``relu(card_features @ card_in_w + card_in_b + g @ global_in_w) @ card_out_w + card_out_b``.
+    ``h @ card_out_w + card_out_b`` with ``h = relu(card_features @ card_in_w + card_in_b + g @ global_in_w)``.
+    With the optional attention arrays (``training.policy.HandAttentionHead``), ``h`` becomes ``h + attention(h)``
+    first: multi-head self-attention among the held cards' ``h`` (the rows after the last held card masked out).
 
     Args:
         arrays: the weights: ``hidden_w{i}`` ``(in, out)``, ``hidden_b{i}`` ``(out,)`` and
             ``hidden_tanh`` (one 0/1 per layer: tanh, else ReLU) for the MLP; ``card_in_w`` ``(12, H)``,
             ``card_in_b`` ``(H,)``, ``global_in_w`` ``(G, H)``, ``card_out_w`` ``(H, 1)``,
-            ``card_out_b`` ``(1,)``, ``linear_w`` ``(G, 109)``, ``linear_b`` ``(109,)``.
+            ``card_out_b`` ``(1,)``, ``linear_w`` ``(G, 109)``, ``linear_b`` ``(109,)``; optionally all of
+            :data:`ATTENTION_ARRAYS`: ``attention_in_w`` ``(H, 3H)`` (query, key, value projections),
+            ``attention_in_b`` ``(3H,)``, ``attention_out_w`` ``(H, H)``, ``attention_out_b`` ``(H,)`` and
+            ``attention_heads`` (an integer dividing H).
 
     Raises:
         ValueError: a missing array or shapes that do not chain (the message names the array).
@@ -110,6 +120,24 @@ class CardActor:
         for name, shape in expected.items():
             if getattr(self, name).shape != shape:
                 raise ValueError(f"champion weights: {name} has shape {getattr(self, name).shape}, expected {shape}")
+        given = [name for name in ATTENTION_ARRAYS if name in arrays]
+        self.attention: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int] | None = None
+        if given:
+            if len(given) != len(ATTENTION_ARRAYS):
+                missing = sorted(set(ATTENTION_ARRAYS) - set(given))
+                raise ValueError(f"champion weights: attention arrays {missing} missing (all or none of them)")
+            heads = int(np.asarray(arrays["attention_heads"]).reshape(()))
+            if heads < 1 or hidden % heads:
+                raise ValueError(f"champion weights: attention_heads must divide {hidden}, got {heads}")
+            shapes = {"attention_in_w": (hidden, 3 * hidden), "attention_in_b": (3 * hidden,)}
+            shapes |= {"attention_out_w": (hidden, hidden), "attention_out_b": (hidden,)}
+            for name, shape in shapes.items():
+                if get(name).shape != shape:
+                    raise ValueError(f"champion weights: {name} has shape {get(name).shape}, expected {shape}")
+            self.attention = (
+                *(get(name) for name in ("attention_in_w", "attention_in_b", "attention_out_w", "attention_out_b")),
+                heads,
+            )  # type: ignore[assignment]
 
     def hidden_layers(self) -> list[tuple[int, str]]:
         """The MLP's hidden layers as ``(units, "tanh" | "relu")``, first to last (as ``net_arch`` and
@@ -135,10 +163,33 @@ class CardActor:
             glob = glob @ weight + bias
             glob = np.tanh(glob) if tanh else np.maximum(glob, 0.0)
         hidden = np.maximum(feats @ self.card_in_w + self.card_in_b + (glob @ self.global_in_w)[:, None, :], 0.0)
+        if self.attention is not None:
+            hidden = hidden + self._attend(hidden, feats[:, :, 0] > 0)
         scores = (hidden @ self.card_out_w + self.card_out_b)[:, :, 0] * feats[:, :, 0]
         logits = glob @ self.linear_w + self.linear_b
         logits[np.arange(batch)[:, None], held] += scores  # held indices are distinct
         return logits.astype(np.float32)
+
+    def _attend(self, hidden: np.ndarray, held: np.ndarray) -> np.ndarray:
+        """Multi-head self-attention among the held cards: ``hidden float32 (batch, 10, H)`` with ``held bool
+        (batch, 10)`` (the rows after the last held card are masked out as keys, the first row never is), as
+        ``torch.nn.MultiheadAttention`` computes it; returns ``float32 (batch, 10, H)``."""
+        in_w, in_b, out_w, out_b, heads = self.attention  # type: ignore[misc]
+        batch, cards, width = hidden.shape
+        size = width // heads
+        q, k, v = np.split(hidden @ in_w + in_b, 3, axis=2)
+
+        def split(x: np.ndarray) -> np.ndarray:  # (batch, heads, cards, size)
+            return x.reshape(batch, cards, heads, size).transpose(0, 2, 1, 3)
+
+        logits = split(q) @ split(k).transpose(0, 1, 3, 2) / np.float32(np.sqrt(size))
+        keys = held.copy()
+        keys[:, 0] = True
+        logits = np.where(keys[:, None, None, :], logits, -np.inf)
+        weights = np.exp(logits - logits.max(axis=3, keepdims=True))
+        weights /= weights.sum(axis=3, keepdims=True)
+        mixed = (weights @ split(v)).transpose(0, 2, 1, 3).reshape(batch, cards, width)
+        return mixed @ out_w + out_b
 
 
 def read_weights(path: str | Path) -> tuple[CardActor, dict[str, Any]]:
@@ -156,8 +207,12 @@ def read_weights(path: str | Path) -> tuple[CardActor, dict[str, Any]]:
     except Exception as e:  # numpy raises several kinds for a damaged archive
         raise ValueError(f"champion weights {str(path)!r} could not be read as .npz: {e}") from None
     meta = json.loads(str(arrays.pop("meta"))) if "meta" in arrays else {}
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"champion weights {str(path)!r}: format {meta.get('format')!r}, expected {FORMAT!r}")
+    fmt, attention = meta.get("format"), any(name in arrays for name in ATTENTION_ARRAYS)
+    if fmt not in (FORMAT, FORMAT_ATTENTION):
+        raise ValueError(f"champion weights {str(path)!r}: format {fmt!r}, expected {FORMAT!r} or {FORMAT_ATTENTION!r}")
+    if attention != (fmt == FORMAT_ATTENTION):
+        has = "has" if attention else "has no"
+        raise ValueError(f"champion weights {str(path)!r}: format {fmt!r} but the file {has} attention arrays")
     return CardActor(_widen_inputs(arrays)), meta
 
 

@@ -357,3 +357,38 @@ def test_an_init_from_that_is_not_a_checkpoint_is_refused_when_the_config_loads(
 
     with pytest.raises(ConfigError, match=r"'README.md': neither an SB3 checkpoint \(a .zip holding policy.pth\)"):
         load_config("configs/champion_league.yaml", ["train.init_from=README.md"])
+
+
+def test_weights_with_hand_attention_write_format_2_and_play_their_attention(tmp_path: Path) -> None:
+    from training.champion import write_weights
+
+    arrays = {k: v for k, v in np.load(WEIGHTS).items() if k != "meta"}
+    gen = np.random.default_rng(8)
+    attention = {
+        "attention_in_w": gen.normal(0, 0.3, (32, 96)).astype(np.float32),
+        "attention_in_b": gen.normal(0, 0.1, 96).astype(np.float32),
+        "attention_out_w": gen.normal(0, 0.3, (32, 32)).astype(np.float32),
+        "attention_out_b": np.zeros(32, np.float32),
+        "attention_heads": np.array(4),
+    }
+    out = write_weights({**arrays, **attention}, tmp_path / "a.npz", {"source": "test"})
+    actor, meta = read_weights(out)
+    assert meta["format"] == "sixnimmt-card-actor-2" and actor.attention is not None and actor.attention[4] == 4
+    par = parallel_env(num_players=4)
+    observations, _ = par.reset(seed=9)
+    obs = np.stack([o["observation"] for o in observations.values()])
+    masks = np.stack([o["action_mask"] for o in observations.values()]).astype(bool)
+    plain = load_champion().actor.logits(obs)
+    logits = actor.logits(obs)
+    assert np.abs(np.where(masks, logits - plain, 0.0)).max() > 0.05  # the attention is played
+    np.testing.assert_array_equal(logits[:, 104:], plain[:, 104:])  # rows and no-op: the linear term only
+    agent = load_champion(f"champion:{out}")
+    assert all(masks[i, a] for i, a in enumerate(agent.choose(obs, masks)))
+    # a file of format 1 with attention arrays, or some attention arrays missing, is refused
+    np.savez(tmp_path / "one.npz", meta=np.array('{"format": "sixnimmt-card-actor-1"}'), **arrays, **attention)
+    with pytest.raises(ValueError, match="format 'sixnimmt-card-actor-1' but the file has attention arrays"):
+        read_weights(tmp_path / "one.npz")
+    partial = {k: v for k, v in attention.items() if k != "attention_out_b"}
+    with pytest.raises(ValueError, match=r"attention arrays \['attention_out_b'\] missing"):
+        write_weights({**arrays, **partial}, tmp_path / "p.npz", {})
+    assert not (tmp_path / "p.npz").exists()

@@ -316,3 +316,55 @@ def test_card_policy_rejects_a_net_arch_it_cannot_honour_and_exposes_probs():
     np.testing.assert_allclose(probs.sum(dim=1).numpy(), 1.0, atol=1e-6)
     assert float(probs[torch.as_tensor(~masks)].sum()) == 0.0
     env.close()
+
+
+def test_hand_attention_policy_starts_as_the_weights_it_loads_and_learns_to_differ(tmp_path):
+    from sb3_contrib import MaskablePPO
+
+    from sixnimmt_env.champion import WEIGHTS, load_champion
+    from training.agent import PolicyAgent
+    from training.policy import HandAttentionHead, load_actor
+    from training.vec_env import SixNimmtVecEnv
+
+    env = SixNimmtVecEnv(16, opponents=["greedy", "random", "lowest"], seed=4, num_players=4, episode="round")
+    kwargs = {"net_arch": [64, 64], "hand_attention_heads": 2}
+    model = MaskablePPO(CardPolicy, env, n_steps=16, batch_size=64, n_epochs=1, seed=5, policy_kwargs=kwargs)
+    head = model.policy.action_net
+    assert isinstance(head, HandAttentionHead) and head.heads == 2
+    assert float(head.attention.out_proj.weight.detach().abs().sum()) == 0.0  # silent until trained
+    load_actor(model.policy, WEIGHTS)
+    obs, masks = env.reset(), env.action_masks()
+    champion = load_champion()
+    np.testing.assert_array_equal(PolicyAgent(model.policy).choose(obs, masks), champion.choose(obs, masks))
+    with torch.no_grad():
+        for p in head.attention.parameters():
+            p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(6)) * 0.5)
+    agent = PolicyAgent(model.policy)
+    assert agent.card_actor is not None  # the numpy path, attention included
+    with torch.no_grad():
+        latent = model.policy.mlp_extractor.forward_actor(model.policy.extract_features(torch.as_tensor(obs)))
+        expected = head(latent).numpy()
+    np.testing.assert_allclose(agent.logits(obs), expected, rtol=1e-4, atol=1e-4)
+    moved = np.abs(np.where(masks, agent.logits(obs) - champion.actor.logits(obs), 0.0)).max(axis=1)
+    assert (moved > 0.05).all()  # the attention now moves every decision's logits
+    model.save(tmp_path / "attention.zip")
+    loaded = MaskablePPO.load(tmp_path / "attention.zip")
+    assert isinstance(loaded.policy.action_net, HandAttentionHead) and loaded.policy.hand_attention_heads == 2
+    np.testing.assert_allclose(PolicyAgent(loaded.policy).logits(obs), expected, rtol=1e-4, atol=1e-4)
+    env.close()
+
+
+def test_hand_attention_needs_the_card_policy_and_heads_that_divide_its_units():
+    from training.config import ConfigError, load_config
+    from training.policy import HandAttentionHead, algo_kwargs
+
+    cfg = load_config("configs/smoke.yaml", ["algo.policy=card", "algo.policy_kwargs.hand_attention_heads=4"])
+    assert algo_kwargs(cfg)["policy_kwargs"]["hand_attention_heads"] == 4
+    with pytest.raises(ConfigError, match=r"hand_attention_heads' must divide 32 .* got 3"):
+        load_config("configs/smoke.yaml", ["algo.policy=card", "algo.policy_kwargs.hand_attention_heads=3"])
+    with pytest.raises(ConfigError, match=r"goes with 'algo.policy: card'; got 2 with algo.policy: MlpPolicy"):
+        load_config("configs/smoke.yaml", ["algo.policy=MlpPolicy", "algo.policy_kwargs.hand_attention_heads=2"])
+    with pytest.raises(ConfigError, match=r"hand_attention_heads' must be an integer >= 0, got -1"):
+        load_config("configs/smoke.yaml", ["algo.policy=card", "algo.policy_kwargs.hand_attention_heads=-1"])
+    with pytest.raises(ValueError, match="hand_attention_heads must be >= 1 and divide 32, got 5"):
+        HandAttentionHead(64, heads=5)

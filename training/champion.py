@@ -40,7 +40,7 @@ if __name__ == "__main__":  # the command trains in-process: one BLAS thread, as
 
 import numpy as np
 
-from sixnimmt_env.champion import FORMAT, WEIGHTS, read_weights
+from sixnimmt_env.champion import ATTENTION_ARRAYS, FORMAT, FORMAT_ATTENTION, WEIGHTS, read_weights
 
 __all__ = ["export", "main", "weight_arrays", "write_weights"]
 
@@ -105,7 +105,7 @@ def write_weights(arrays: dict[str, np.ndarray], out: str | Path, meta: dict[str
         ValueError: the arrays do not load (errors of :func:`sixnimmt_env.champion.read_weights`); ``out`` is untouched.
     """
     out = Path(out)
-    info = {"format": FORMAT, **meta}
+    info = {"format": FORMAT_ATTENTION if ATTENTION_ARRAYS[0] in arrays else FORMAT, **meta}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.stem + ".tmp.npz")
     np.savez_compressed(tmp, meta=np.array(json.dumps(info)), **arrays)

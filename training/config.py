@@ -155,6 +155,8 @@ Activation = Literal["tanh", "relu", "elu", "leaky_relu"]
 ACTIVATIONS: tuple[str, ...] = typing.get_args(Activation)
 Extractor = Literal["card_features"]
 """Names of ``algo.policy_kwargs.features_extractor_class`` (:data:`training.features.FEATURE_EXTRACTORS`)."""
+CARD_HIDDEN = 32
+"""Hidden units of the card policy's per-card network (``training.policy.CARD_HIDDEN``, which is this value)."""
 POLICIES = ("MlpPolicy", "card")
 """Names allowed for ``algo.policy``: SB3's ``MlpPolicy`` or :class:`training.policy.CardPolicy` (``card``)."""
 
@@ -198,7 +200,9 @@ class PolicyKwargs(_GivenKeys):
 
     ``net_arch``: ``null`` (SB3's default MLP), a list of layer sizes, or ``{pi: [...], vf: [...]}``
     (``MlpPolicy`` only). ``features_extractor_class``: ``null`` (SB3's ``FlattenExtractor``) or
-    ``card_features`` (:class:`training.features.CardFeatures`, ``MlpPolicy`` only).
+    ``card_features`` (:class:`training.features.CardFeatures`, ``MlpPolicy`` only). ``hand_attention_heads``
+    (``card`` only; 0, the default, for none): the held cards attend to each other with this many heads before
+    they are scored (:class:`training.policy.HandAttentionHead`; a divisor of its 32 units).
     """
 
     UNKNOWN_HINT: ClassVar[str] = "not a policy keyword argument"
@@ -216,6 +220,7 @@ class PolicyKwargs(_GivenKeys):
     share_features_extractor: bool = True
     normalize_images: bool = True
     optimizer_kwargs: dict[str, Any] | None = None
+    hand_attention_heads: int = _at_least(0, 0)
 
 
 @dataclass
@@ -522,6 +527,11 @@ def _check_algo(algo: AlgoSection, source: str) -> None:
         raise ConfigError(
             f"{source}: key 'algo.policy_kwargs.features_extractor_class' does not go with 'algo.policy: card' "
             f"(the card policy computes its own hand features); remove it or use algo.policy: MlpPolicy"
+        )
+    if pk.hand_attention_heads and (algo.policy != "card" or CARD_HIDDEN % pk.hand_attention_heads):
+        raise ConfigError(
+            f"{source}: key 'algo.policy_kwargs.hand_attention_heads' must divide {CARD_HIDDEN} and goes with "
+            f"'algo.policy: card'; got {pk.hand_attention_heads!r} with algo.policy: {algo.policy}"
         )
     if algo.policy == "card" and pk.net_arch is not None and not _layer_sizes(pk.net_arch):
         raise ConfigError(

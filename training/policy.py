@@ -3,7 +3,8 @@
 :class:`CardPolicy` (``algo.policy: card``, the shipped configs) reads the held cards' features
 (:class:`training.features.HandFeatures`); its actor and critic MLPs (:class:`CardNetworks`) read the
 observation and these features, and one small network shared by all cards scores them
-(:class:`CardHead`): what it learns about card 37 holds for card 73. :class:`MaskedCategorical` is its
+(:class:`CardHead`): what it learns about card 37 holds for card 73; with ``hand_attention_heads`` the held
+cards first attend to each other (:class:`HandAttentionHead`). :class:`MaskedCategorical` is its
 action distribution and :class:`NumpyCardActor` its actor copied to numpy (self-play opponents, the
 ``ppo:`` agents). The RLlib module (:mod:`training.rllib.module`) builds the same networks.
 """
@@ -25,11 +26,12 @@ from sixnimmt_env.card_features import HAND_FEATURES
 from sixnimmt_env.champion import CardActor, read_weights
 from sixnimmt_env.engine import HAND_SIZE, NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE
+from training import config
 from training.config import TrainConfig
 from training.features import FEATURE_EXTRACTORS, GLOBAL_SIZE, HAND_OUTPUT_SIZE, HandFeatures
 
-CARD_HIDDEN = 32
-"""Hidden units of :class:`CardHead`'s per-card MLP."""
+CARD_HIDDEN = config.CARD_HIDDEN
+"""Hidden units of :class:`CardHead`'s per-card MLP (32)."""
 ACTIVATION_CLASSES: dict[str, type[torch.nn.Module]] = {
     "tanh": torch.nn.Tanh,
     "relu": torch.nn.ReLU,
@@ -104,6 +106,48 @@ class CardHead(torch.nn.Module):
         return self.linear(glob).scatter_add(1, held, scores)
 
 
+class HandAttentionHead(CardHead):
+    """:class:`CardHead` whose held cards see each other: self-attention among their hidden vectors.
+
+    Each held card's hidden vector ``h`` (``CARD_HIDDEN`` units, as in :class:`CardHead`) becomes ``h +
+    attention(h, h of the held cards)`` before ``card_out`` scores it (multi-head self-attention, ``heads``
+    heads, the rows after the last held card masked out as keys). The attention's output projection starts at
+    zero, so a fresh head (and one loaded from plain card-policy weights, :func:`load_actor`) gives exactly the
+    logits of the :class:`CardHead` it extends; training grows the interaction from there. Ten tokens per
+    decision keep it cheap enough for PPO on a CPU (``algo.policy_kwargs.hand_attention_heads``).
+
+    Raises:
+        ValueError: ``heads`` < 1 or not a divisor of ``hidden``.
+    """
+
+    def __init__(self, global_dim: int, hidden: int = CARD_HIDDEN, heads: int = 2) -> None:
+        if heads < 1 or hidden % heads:
+            raise ValueError(f"hand_attention_heads must be >= 1 and divide {hidden}, got {heads}")
+        super().__init__(global_dim, hidden)
+        self.heads = heads
+        self.attention = torch.nn.MultiheadAttention(hidden, heads, batch_first=True)
+        self.zero_attention()
+
+    def zero_attention(self) -> None:
+        """Zero the attention's output projection: the head's logits become :class:`CardHead`'s."""
+        with torch.no_grad():
+            self.attention.out_proj.weight.zero_()
+            self.attention.out_proj.bias.zero_()
+
+    def forward(self, latent: torch.Tensor) -> torch.Tensor:
+        batch, g = latent.shape[0], self.global_dim
+        glob = latent[:, :g]
+        cards = latent[:, g:].detach()
+        feats = cards[:, : HAND_SIZE * len(HAND_FEATURES)].reshape(batch, HAND_SIZE, len(HAND_FEATURES))
+        held = cards[:, HAND_SIZE * len(HAND_FEATURES) :].long()
+        hidden = torch.relu(self.card_in(feats) + self.global_in(glob).unsqueeze(1))
+        padding = feats[:, :, 0] <= 0
+        padding[:, 0] = False  # an empty hand (no decision to score) still leaves one key
+        mixed, _ = self.attention(hidden, hidden, hidden, key_padding_mask=padding, need_weights=False)
+        scores = self.card_out(hidden + mixed).squeeze(2) * feats[:, :, 0]
+        return self.linear(glob).scatter_add(1, held, scores)
+
+
 class MaskedCategorical(MaskableCategoricalDistribution):
     """sb3-contrib's masked categorical distribution over the 109 actions, computed once per batch.
 
@@ -158,9 +202,19 @@ class CardPolicy(MaskableActorCriticPolicy):
     """MaskablePPO policy over :class:`HandFeatures` whose card logits come from one network shared by all
     cards (:class:`CardHead`): what it learns about card 37 holds for card 73. ``net_arch`` (a list) sizes
     the actor and critic MLPs, each over the observation and the held cards' features (626 inputs).
-    Use it with ``algo.policy: card`` in a config."""
+    ``hand_attention_heads`` > 0 lets the held cards attend to each other before they are scored
+    (:class:`HandAttentionHead`; ``algo.policy_kwargs.hand_attention_heads``). Use it with ``algo.policy: card``
+    in a config.
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
+    Raises:
+        ValueError: ``hand_attention_heads`` not an integer >= 0 (or not a divisor of :data:`CARD_HIDDEN`), or a
+            ``net_arch`` that is not a list of layer sizes.
+    """
+
+    def __init__(self, *args: object, hand_attention_heads: int = 0, **kwargs: object) -> None:
+        if not isinstance(hand_attention_heads, int) or hand_attention_heads < 0:
+            raise ValueError(f"CardPolicy: hand_attention_heads must be an integer >= 0, got {hand_attention_heads!r}")
+        self.hand_attention_heads = hand_attention_heads
         kwargs.setdefault("features_extractor_class", HandFeatures)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         if not isinstance(self.features_extractor, HandFeatures):
@@ -182,15 +236,25 @@ class CardPolicy(MaskableActorCriticPolicy):
     def _build(self, lr_schedule: object) -> None:
         self._build_mlp_extractor()
         self.action_dist = MaskedCategorical(NUM_ACTIONS)
-        self.action_net = CardHead(self.mlp_extractor.global_dim).to(self.device)
+        global_dim = self.mlp_extractor.global_dim
+        heads = self.hand_attention_heads
+        head = HandAttentionHead(global_dim, heads=heads) if heads else CardHead(global_dim)
+        self.action_net = head.to(self.device)
         self.value_net = torch.nn.Linear(self.mlp_extractor.latent_dim_vf, 1).to(self.device)
         if self.ortho_init:
             self.mlp_extractor.apply(partial(self.init_weights, gain=np.sqrt(2)))
             self.action_net.apply(partial(self.init_weights, gain=np.sqrt(2)))
             self.init_weights(self.action_net.card_out, gain=0.01)
             self.init_weights(self.action_net.linear, gain=0.01)
+            if isinstance(self.action_net, HandAttentionHead):
+                self.action_net.zero_attention()
             self.value_net.apply(partial(self.init_weights, gain=1.0))
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[operator]
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data["hand_attention_heads"] = self.hand_attention_heads  # rebuilt by MaskablePPO.load
+        return data
 
 
 POLICIES: dict[str, object] = {"MlpPolicy": "MlpPolicy", "card": CardPolicy}
@@ -227,11 +291,22 @@ class NumpyCardActor:
             arrays(head.linear),
         )
 
+        self.attention: dict[str, np.ndarray] = {}
+        if isinstance(head, HandAttentionHead):
+            attention = head.attention
+            self.attention = {
+                "attention_in_w": np.ascontiguousarray(attention.in_proj_weight.detach().cpu().numpy().T, np.float32),
+                "attention_in_b": attention.in_proj_bias.detach().cpu().numpy().astype(np.float32),
+                "attention_out_w": arrays(attention.out_proj)[0],
+                "attention_out_b": arrays(attention.out_proj)[1],  # type: ignore[dict-item]
+                "attention_heads": np.array(head.heads, np.int64),
+            }
         self._actor = CardActor(self.arrays())
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The weights as the arrays of :class:`sixnimmt_env.champion.CardActor` (the shipped weights' layout)."""
-        out: dict[str, np.ndarray] = {}
+        """The weights as the arrays of :class:`sixnimmt_env.champion.CardActor` (the shipped weights' layout; the
+        ``attention_*`` arrays for a :class:`HandAttentionHead`)."""
+        out: dict[str, np.ndarray] = dict(self.attention)
         for i, (weight, bias, _) in enumerate(self.layers):
             out[f"hidden_w{i}"], out[f"hidden_b{i}"] = weight, bias  # type: ignore[assignment]
         out["hidden_tanh"] = np.array([tanh for _, _, tanh in self.layers], bool)
@@ -296,6 +371,25 @@ def load_actor(policy: CardPolicy, path: str | Path) -> None:
     put(head.global_in, actor.global_in_w)
     put(head.card_out, actor.card_out_w, actor.card_out_b)
     put(head.linear, actor.linear_w, actor.linear_b)
+    if isinstance(head, HandAttentionHead):
+        if actor.attention is None:
+            head.zero_attention()  # the held cards' attention starts silent: the logits are the file's
+        else:
+            in_w, in_b, out_w, out_b, heads = actor.attention
+            if heads != head.heads or in_w.shape[0] != head.card_out.in_features:
+                raise ValueError(
+                    f"{path}: attention with {heads} heads over {in_w.shape[0]} units does not fit the policy's "
+                    f"{head.heads} heads over {head.card_out.in_features} (algo.policy_kwargs.hand_attention_heads)"
+                )
+            with torch.no_grad():
+                head.attention.in_proj_weight.copy_(torch.as_tensor(in_w.T))
+                head.attention.in_proj_bias.copy_(torch.as_tensor(in_b))
+            put(head.attention.out_proj, out_w, out_b)
+    elif actor.attention is not None:
+        raise ValueError(
+            f"{path}: the weights' held cards attend to each other; set algo.policy_kwargs.hand_attention_heads "
+            f"to {actor.attention[4]} to load them"
+        )
 
 
 def algo_kwargs(cfg: TrainConfig) -> dict[str, Any]:
