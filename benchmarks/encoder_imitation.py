@@ -37,7 +37,7 @@ import gymnasium
 import numpy as np
 import torch
 
-from sixnimmt_env.card_features import HAND_FEATURES, card_features
+from sixnimmt_env.card_features import card_features
 from sixnimmt_env.engine import HAND_SIZE, NUM_ACTIONS, NUM_CARDS, GameConfig
 from sixnimmt_env.observation import OBS_SIZE, SLICES
 from training.distill import Labels, fit_policy, label_in_parallel
@@ -81,24 +81,21 @@ class TokenHead(HandAttentionHead):
         self.mix = torch.nn.Linear(2 * hidden, hidden)
 
     def forward(self, latent: torch.Tensor) -> torch.Tensor:
-        obs, latent = latent[:, -OBS_SIZE:].detach(), latent[:, :-OBS_SIZE]
-        batch, g, size = latent.shape[0], self.global_dim, CARD_HIDDEN // self.heads
+        obs = latent[:, -OBS_SIZE:].detach()
         tokens = torch.from_numpy(card_tokens(obs.cpu().numpy())).to(latent.device)
+        batch, size = latent.shape[0], CARD_HIDDEN // self.heads
         keys = self.key(tokens).view(batch, NUM_CARDS, self.heads, size).transpose(1, 2)
         values = torch.relu(self.value(tokens)).view(batch, NUM_CARDS, self.heads, size).transpose(1, 2)
-        glob, cards = latent[:, :g], latent[:, g:].detach()
-        feats = cards[:, : HAND_SIZE * len(HAND_FEATURES)].reshape(batch, HAND_SIZE, len(HAND_FEATURES))
-        held = cards[:, HAND_SIZE * len(HAND_FEATURES) :].long()
-        hidden = torch.relu(self.card_in(feats) + self.global_in(glob).unsqueeze(1))
+        self._tokens = (keys, values)  # read by card_hidden during this call
+        return super().forward(latent[:, :-OBS_SIZE])
+
+    def card_hidden(self, hidden: torch.Tensor, held: torch.Tensor) -> torch.Tensor:
+        keys, values = self._tokens
+        batch, size = hidden.shape[0], CARD_HIDDEN // self.heads
         query = self.query(hidden).view(batch, HAND_SIZE, self.heads, size).transpose(1, 2)
         weights = torch.softmax(query @ keys.transpose(2, 3) / size**0.5, dim=3)
         seen = (weights @ values).transpose(1, 2).reshape(batch, HAND_SIZE, CARD_HIDDEN)
-        hidden = torch.relu(self.mix(torch.cat([hidden, seen], dim=2)))
-        padding = feats[:, :, 0] <= 0
-        padding[:, 0] = False
-        mixed, _ = self.attention(hidden, hidden, hidden, key_padding_mask=padding, need_weights=False)
-        scores = self.card_out(hidden + mixed).squeeze(2) * feats[:, :, 0]
-        return self.linear(glob).scatter_add(1, held, scores)
+        return super().card_hidden(torch.relu(self.mix(torch.cat([hidden, seen], dim=2))), held)
 
 
 class TokenPolicy(CardPolicy):

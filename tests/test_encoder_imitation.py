@@ -3,27 +3,20 @@ legal actions."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
+from conftest import load_benchmark
 
 from sixnimmt_env import parallel_env
 from sixnimmt_env.card_features import card_features
 from sixnimmt_env.engine import GameConfig
 from training.distill import Labels, label_positions
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
 def ei():  # the benchmark script as a module
-    spec = importlib.util.spec_from_file_location("encoder_imitation", ROOT / "benchmarks" / "encoder_imitation.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("encoder_imitation")
 
 
 def test_card_tokens_mark_hand_seen_and_unseen_cards(ei) -> None:

@@ -3,26 +3,21 @@ distillation mode writes a weights file that plays."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import load_benchmark
 
 from sixnimmt_env.batched.core import BatchedGames
 from sixnimmt_env.batched.kernel import CHOOSE_ROW, SELECT
 from sixnimmt_env.champion import WEIGHTS, read_weights
 from sixnimmt_env.engine import NOOP, ROW_ACTION
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
 def rs():  # the benchmark script as a module
-    spec = importlib.util.spec_from_file_location("rollout_search", ROOT / "benchmarks" / "rollout_search.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("rollout_search")
 
 
 def _after_first_turn(rs, batch: int, seed: int) -> tuple[BatchedGames, object]:

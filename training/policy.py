@@ -102,8 +102,14 @@ class CardHead(torch.nn.Module):
         feats = cards[:, : HAND_SIZE * len(HAND_FEATURES)].reshape(batch, HAND_SIZE, len(HAND_FEATURES))
         held = cards[:, HAND_SIZE * len(HAND_FEATURES) :].long()
         hidden = torch.relu(self.card_in(feats) + self.global_in(glob).unsqueeze(1))
+        hidden = self.card_hidden(hidden, feats[:, :, 0] > 0)
         scores = self.card_out(hidden).squeeze(2) * feats[:, :, 0]  # 0 for the rows after the last held card
         return self.linear(glob).scatter_add(1, held, scores)
+
+    def card_hidden(self, hidden: torch.Tensor, held: torch.Tensor) -> torch.Tensor:
+        """The held cards' hidden vectors ``(batch, 10, H)`` as ``card_out`` scores them (``held``: ``bool (batch,
+        10)``, false for the rows after the last held card): unchanged here; :class:`HandAttentionHead` mixes them."""
+        return hidden
 
 
 class HandAttentionHead(CardHead):
@@ -134,18 +140,11 @@ class HandAttentionHead(CardHead):
             self.attention.out_proj.weight.zero_()
             self.attention.out_proj.bias.zero_()
 
-    def forward(self, latent: torch.Tensor) -> torch.Tensor:
-        batch, g = latent.shape[0], self.global_dim
-        glob = latent[:, :g]
-        cards = latent[:, g:].detach()
-        feats = cards[:, : HAND_SIZE * len(HAND_FEATURES)].reshape(batch, HAND_SIZE, len(HAND_FEATURES))
-        held = cards[:, HAND_SIZE * len(HAND_FEATURES) :].long()
-        hidden = torch.relu(self.card_in(feats) + self.global_in(glob).unsqueeze(1))
-        padding = feats[:, :, 0] <= 0
+    def card_hidden(self, hidden: torch.Tensor, held: torch.Tensor) -> torch.Tensor:
+        padding = ~held
         padding[:, 0] = False  # an empty hand (no decision to score) still leaves one key
         mixed, _ = self.attention(hidden, hidden, hidden, key_padding_mask=padding, need_weights=False)
-        scores = self.card_out(hidden + mixed).squeeze(2) * feats[:, :, 0]
-        return self.linear(glob).scatter_add(1, held, scores)
+        return hidden + mixed
 
 
 class MaskedCategorical(MaskableCategoricalDistribution):
