@@ -506,10 +506,16 @@ def test_algo_section_defaults_are_maskable_ppos_and_the_env_section_is_game_con
     for f in dataclasses.fields(AlgoSection):
         if f.init and f.name not in ("policy", "policy_kwargs"):
             assert getattr(AlgoSection(), f.name) == ppo[f.name].default, f.name
+    from training.policy import CardPolicy
+
     policy = inspect.signature(MaskableActorCriticPolicy.__init__).parameters
+    card = inspect.signature(CardPolicy.__init__).parameters
+    card_only = set(card) - set(policy) - {"args", "kwargs"}
+    assert card_only == {"hand_attention_heads"}
     for f in dataclasses.fields(PolicyKwargs):
         if f.init and f.name not in ("activation_fn", "features_extractor_class"):
-            assert getattr(PolicyKwargs(), f.name) == policy[f.name].default, f.name
+            default = (card if f.name in card_only else policy)[f.name].default
+            assert getattr(PolicyKwargs(), f.name) == default, f.name
     assert PolicyKwargs().activation_fn == policy["activation_fn"].default.__name__.lower()
     game = {f.name: f.default for f in dataclasses.fields(GameConfig)}
     env = {f.name: f.default for f in dataclasses.fields(EnvSection)}
