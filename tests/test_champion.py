@@ -16,6 +16,10 @@ from sixnimmt_env.arena import run_arena
 from sixnimmt_env.champion import WEIGHTS, ChampionAgent, load_champion, read_weights
 from sixnimmt_env.engine import CHOOSE_ROW, DRAFT, NOOP, SELECT, GameConfig, legal_actions, new_game, step, view
 
+WEIGHTS_DIR = Path(__file__).parent.parent / "configs" / "weights"
+GAMES_WEIGHTS = WEIGHTS_DIR / "champion_games.npz"  # stage 8 continued on whole games (configs/champion_games.yaml)
+DEFAULT_POLICY = f"champion:{WEIGHTS_DIR / 'default_ppo_4p.npz'}"  # the issue's default-config policy
+
 VARIANTS = [
     GameConfig(num_players=4, episode="round"),
     GameConfig(num_players=2, episode="game"),
@@ -48,13 +52,14 @@ def test_playing_the_champion_imports_neither_torch_nor_sb3() -> None:
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.parametrize("spec", ["champion", f"champion:{GAMES_WEIGHTS}"], ids=["champion", "champion_games"])
 @pytest.mark.parametrize("config", VARIANTS, ids=lambda c: f"{c.variant}-{c.num_players}p-{c.row_choice}-{c.episode}")
-def test_legal_moves_in_every_phase(config: GameConfig) -> None:
-    agent = make_agent("champion")
+def test_legal_moves_in_every_phase(config: GameConfig, spec: str) -> None:
+    agent = make_agent(spec)
     rng = np.random.default_rng(3)
     decisions = {SELECT: 0, CHOOSE_ROW: 0, DRAFT: 0}
     for _ in range(3):
-        state = new_game(config, rng)
+        state, selects_before = new_game(config, rng), decisions[SELECT]
         while not state.done:
             actions = []
             for seat in range(config.num_players):
@@ -65,6 +70,10 @@ def test_legal_moves_in_every_phase(config: GameConfig) -> None:
                     decisions[state.phase] += 1
                 actions.append(action)
             state, _ = step(state, actions, rng)
+        # every round: 10 cards from each seat
+        assert decisions[SELECT] - selects_before == 10 * config.num_players * (state.round + 1)
+        if config.episode == "game":
+            assert state.round >= 1 and max(state.totals) >= 66  # a game ends when a total reaches 66 (R12)
     assert decisions[SELECT] >= 3 * 10 * config.num_players
     if config.variant == "logic":
         assert decisions[DRAFT] > 0
@@ -188,7 +197,7 @@ def test_strength_against_greedy_mc64_and_the_default_policy() -> None:
     me, *others = mc["agents"]
     assert me["win_share"] > 0.37  # parity is 0.25; the issue's target is 0.38
     assert all(me["mean_penalty"] + me["ci95"] < o["mean_penalty"] - o["ci95"] for o in others)
-    bar = f"champion:{Path(__file__).parent.parent / 'configs' / 'weights' / 'default_ppo_4p.npz'}"
+    bar = DEFAULT_POLICY
     default = run_arena(["champion", bar, bar, bar], games=4000, seed=3, workers=2)
     me, *others = default["agents"]
     assert me["mean_penalty"] + me["ci95"] < 8.5  # the issue's target
@@ -232,7 +241,7 @@ def _raw_logits(arrays: dict[str, np.ndarray], obs: np.ndarray) -> np.ndarray:
     return logits
 
 
-STAGE1 = Path(__file__).parent.parent / "configs" / "weights" / "champion_v1.npz"
+STAGE1 = WEIGHTS_DIR / "champion_v1.npz"
 """The stage-1 champion (the shipped weights before the league stage), kept as trained: 402 + 90 inputs wide."""
 
 
@@ -254,7 +263,7 @@ def test_402_wide_weights_are_widened_with_zeros_for_drafted_by() -> None:
         np.testing.assert_allclose(actor.logits(obs), _raw_logits(raw, obs), rtol=1e-5, atol=1e-5)
 
 
-STAGE4 = Path(__file__).parent.parent / "configs" / "weights" / "champion_v4.npz"
+STAGE4 = WEIGHTS_DIR / "champion_v4.npz"
 """Stage 4, trained on 9 features per held card: 506 + 90 inputs wide."""
 
 
@@ -394,9 +403,6 @@ def test_weights_with_hand_attention_write_format_2_and_play_their_attention(tmp
     assert not (tmp_path / "p.npz").exists()
 
 
-GAMES_WEIGHTS = Path(__file__).parent.parent / "configs" / "weights" / "champion_games.npz"
-
-
 def test_whole_game_weights_load_and_come_from_their_config() -> None:
     """configs/weights/champion_games.npz: stage 8 continued on whole games (configs/champion_games.yaml)."""
     from training.config import load_config
@@ -411,27 +417,12 @@ def test_whole_game_weights_load_and_come_from_their_config() -> None:
     assert config.train.total_timesteps == meta["steps"]
 
 
-def test_whole_game_weights_play_legal_moves_to_the_end_of_a_game() -> None:
-    agent = make_agent(f"champion:{GAMES_WEIGHTS}")
-    config = GameConfig(num_players=4, episode="game")
-    rng = np.random.default_rng(12)
-    state, decisions = new_game(config, rng), 0
-    while not state.done:
-        actions = [agent.act(view(state, seat), rng) for seat in range(4)]
-        for seat, action in enumerate(actions):
-            assert action in legal_actions(state, seat)
-        decisions += sum(action != NOOP for action in actions)
-        state, _ = step(state, actions, rng)
-    assert max(state.totals) >= 66  # the game ends when a total reaches 66 (R12)
-    assert state.round >= 1 and decisions >= 4 * 10 * (state.round + 1)  # every round: 10 cards from each seat
-
-
 @pytest.mark.slow
 def test_whole_game_weights_win_more_matches_than_the_champion() -> None:
     """The score-aware measurement of docs/champion.md: whole games to 66 against three default-config policies,
     8,000 games, seed 4: the whole-game weights win 60.3 % of the matches, the shipped champion 56.7 % (each
     +- 1.1). All games are fixed by the seed."""
-    bar = f"champion:{Path(__file__).parent.parent / 'configs' / 'weights' / 'default_ppo_4p.npz'}"
+    bar = DEFAULT_POLICY
     config = GameConfig(num_players=4, episode="game")
     games = run_arena([f"champion:{GAMES_WEIGHTS}", bar, bar, bar], games=8000, seed=4, config=config, workers=2)
     round_trained = run_arena(["champion", bar, bar, bar], games=8000, seed=4, config=config, workers=2)
