@@ -27,7 +27,11 @@ train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              ``subproc`` | ``batched``, :data:`training.vec.VEC_ENV_BUILDERS`), ``n_workers`` (read by
              ``subproc`` only: ``null`` = SB3's ``SubprocVecEnv``, one process per
              env; ``k`` = :class:`training.vec.WorkerVecEnv`, the envs split
-             over ``k`` processes), ``normalize_obs``,
+             over ``k`` processes), ``workers`` (processes the run trains with,
+             the learner included: ``W`` >= 2 runs ``W - 1`` rollout processes
+             beside the learner's updates, :mod:`training.rollouts`; 1 is
+             synchronous MaskablePPO; ``null``, the default: the machine's
+             cores), ``normalize_obs``,
              ``seed``, ``device``, ``output_dir`` (default ``runs``),
              ``torch_threads``, ``init_from`` (an SB3 checkpoint whose policy
              weights start a new run, e.g. a distilled policy of
@@ -265,6 +269,7 @@ class TrainSection:
     n_envs: int = 8
     vec_env: Literal["dummy", "subproc", "batched"] = "dummy"
     n_workers: int | None = None
+    workers: int | None = None
     normalize_obs: bool = False
     seed: int = 0
     device: str = "cpu"
@@ -624,7 +629,7 @@ def _check_rllib(cfg: TrainConfig, source: str) -> None:
         )
 
     defaults = TrainSection()
-    for key in ("n_envs", "vec_env", "n_workers", "normalize_obs"):
+    for key in ("n_envs", "vec_env", "n_workers", "workers", "normalize_obs"):
         if getattr(cfg.train, key) != getattr(defaults, key):
             raise ConfigError(
                 f"{source}: key 'train.{key}' does not apply to train.backend: rllib (got "
@@ -788,6 +793,7 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
         ("train.n_envs", cfg.train.n_envs),
         ("train.torch_threads", cfg.train.torch_threads),
         ("train.n_workers", 1 if cfg.train.n_workers is None else cfg.train.n_workers),
+        ("train.workers", 1 if cfg.train.workers is None else cfg.train.workers),
         ("eval.every", cfg.eval.every),
         ("eval.games", cfg.eval.games),
         ("eval.final_games", cfg.eval.final_games),
@@ -854,6 +860,18 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
             f"{source}: key 'train.normalize_obs' must be false with card features (algo.policy: card or "
             "features_extractor_class: card_features): they read card values from the raw observation"
         )
+    workers = cfg.train.workers
+    if workers is not None and workers > 1:
+        if cfg.train.normalize_obs:
+            raise ConfigError(
+                f"{source}: key 'train.workers' must be 1 (or null) with train.normalize_obs: the observation "
+                f"statistics live in the learner's process; got {workers}"
+            )
+        if cfg.train.vec_env == "subproc":
+            raise ConfigError(
+                f"{source}: key 'train.workers' must be 1 (or null) with train.vec_env: subproc (its envs already "
+                f"run one per process); use vec_env batched or dummy with workers, got {workers}"
+            )
     if cfg.train.vec_env == "batched" and len(set(cfg.env.table_sizes())) > 1:
         raise ConfigError(
             f"{source}: key 'env.num_players' must be one table size with train.vec_env: batched "

@@ -175,6 +175,15 @@ class MaskedCategorical(MaskableCategoricalDistribution):
         return self._log_p
 
     @property
+    def probs(self) -> torch.Tensor:
+        """``(batch, 109)`` probabilities, exactly 0 for illegal actions. The exponential is taken of the
+        log-probabilities clamped at -87 (float32's smallest normal number is e^-87.3) and multiplied by the mask:
+        ``exp`` of -1e8 takes the CPU's slow underflow path, ten times the cost of the rest of the batch, and a
+        legal action below e^-87 has no probability a float32 can hold anyway."""
+        p = self.log_p.clamp(min=-87.0).exp()
+        return p if self.masks is None else p * self.masks
+
+    @property
     def distribution(self) -> torch.distributions.Categorical:  # type: ignore[override]
         """The masked distribution as a torch ``Categorical`` (as sb3-contrib's ``.distribution``), e.g. ``.probs``."""
         return torch.distributions.Categorical(logits=self.log_p, validate_args=False)
@@ -183,11 +192,10 @@ class MaskedCategorical(MaskableCategoricalDistribution):
         return self.log_p.gather(1, actions.long().view(-1, 1)).squeeze(1)
 
     def entropy(self) -> torch.Tensor:
-        log_p = self.log_p
-        return -(log_p.exp() * log_p).sum(dim=1)  # illegal actions: 0 * -1e8 = 0
+        return -(self.probs * self.log_p).sum(dim=1)  # illegal actions: 0 * -1e8 = 0
 
     def sample(self) -> torch.Tensor:
-        cdf = self.log_p.detach().exp().cumsum(dim=1)
+        cdf = self.probs.detach().cumsum(dim=1)
         total = cdf[:, -1:].contiguous()
         drawn = torch.searchsorted(cdf, torch.rand(total.shape, dtype=cdf.dtype) * total, right=True)
         # the first index that reaches the total is the last action of positive probability (u * total may round up)

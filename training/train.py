@@ -250,18 +250,29 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     from training.evaluate import evaluate_lineups, write_report
     from training.opponents import SnapshotPool, sampler_from_config
     from training.policy import algo_kwargs, custom_objects
+    from training.rollouts import resolve_workers
     from training.vec import build_vec_env
 
     torch.set_num_threads(cfg.train.torch_threads)
     pool = SnapshotPool(run_dir / "pool", cfg.self_play.pool_size) if cfg.self_play.enabled else None
     if resume_from is not None:
         _set_aside_monitor_logs(run_dir / "monitor", resume_from)
-    venv = build_vec_env(cfg, run_dir / "monitor", [] if pool is None else pool.paths)
+    workers = resolve_workers(cfg)
+    algorithm: type[MaskablePPO] = MaskablePPO
+    if workers > 1:  # rollouts in worker processes while the learner updates (training/rollouts.py)
+        from training.rollouts import AsyncMaskablePPO, RolloutWorkers
+
+        algorithm = AsyncMaskablePPO
+        venv: Any = RolloutWorkers(
+            cfg, workers, cfg.algo.n_steps, cfg.algo.gamma, run_dir / "monitor", [] if pool is None else pool.paths
+        )
+    else:
+        venv = build_vec_env(cfg, run_dir / "monitor", [] if pool is None else pool.paths)
     seed = cfg.train.seed
     if resume_from is not None:
         from stable_baselines3.common.vec_env import VecNormalize
 
-        model = MaskablePPO.load(
+        model = algorithm.load(
             resume_from,
             env=venv,
             device=cfg.train.device,
@@ -277,7 +288,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
             with np.load(norm_file) as f:
                 venv.obs_rms.mean, venv.obs_rms.var = f["mean"], f["var"]
     else:
-        model = MaskablePPO(
+        model = algorithm(
             env=venv,
             seed=seed,
             device=cfg.train.device,
@@ -346,6 +357,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
         "signal": stop_signal,
         "timed_out": bar.timed_out,
         "checkpoint": str(ckpt),
+        "workers": workers,
     }
     if interrupted:
         print(

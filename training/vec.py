@@ -261,6 +261,7 @@ class VecEnvRequest:
     env_fns: list[Callable[[], gym.Env]]
     sampler: MixtureSampler
     monitor_dir: Path | None
+    first_env: int = 0
 
 
 def _dummy(req: VecEnvRequest) -> VecEnv:
@@ -298,7 +299,11 @@ def players_per_env(cfg: TrainConfig) -> list[int]:
 
 
 def build_vec_env(
-    cfg: TrainConfig, monitor_dir: Path | None, pool: Sequence[str] = (), wrap_normalize: bool = True
+    cfg: TrainConfig,
+    monitor_dir: Path | None,
+    pool: Sequence[str] = (),
+    wrap_normalize: bool = True,
+    first_env: int = 0,
 ) -> VecEnv:
     """The training vector env of ``cfg`` (see the module docstring).
 
@@ -307,6 +312,9 @@ def build_vec_env(
         monitor_dir: folder for ``<i>.monitor.csv`` (created), or ``None``.
         pool: self-play snapshots already in the pool (on resume).
         wrap_normalize: wrap in ``VecNormalize(norm_obs=True, norm_reward=False)`` if ``train.normalize_obs``.
+        first_env: the run-wide index of the first env (a rollout process's share, :mod:`training.rollouts`):
+            the Monitor CSVs are named by run-wide index (``batched-<first_env>`` for a batched share after the
+            first).
     """
     sampler = sampler_from_config(cfg, pool)
     if monitor_dir is not None:
@@ -316,12 +324,12 @@ def build_vec_env(
             {**cfg.env.game_kwargs(n), "reward": cfg.train.reward},
             cfg.env.learner_seat,
             sampler,
-            str(monitor_dir / f"{i}.monitor.csv") if monitor_dir is not None else None,
+            str(monitor_dir / f"{first_env + i}.monitor.csv") if monitor_dir is not None else None,
             None if cfg.train.vec_env == "dummy" else 1,
         )
         for i, n in enumerate(players_per_env(cfg))
     ]
-    venv = VEC_ENV_BUILDERS[cfg.train.vec_env](VecEnvRequest(cfg, fns, sampler, monitor_dir))
+    venv = VEC_ENV_BUILDERS[cfg.train.vec_env](VecEnvRequest(cfg, fns, sampler, monitor_dir, first_env))
     if wrap_normalize and cfg.train.normalize_obs:
         venv = VecNormalize(venv, norm_obs=True, norm_reward=False)
     return venv

@@ -458,7 +458,8 @@ class SixNimmtVecEnv(VecEnv):
 
 def build_batched(req: VecEnvRequest) -> VecEnv:
     """The ``train.vec_env: batched`` builder: a :class:`SixNimmtVecEnv` of ``train.n_envs`` games in a
-    ``VecMonitor`` (``monitor/batched.monitor.csv``).
+    ``VecMonitor`` (``monitor/batched.monitor.csv``; ``batched-<i>.monitor.csv`` for a rollout process's share
+    whose first game is the run's game ``i``).
 
     Raises:
         ValueError: if ``env.num_players`` lists several table sizes (one batch holds one size).
@@ -476,5 +477,9 @@ def build_batched(req: VecEnvRequest) -> VecEnv:
         reward=cfg.train.reward,
         **cfg.env.game_kwargs(),
     )
-    filename = None if req.monitor_dir is None else str(req.monitor_dir / "batched")
+    filename = (
+        None
+        if req.monitor_dir is None
+        else str(req.monitor_dir / ("batched" if req.first_env == 0 else f"batched-{req.first_env}"))
+    )
     return VecMonitor(venv, filename)

@@ -1,0 +1,477 @@
+"""Training on every core (``train.workers``): rollouts in worker processes while the learner updates.
+
+With ``train.workers: W`` >= 2, a run is W processes: the learner (the training process: PPO updates, callbacks,
+evaluations, checkpoints) and W - 1 rollout processes, each with its share of ``train.n_envs`` games (the same
+vector env the config builds, e.g. the batched engine), its opponents and a copy of the policy for the forward
+passes. While the learner updates on rollout k, the rollout processes collect rollout k + 1, so the update and
+the rollout (engine, opponents, policy inference) overlap instead of taking turns.
+
+The algorithm changes in one way, by one update: rollout k + 1 is collected with the weights the learner had
+*before* its update on rollout k (``θ_{k-1}`` for rollout ``k + 1`` trained from ``θ_k``). Its log-probabilities and
+values are the collecting policy's, so PPO's ratio and clipping are measured against the policy that acted, as in
+synchronous PPO; the update starts one step away from it. ``docs/training_speed.md`` shows that it learns as well
+per step as synchronous MaskablePPO.
+
+Everything else is MaskablePPO's: :class:`AsyncMaskablePPO` is a ``MaskablePPO`` whose ``collect_rollouts``
+fills the rollout buffer from the workers' shared memory (no copy; the buffer's ``get`` makes its own), then
+calls the callbacks once per vector step with ``num_timesteps`` counted as usual, so step-based schedules
+(checkpoints, evaluations, self-play snapshots, the wall-time cap) fire as they do synchronously. Checkpoints
+are plain MaskablePPO checkpoints.
+
+:class:`RolloutWorkers` is the learner's view of the workers, a ``VecEnv`` for SB3's bookkeeping:
+``env_method("set_opponents", sampler)`` (the self-play callback) reaches each worker before its next rollout;
+any other ``env_method``, ``get_attr`` or ``reset`` waits for the rollout in flight and then runs in every worker.
+``step`` is not available (the workers step their own envs).
+
+Seeds: worker i seeds its envs with ``SeedSequence([train.seed, i])`` and torch's sampling with the same stream;
+same seed, same run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import multiprocessing as mp
+import os
+import pickle
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.buffers import MaskableRolloutBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
+
+from sixnimmt_env.engine import NUM_ACTIONS
+from training.config import TrainConfig
+
+__all__ = ["AsyncMaskablePPO", "RolloutWorkers", "resolve_workers"]
+
+_FIELDS = ("observations", "actions", "rewards", "episode_starts", "values", "log_probs", "action_masks")
+"""The rollout buffer's per-step arrays that a worker writes (``(n_steps, n_envs, ...)`` float32, SB3's layout)."""
+
+
+def resolve_workers(cfg: TrainConfig) -> int:
+    """The processes a run trains with: ``train.workers``, or the machine's cores (``os.cpu_count()``) when unset.
+
+    ``1`` is synchronous MaskablePPO in one process. The automatic choice falls back to 1 where the async path does
+    not apply: ``train.normalize_obs`` (its running statistics live in the learner), fewer than 2 envs, or
+    ``vec_env: subproc`` (already one process per env).
+    """
+    if cfg.train.workers is not None:
+        return cfg.train.workers
+    if cfg.train.normalize_obs or cfg.train.n_envs < 2 or cfg.train.vec_env == "subproc":
+        return 1
+    return max(1, os.cpu_count() or 1)
+
+
+def rollout_processes(cfg: TrainConfig, workers: int) -> list[int]:
+    """The games of each rollout process for ``workers`` >= 2 processes in all: ``train.n_envs`` split as evenly
+    as possible over ``min(workers - 1, n_envs)`` processes (the learner is the last process)."""
+    n = cfg.train.n_envs
+    k = min(workers - 1, n)
+    bounds = np.linspace(0, n, k + 1).round().astype(int)
+    return np.diff(bounds).tolist()
+
+
+def _action_masks(venv: VecEnv) -> np.ndarray:
+    """``bool (n_envs, 109)``: the legal actions of every env of ``venv`` (its base env's ``action_masks()`` where it
+    has one, as the batched env does; else the stacked ``env_method("action_masks")``)."""
+    base = venv
+    while isinstance(base, VecEnvWrapper):
+        base = base.venv
+    if callable(getattr(base, "action_masks", None)):
+        return base.action_masks()
+    return np.stack(venv.env_method("action_masks")).astype(bool)
+
+
+@dataclasses.dataclass
+class _Job:
+    """What a rollout process is started with (pickled to it)."""
+
+    index: int
+    cfg: TrainConfig  # its own share: train.n_envs and train.seed are the worker's
+    monitor_dir: Path | None
+    pool: list[str]
+    n_steps: int
+    gamma: float
+    lo: int  # its envs' columns in the rollout buffer
+    hi: int
+    files: list[list[str]]  # per slot, per field: the shared array file
+    shapes: dict[str, tuple[int, ...]]
+
+
+def _open_slot(files: list[str], shapes: dict[str, tuple[int, ...]], mode: str) -> dict[str, np.ndarray]:
+    # plain ndarray views of the mapped files: numpy's memmap subclass slows every indexing the buffer does
+    return {
+        name: np.memmap(path, dtype=np.float32, mode=mode, shape=shapes[name]).view(np.ndarray)
+        for name, path in zip((*_FIELDS, "last_values", "last_dones"), files, strict=True)
+    }
+
+
+def _worker(conn: Any, job: _Job) -> None:
+    """A rollout process: builds its envs and its copy of the policy, then answers commands until ``close``."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    torch.set_num_threads(1)
+    import training.agent  # noqa: F401  (ppo: specs of the opponents)
+    from training.vec import build_vec_env
+
+    try:
+        venv = build_vec_env(job.cfg, job.monitor_dir, job.pool, first_env=job.lo)
+        policy: Any = None  # the learner's policy, sent before the first rollout (weights before every rollout)
+        torch.manual_seed(job.cfg.train.seed)
+        slots = [_open_slot(files, job.shapes, "r+") for files in job.files]
+        venv.seed(job.cfg.train.seed)
+        obs = venv.reset()
+        starts = np.ones(venv.num_envs, np.float32)
+        conn.send(("ready", None))
+        while True:
+            cmd, data = conn.recv()
+            if cmd == "collect":
+                slot, weights = data
+                torch.nn.utils.vector_to_parameters(torch.from_numpy(weights), policy.parameters())
+                obs, starts, events = _collect(venv, policy, obs, starts, slots[slot], job)
+                conn.send(("rollout", events))
+            elif cmd == "policy":
+                policy = pickle.loads(data)
+                policy.set_training_mode(False)
+            elif cmd == "reset":
+                obs = venv.reset()
+                starts = np.ones(venv.num_envs, np.float32)
+                conn.send(("result", obs))
+            elif cmd == "env_method":
+                name, args, kwargs = data
+                result = venv.env_method(name, *args, **kwargs)
+                if name != "set_opponents":  # set_opponents is sent without waiting for an answer
+                    conn.send(("result", result))
+            elif cmd == "get_attr":
+                conn.send(("result", venv.get_attr(data)))
+            elif cmd == "close":
+                venv.close()
+                conn.send(("closed", None))
+                return
+            else:
+                raise ValueError(f"rollout worker: unknown command {cmd!r}")
+    except (KeyboardInterrupt, EOFError, BrokenPipeError):
+        return
+    except Exception as exc:  # the learner raises it with the worker's traceback
+        import traceback
+
+        with contextlib.suppress(BrokenPipeError, OSError):
+            conn.send(("error", f"rollout worker {job.index}: {exc!r}\n{traceback.format_exc()}"))
+
+
+def _collect(
+    venv: VecEnv, policy: Any, obs: np.ndarray, starts: np.ndarray, slot: dict[str, np.ndarray], job: _Job
+) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, float, int, float]]]:
+    """One rollout of ``job.n_steps`` vector steps into ``slot``'s columns ``lo:hi`` (what MaskablePPO's
+    ``collect_rollouts`` stores, timeouts bootstrapped with the value of the terminal observation). Returns the new
+    observation, episode starts and the finished episodes ``(step, env index in the buffer, return, length, time)``
+    (the Monitor's ``episode`` figures; length 0 where the env keeps none)."""
+    lo, hi = job.lo, job.hi
+    events: list[tuple[int, int, float, int, float]] = []
+    dones = np.zeros(venv.num_envs, bool)
+    for t in range(job.n_steps):
+        masks = _action_masks(venv)
+        with torch.no_grad():
+            actions, values, log_probs = policy(torch.as_tensor(obs), action_masks=masks)
+        actions = actions.numpy()
+        new_obs, rewards, dones, infos = venv.step(actions)
+        for i in np.flatnonzero(dones):
+            info = infos[i]
+            terminal = info.get("terminal_observation")
+            if terminal is not None and info.get("TimeLimit.truncated", False):
+                with torch.no_grad():
+                    rewards[i] += job.gamma * policy.predict_values(policy.obs_to_tensor(terminal)[0])[0].item()
+            episode = info.get("episode")
+            if episode is not None:  # what SB3's episode statistics read (VecMonitor's)
+                events.append((t, lo + int(i), float(episode["r"]), int(episode["l"]), float(episode["t"])))
+            else:
+                events.append((t, lo + int(i), 0.0, 0, 0.0))
+        slot["observations"][t, lo:hi] = obs
+        slot["actions"][t, lo:hi, 0] = actions
+        slot["rewards"][t, lo:hi] = rewards
+        slot["episode_starts"][t, lo:hi] = starts
+        slot["values"][t, lo:hi] = values.numpy().reshape(-1)
+        slot["log_probs"][t, lo:hi] = log_probs.numpy()
+        slot["action_masks"][t, lo:hi] = masks
+        obs, starts = new_obs, dones.astype(np.float32)
+    with torch.no_grad():
+        slot["last_values"][lo:hi] = policy.predict_values(torch.as_tensor(obs)).numpy().reshape(-1)
+    slot["last_dones"][lo:hi] = dones
+    return obs, starts, events
+
+
+class RolloutWorkers(VecEnv):
+    """The rollout processes of a run, as the learner's ``VecEnv`` (module docstring).
+
+    Args:
+        cfg: the run's config (each process builds ``cfg``'s vector env for its share of ``train.n_envs``).
+        workers: processes in all, the learner included (>= 2): ``workers - 1`` rollout processes.
+        n_steps: vector steps per rollout (``algo.n_steps``).
+        gamma: the discount, for bootstrapping truncated episodes.
+        monitor_dir: the Monitor CSV folder (the files of a synchronous run, named by env index), or ``None``.
+        pool: self-play snapshots already in the pool.
+
+    Raises:
+        RuntimeError: a rollout process failed to start (with its traceback).
+    """
+
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        workers: int,
+        n_steps: int,
+        gamma: float,
+        monitor_dir: Path | None = None,
+        pool: Sequence[str] = (),
+    ) -> None:
+        from training.vec import build_vec_env
+
+        if workers < 2:
+            raise ValueError(f"RolloutWorkers needs 2 or more processes in all (the learner and 1+), got {workers}")
+        n = cfg.train.n_envs
+        probe = build_vec_env(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, n_envs=1)), None)
+        observation_space, action_space = probe.observation_space, probe.action_space
+        probe.close()
+        super().__init__(n, observation_space, action_space)
+        self.n_steps = n_steps
+        shapes = {
+            "observations": (n_steps, n, *observation_space.shape),
+            "actions": (n_steps, n, 1),
+            "rewards": (n_steps, n),
+            "episode_starts": (n_steps, n),
+            "values": (n_steps, n),
+            "log_probs": (n_steps, n),
+            "action_masks": (n_steps, n, NUM_ACTIONS),
+            "last_values": (n,),
+            "last_dones": (n,),
+        }
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        self._folder = tempfile.TemporaryDirectory(prefix="sixnimmt-rollouts-", dir=shm)
+        files = [[os.path.join(self._folder.name, f"slot{s}-{name}") for name in shapes] for s in range(2)]
+        self.slots = [_open_slot(f, shapes, "w+") for f in files]
+        self._pending_slot: int | None = None
+        self._next_slot = 0
+        self._stash: list[list[tuple[int, int, float, int, float]]] | None = None
+        ctx = mp.get_context("forkserver")
+        self.has_policy = False
+        self._conns: list[Any] = []
+        self._procs: list[Any] = []
+        lo = 0
+        for i, size in enumerate(rollout_processes(cfg, workers)):
+            seed = int(np.random.SeedSequence([cfg.train.seed, i]).generate_state(1)[0])
+            share = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, n_envs=size, seed=seed))
+            job = _Job(i, share, monitor_dir, list(pool), n_steps, gamma, lo, lo + size, files, shapes)
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(child, job), daemon=True, name=f"sixnimmt-rollouts-{i}")
+            proc.start()
+            child.close()
+            self._conns.append(parent)
+            self._procs.append(proc)
+            lo += size
+        self._closed = False
+        for i in range(len(self._conns)):
+            self._receive(i, "ready")
+
+    @property
+    def processes(self) -> int:
+        """The rollout processes (``train.workers - 1``, at most ``n_envs``)."""
+        return len(self._procs)
+
+    def _receive(self, i: int, expected: str) -> Any:
+        kind, data = self._conns[i].recv()
+        if kind == "error":
+            raise RuntimeError(data)
+        if kind != expected:
+            raise RuntimeError(f"rollout worker {i}: expected {expected!r}, got {kind!r}")
+        return data
+
+    # ------------------------------------------------------------------ rollouts
+
+    def set_policy(self, policy: Any) -> None:
+        """Give every process a copy of ``policy`` (the learner's; its weights come with each :meth:`start`)."""
+        self._finish()
+        blob = pickle.dumps(policy)
+        for conn in self._conns:
+            conn.send(("policy", blob))
+        self.has_policy = True
+
+    def start(self, weights: np.ndarray) -> None:
+        """Start the next rollout in every process with the policy weights ``weights`` (``float32``, the flat
+        ``parameters_to_vector`` of the policy)."""
+        if self._pending_slot is not None:
+            raise RuntimeError("a rollout is already in flight")
+        slot = self._next_slot
+        for conn in self._conns:
+            conn.send(("collect", (slot, weights)))
+        self._pending_slot, self._next_slot = slot, 1 - slot
+
+    @property
+    def in_flight(self) -> bool:
+        """A rollout has been started and not yet taken (:meth:`wait`)."""
+        return self._pending_slot is not None
+
+    def _finish(self) -> None:
+        """Receive the rollout in flight into the stash (so a command can run in the workers)."""
+        if self._pending_slot is not None and self._stash is None:
+            self._stash = [self._receive(i, "rollout") for i in range(len(self._conns))]
+
+    def wait(self) -> tuple[dict[str, np.ndarray], list[tuple[int, int, float, int, float]]]:
+        """The rollout in flight, once every process has written it: its arrays (shared memory, valid until the
+        rollout after next starts) and its finished episodes ``(step, env, return, length, time)`` in step order."""
+        if self._pending_slot is None:
+            raise RuntimeError("no rollout in flight")
+        self._finish()
+        assert self._stash is not None
+        events = sorted((e for part in self._stash for e in part), key=lambda e: (e[0], e[1]))
+        slot = self.slots[self._pending_slot]
+        self._pending_slot, self._stash = None, None
+        return slot, events
+
+    def discard(self) -> None:
+        """Wait for the rollout in flight (if any) and drop it."""
+        if self._pending_slot is not None:
+            self.wait()
+
+    # ------------------------------------------------------------------ VecEnv API
+
+    def _command(self, cmd: str, data: Any) -> list[Any]:
+        self._finish()
+        for conn in self._conns:
+            conn.send((cmd, data))
+        return [self._receive(i, "result") for i in range(len(self._conns))]
+
+    def reset(self) -> VecEnvObs:
+        """Drop the rollout in flight and start new episodes in every env; returns the observations
+        ``float32 (n_envs, 506)``."""
+        self.discard()
+        return np.concatenate(self._command("reset", None))
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Not available: the rollout processes step their own envs (:meth:`start`, :meth:`wait`)."""
+        raise NotImplementedError("RolloutWorkers collect whole rollouts (start/wait), not single steps")
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """Not available (see :meth:`step_async`)."""
+        raise NotImplementedError("RolloutWorkers collect whole rollouts (start/wait), not single steps")
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
+        """Call a method of every process's vector env; ``set_opponents`` (whatever ``indices``) reaches each
+        process before its next rollout and returns at once; the rest wait for the rollout in flight. Results are
+        one per env (``indices``)."""
+        if method_name == "set_opponents":
+            for conn in self._conns:
+                conn.send(("env_method", (method_name, method_args, method_kwargs)))
+            return [None] * len(self._idx(indices))
+        parts = self._command("env_method", (method_name, method_args, method_kwargs))
+        flat = [r for part in parts for r in part]
+        return [flat[i] for i in self._idx(indices)]
+
+    def _idx(self, indices: VecEnvIndices) -> list[int]:
+        if indices is None:
+            return list(range(self.num_envs))
+        if isinstance(indices, int | np.integer):
+            return [int(indices)]
+        return [int(i) for i in indices]
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """The attribute in every env (waits for the rollout in flight)."""
+        flat = [r for part in self._command("get_attr", attr_name) for r in part]
+        return [flat[i] for i in self._idx(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Not available: the envs live in the rollout processes."""
+        raise NotImplementedError("set_attr is not available on RolloutWorkers")
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        """False for every env (the workers' envs are theirs)."""
+        return [False] * len(self._idx(indices))
+
+    def close(self) -> None:
+        """Wait for the rollout in flight, stop the processes and free the shared memory (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        for i, conn in enumerate(self._conns):
+            with contextlib.suppress(EOFError, BrokenPipeError, OSError, RuntimeError):
+                if self._pending_slot is not None and self._stash is None:
+                    self._receive(i, "rollout")
+                conn.send(("close", None))
+                self._receive(i, "closed")
+        deadline = time.monotonic() + 10
+        for proc in self._procs:
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.terminate()
+        self._pending_slot = None
+        self.slots = []
+        self._folder.cleanup()
+
+
+class AsyncMaskablePPO(MaskablePPO):
+    """MaskablePPO whose rollouts are collected by :class:`RolloutWorkers` while it updates (module docstring).
+
+    Built (or loaded) like ``MaskablePPO`` with a :class:`RolloutWorkers` as its env; the workers get a copy of
+    the policy before the first rollout. ``save``/``load`` are MaskablePPO's: a checkpoint loads as a plain
+    ``MaskablePPO``.
+    """
+
+    def _weights(self) -> np.ndarray:
+        return torch.nn.utils.parameters_to_vector(self.policy.parameters()).detach().cpu().numpy()
+
+    def collect_rollouts(  # type: ignore[override]
+        self,
+        env: VecEnv,
+        callback: BaseCallback,
+        rollout_buffer: MaskableRolloutBuffer,
+        n_rollout_steps: int,
+        use_masking: bool = True,
+    ) -> bool:
+        """Take the rollout collected while the last update ran, start the next with the current weights, and
+        fill ``rollout_buffer`` (MaskablePPO's ``collect_rollouts`` contract; callbacks once per vector step)."""
+        if not isinstance(env, RolloutWorkers):
+            raise TypeError(f"AsyncMaskablePPO collects with RolloutWorkers, got {type(env).__name__}")
+        if n_rollout_steps != env.n_steps:
+            raise ValueError(f"n_rollout_steps {n_rollout_steps} != the workers' {env.n_steps}")
+        self.policy.set_training_mode(False)
+        if not env.has_policy:
+            env.set_policy(self.policy)
+        if not env.in_flight:
+            env.start(self._weights())
+        slot, events = env.wait()
+        env.start(self._weights())  # collected while train() runs: one update behind
+        rollout_buffer.reset()
+        for name in _FIELDS:
+            setattr(rollout_buffer, name, slot[name])
+        rollout_buffer.pos, rollout_buffer.full = rollout_buffer.buffer_size, True
+        callback.on_rollout_start()
+        n = env.num_envs
+        k = 0
+        for step in range(n_rollout_steps):
+            dones = np.zeros(n, bool)
+            infos: list[dict[str, Any]] = [{}] * n  # read only (SB3 looks for "episode")
+            while k < len(events) and events[k][0] == step:
+                _, i, r, length, t = events[k]
+                dones[i] = True
+                if length:
+                    infos[i] = {"episode": {"r": r, "l": length, "t": t}}
+                k += 1
+            self.num_timesteps += n
+            callback.update_locals(locals())
+            if not callback.on_step():
+                return False
+            self._update_info_buffer(infos, dones)
+        rollout_buffer.compute_returns_and_advantage(
+            last_values=torch.as_tensor(np.array(slot["last_values"])), dones=np.array(slot["last_dones"])
+        )
+        callback.on_rollout_end()
+        return True
