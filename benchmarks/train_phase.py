@@ -12,6 +12,9 @@ distillation off (it is the same in every setup and not part of the PPO phase) a
 - ``before (REV)``: the same command in a ``git worktree`` of ``REV`` (with the compiled arena loop copied in);
 - ``workers=W``: this checkout with ``--set train.workers=W`` (1: synchronous MaskablePPO in one process).
 
+Each checkout first runs a short warm-up (four rollouts, a self-play snapshot, an evaluation) that fills numba's
+on-disk caches, so that no setup pays for compiling the kernels inside its measured phase.
+
 Figures: the env steps/s that the run prints for its whole ``learn`` phase (rollouts, updates, evaluations,
 checkpoints, self-play snapshots); the busy cores (user + system CPU of the run's process tree over wall time,
 read from ``/proc`` every 0.25 s)
@@ -174,6 +177,12 @@ def main() -> None:
     print(header, flush=True)
     results = []
     try:
+        for cwd in dict.fromkeys(cwd for _, cwd, _ in setups):  # numba's caches filled, in each checkout, first
+            warm = ["--set", "train.total_timesteps=65536", "--set", "train.max_minutes=null"]
+            warm += ["--set", "self_play.snapshot_every=16384", "--set", "eval.every=32768"]
+            run(
+                f"warm-up in {cwd}", cwd, sys.executable, [*common, *warm, "--set", f"train.output_dir={work / 'warm'}"]
+            )
         for label, cwd, setup_args in setups:
             r = run(label, cwd, sys.executable, setup_args)
             results.append(r)
