@@ -21,15 +21,16 @@ $(VENV)/.installed: pyproject.toml setup.py
 install: $(VENV)/.installed
 	$(PY) -m sixnimmt_env.batched.aot --if-stale
 
-# Train the default config (15 min on 2 cores), then play its final model against the baselines, on the rules
-# it was trained on (training.evaluate reads them from the run): greedy in every other seat, a mixed table, then
-# the searching mc:64 in every other seat.
+# Train the default config (about 13 min on 2 cores, on every core: train.workers), then play its final model
+# against the baselines, on the rules it was trained on (training.evaluate reads them from the run). The training's
+# own final evaluation (report.md, final_eval.csv: eval.final_games each) already has greedy and random in every
+# other seat; then a mixed table, and the searching mc:64 in every other seat.
 # The final model is final_model.zip (SB3) or the RLlib module folder final_model/ (train.backend: rllib).
 train: install
 	$(PY) -m training.train $(CONFIG)
 	run=$$(ls -td runs/$(basename $(notdir $(CONFIG)))/*/ | head -1) && \
 	model=$$(if [ -f $${run}final_model.zip ]; then echo ppo:$${run}final_model.zip; else echo rllib:$${run}final_model; fi) && \
-	$(PY) -m training.evaluate $$model --games 5000 --out $${run}eval_greedy && \
+	sed -n '/^## /,$$p' $${run}report.md | head -20 && \
 	$(PY) -m training.evaluate $$model --opponents random,lowest,highest --fill-seats --games 5000 \
 		--out $${run}eval_mixed && \
 	$(PY) -m training.evaluate $$model --opponents mc:64 --fill-seats --games 2000 --workers 2 --out $${run}eval_mc64

@@ -12,7 +12,9 @@ Setups:
 name                   what runs
 =====================  ======================================================================
 ``sb3 (ppo_4p)``       MaskablePPO ``learn`` on the SB3 default job (``configs/ppo_4p.yaml``:
-                       1024 envs on 2 worker processes), self-play and evaluations off
+                       1024 games on the batched engine), with ``train.workers`` 1 (one process)
+                       and the cores (rollout processes beside the learner), self-play and
+                       evaluations off
 ``rllib, k runners``   RLlib PPO ``train()`` iterations of ``configs/rllib_ppo_4p.yaml`` with
                        ``ray.num_env_runners = k`` (the envs per runner and ``n_steps`` of the
                        config; the batch grows with the runners), self-play and evaluations
@@ -78,14 +80,15 @@ def measure_rllib(cfg: TrainConfig, iterations: int) -> dict[str, float]:
     }
 
 
-def measure_sb3(config: str, steps: int) -> dict[str, float]:
-    """MaskablePPO ``learn(steps)`` on the SB3 config (``benchmarks/train_speed.py``'s measurement)."""
+def measure_sb3(config: str, steps: int, overrides: tuple[str, ...] = ()) -> dict[str, float]:
+    """MaskablePPO ``learn(steps)`` on the SB3 config with ``overrides`` (``benchmarks/train_speed.py``'s
+    measurement)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from train_speed import measure
 
     from training.policy import algo_kwargs
 
-    cfg = load_config(config, ["self_play.enabled=false"])
+    cfg = load_config(config, ["self_play.enabled=false", *overrides])
     return measure(cfg, algo_kwargs(cfg), steps)
 
 
@@ -101,9 +104,10 @@ def main() -> None:
     args = p.parse_args()
     print(f"{'setup':<44} {'steps':>9} {'steps/s':>9} {'sample s':>9} {'update s':>9} {'load':>5}", flush=True)
     if not args.no_sb3:
-        r = measure_sb3(args.sb3_config, args.sb3_steps)
-        name = f"sb3 ({Path(args.sb3_config).stem}, MaskablePPO)"
-        print(f"{name:<44} {r['steps']:>9,.0f} {r['steps_per_second']:>9,.0f} {'':>9} {'':>9} {r['load']:>5.1f}")
+        for workers in (1, max(2, os.cpu_count() or 1)):
+            r = measure_sb3(args.sb3_config, args.sb3_steps, (f"train.workers={workers}",))
+            name = f"sb3 ({Path(args.sb3_config).stem}, MaskablePPO), workers={workers}"
+            print(f"{name:<44} {r['steps']:>9,.0f} {r['steps_per_second']:>9,.0f} {'':>9} {'':>9} {r['load']:>5.1f}")
     rows = {}
     for k in args.runners:
         cfg = load_config(

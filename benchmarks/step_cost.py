@@ -168,7 +168,7 @@ def main() -> None:
         f"{model.n_epochs} epoch(s); {steps:,} steps timed in {wall:.1f} s ({steps / wall:,.0f} steps/s, one process, "
         f"one torch thread); load {os.getloadavg()[0]:.1f}"
     )
-    print(f"{'part':<44} {'ms / 1000 steps':>16} {'share':>7}")
+    print(f"{'part':<50} {'ms / 1k steps':>10} {'share':>7}")
     rows = [
         ("engine (rules, heuristic opponents, obs, masks)", engine),
         ("opponents (self-play snapshots' forwards)", opponents),
@@ -177,8 +177,8 @@ def main() -> None:
         ("everything else (SB3 bookkeeping, buffer, glue)", other),
     ]
     for name, value in rows:
-        print(f"{name:<44} {value:>16.2f} {100 * value / total:>6.1f}%")
-    print(f"{'total':<44} {total:>16.2f}")
+        print(f"{name:<50} {value:>10.2f} {100 * value / total:>6.1f}%")
+    print(f"{'total':<50} {total:>10.2f}")
 
     policy = model.policy
     hand = 10  # the card head's per-card layers run once per held card

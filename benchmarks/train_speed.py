@@ -18,6 +18,8 @@ name               what runs
                    (:class:`training.vec.WorkerVecEnv`; 2 if the config sets none)
 ``ours-batched``   the config's ``algo`` section, ``train.n_envs`` games in lockstep on the batched
                    engine (:class:`training.vec_env.SixNimmtVecEnv`, ``train.vec_env: batched``)
+``ours-batched-   ``ours-batched`` with ``train.workers`` = the cores (at least 2): rollout processes
+workers``          beside the learner's updates (:mod:`training.rollouts`)
 ``ours-subproc-    ``ours-subproc`` with the config's ``self_play`` section and one snapshot (the
 pool``             untrained policy) in the pool: what a training run steps once its pool has filled
 =================  ===========================================================================
@@ -61,10 +63,18 @@ def measure(cfg: TrainConfig, algo: dict, steps: int, self_play: TrainConfig | N
         "train_cpu_us": of which in PPO updates, "load": 1-minute load average at the end}``.
     """
     torch.set_num_threads(cfg.train.torch_threads)
-    venv = build_vec_env(cfg, None)
+    workers = cfg.train.workers or 1
+    if workers > 1:  # rollout processes beside the learner (training/rollouts.py)
+        from training.rollouts import AsyncMaskablePPO, RolloutWorkers
+
+        venv = RolloutWorkers(cfg, workers, cfg.algo.n_steps, cfg.algo.gamma)
+        algorithm: type[MaskablePPO] = AsyncMaskablePPO
+    else:
+        venv = build_vec_env(cfg, None)
+        algorithm = MaskablePPO
     try:
         algo = {"policy": "MlpPolicy", **algo}
-        model = MaskablePPO(env=venv, seed=cfg.train.seed, device=cfg.train.device, verbose=0, **algo)
+        model = algorithm(env=venv, seed=cfg.train.seed, device=cfg.train.device, verbose=0, **algo)
         if self_play is not None:
             snapshot = Path(tempfile.mkdtemp()) / "snapshot_0.zip"
             model.save(snapshot)
@@ -101,7 +111,14 @@ def main() -> None:
     p.add_argument(
         "--only",
         nargs="+",
-        choices=["sb3-defaults", "ours-dummy", "ours-subproc", "ours-batched", "ours-subproc-pool"],
+        choices=[
+            "sb3-defaults",
+            "ours-dummy",
+            "ours-subproc",
+            "ours-batched",
+            "ours-batched-workers",
+            "ours-subproc-pool",
+        ],
         help="setups to run",
     )
     args = p.parse_args()
@@ -111,12 +128,19 @@ def main() -> None:
     dummy = load_config(args.config, [*base, "train.vec_env=dummy"])
     plain = load_config(args.config, [*base, "train.vec_env=dummy", "train.n_envs=8"])
     subproc = load_config(args.config, [*base, "train.vec_env=subproc", f"train.n_workers={workers}"])
-    batched = load_config(args.config, [*base, "train.vec_env=batched"])
+    batched = load_config(args.config, [*base, "train.vec_env=batched", "train.workers=1"])
+    cores = os.cpu_count() or 1
+    batched_workers = load_config(args.config, [*base, "train.vec_env=batched", f"train.workers={max(2, cores)}"])
     setups = {
         "sb3-defaults": ("SB3 defaults (n_steps 2048, batch 64, 10 epochs, [64, 64]), 8 envs, dummy", plain, {}),
         "ours-dummy": (f"ours ({args.config}), dummy", dummy, algo_kwargs(cfg)),
         "ours-subproc": (f"ours ({args.config}), subproc, {workers} workers", subproc, algo_kwargs(cfg)),
-        "ours-batched": (f"ours ({args.config}), batched engine", batched, algo_kwargs(cfg)),
+        "ours-batched": (f"ours ({args.config}), batched engine, workers=1", batched, algo_kwargs(cfg)),
+        "ours-batched-workers": (
+            f"ours ({args.config}), batched engine, workers={max(2, cores)}",
+            batched_workers,
+            algo_kwargs(cfg),
+        ),
         "ours-subproc-pool": (
             f"ours ({args.config}), subproc, {workers} workers, self-play pool",
             subproc,

@@ -269,6 +269,11 @@ def write_report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[
         )
         + f" in {summary['seconds']:.0f} s, {summary['steps_per_second']:,.0f} env steps/s during learn, "
         "evaluations included)" + (" (stopped by train.max_minutes)" if summary.get("timed_out") else ""),
+        *(
+            [f"- processes: {summary['workers']} (train.workers: the learner and {summary['workers'] - 1} rollout)"]
+            if summary.get("workers", 1) > 1
+            else []
+        ),
         f"- model: `{model.name}`; best during training: `best_model.zip`",
         "",
     ]

@@ -277,8 +277,23 @@ class RolloutWorkers(VecEnv):
             self._procs.append(proc)
             lo += size
         self._closed = False
-        for i in range(len(self._conns)):
-            self._receive(i, "ready")
+        try:
+            for i in range(len(self._conns)):
+                self._receive(i, "ready")
+        except BaseException:
+            self._kill()
+            raise
+
+    def _kill(self) -> None:
+        """Stop every process at once and free the shared memory (a worker failed, or closing failed)."""
+        self._closed = True
+        for proc in self._procs:
+            if proc.is_alive():
+                proc.terminate()
+            proc.join(5)
+        self._pending_slot = None
+        self.slots = []
+        self._folder.cleanup()
 
     @property
     def processes(self) -> int:
@@ -286,7 +301,12 @@ class RolloutWorkers(VecEnv):
         return len(self._procs)
 
     def _receive(self, i: int, expected: str) -> Any:
-        kind, data = self._conns[i].recv()
+        try:
+            kind, data = self._conns[i].recv()
+        except (EOFError, ConnectionResetError):
+            proc = self._procs[i]
+            proc.join(1.0)
+            raise RuntimeError(f"rollout worker {i} ended unexpectedly (exit code {proc.exitcode})") from None
         if kind == "error":
             raise RuntimeError(data)
         if kind != expected:
@@ -384,7 +404,9 @@ class RolloutWorkers(VecEnv):
         return [int(i) for i in indices]
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        """The attribute in every env (waits for the rollout in flight)."""
+        """The attribute in every env (waits for the rollout in flight); ``render_mode`` is None (nothing renders)."""
+        if attr_name == "render_mode":
+            return [None] * len(self._idx(indices))
         flat = [r for part in self._command("get_attr", attr_name) for r in part]
         return [flat[i] for i in self._idx(indices)]
 
@@ -410,11 +432,7 @@ class RolloutWorkers(VecEnv):
         deadline = time.monotonic() + 10
         for proc in self._procs:
             proc.join(max(0.0, deadline - time.monotonic()))
-            if proc.is_alive():
-                proc.terminate()
-        self._pending_slot = None
-        self.slots = []
-        self._folder.cleanup()
+        self._kill()
 
 
 class AsyncMaskablePPO(MaskablePPO):

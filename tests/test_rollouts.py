@@ -1,0 +1,129 @@
+"""Training on every core (`training/rollouts.py`): rollout processes beside the learner (``train.workers``)."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from sb3_contrib import MaskablePPO
+
+from training.config import ConfigError, load_config
+from training.policy import algo_kwargs
+from training.rollouts import AsyncMaskablePPO, RolloutWorkers, resolve_workers, rollout_processes
+from training.train import train
+from training.vec import build_vec_env
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "configs" / "smoke.yaml"
+BATCHED = [
+    "train.vec_env=batched",
+    "train.n_envs=16",
+    "algo.n_steps=8",
+    "algo.batch_size=64",
+    "self_play.enabled=false",
+    "train.seed=5",
+]
+
+
+def test_a_rollout_process_collects_what_maskable_ppo_collects_in_process() -> None:
+    """One rollout of the rollout process equals SB3's own ``collect_rollouts`` on the same envs, seeds and
+    weights: observations, actions, rewards, episode starts, values, log-probabilities, masks, last values."""
+    cfg = load_config(SMOKE, [*BATCHED, "train.workers=2"])
+    workers = RolloutWorkers(cfg, 2, cfg.algo.n_steps, cfg.algo.gamma)
+    try:
+        model = AsyncMaskablePPO(env=workers, seed=1, device="cpu", **algo_kwargs(cfg))
+        workers.set_policy(model.policy)
+        workers.start(torch.nn.utils.parameters_to_vector(model.policy.parameters()).detach().numpy())
+        slot, events = workers.wait()
+        ours = {name: np.array(a) for name, a in slot.items()}
+    finally:
+        workers.close()
+    # the same in one process: the worker's seed (SeedSequence([train.seed, 0])), its env, SB3's loop
+    seed = int(np.random.SeedSequence([cfg.train.seed, 0]).generate_state(1)[0])
+    share = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, seed=seed))
+    venv = build_vec_env(share, None)
+    ref = MaskablePPO(env=venv, seed=seed, device="cpu", **algo_kwargs(cfg))
+    ref.policy.load_state_dict(model.policy.state_dict())
+    _, callback = ref._setup_learn(10**6, None)  # seeds and resets the envs, as the worker does at start
+    torch.manual_seed(seed)
+    assert ref.collect_rollouts(venv, callback, ref.rollout_buffer, cfg.algo.n_steps)
+    buf = ref.rollout_buffer
+    for name in ("observations", "actions", "rewards", "episode_starts", "action_masks"):
+        np.testing.assert_array_equal(ours[name], getattr(buf, name), err_msg=name)
+    for name in ("values", "log_probs"):
+        np.testing.assert_allclose(ours[name], getattr(buf, name), atol=1e-5, err_msg=name)
+    assert ours["observations"].shape == (8, 16, 506)
+    assert ours["action_masks"].sum(axis=2).min() >= 1  # every stored step had a legal action
+    # an episode is one round of 10 decisions: 16 games x 8 steps end no episode; rewards are bullheads <= 0
+    assert events == [] and ours["rewards"].max() <= 0
+    assert ours["episode_starts"][0].tolist() == [1.0] * 16 and ours["episode_starts"][1:].sum() == 0
+
+
+def test_workers_split_the_envs_and_default_to_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = load_config(SMOKE, ["train.n_envs=10"])
+    assert rollout_processes(cfg, 2) == [10]
+    assert rollout_processes(cfg, 4) == [3, 4, 3]
+    assert rollout_processes(cfg, 64) == [1] * 10  # never more processes than envs
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    assert resolve_workers(cfg) == 8
+    assert resolve_workers(load_config(SMOKE, ["train.workers=1"])) == 1
+    assert resolve_workers(load_config(SMOKE, ["train.n_envs=1"])) == 1  # one env: nothing to overlap
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (["train.workers=0"], r"'train\.workers' must be >= 1, got 0"),
+        (["train.workers=2", "train.vec_env=subproc"], r"'train\.workers' must be 1 \(or null\) with train\.vec_env"),
+        (
+            ["train.workers=2", "algo.policy=MlpPolicy", "train.normalize_obs=true"],
+            r"'train\.workers' must be 1 \(or null\) with train\.normalize_obs",
+        ),
+    ],
+)
+def test_workers_config_errors_name_the_key(override: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(SMOKE, override)
+
+
+def test_a_run_with_two_rollout_processes_trains_checkpoints_and_logs_every_episode(tmp_path: Path) -> None:
+    """``train.workers=3`` (two rollout processes of 2 envs each): the step budget is counted as usual, the
+    checkpoints load as plain MaskablePPO, every episode reaches the Monitor CSVs (one round = 10 steps), the
+    self-play pool fills and the evaluations run on schedule."""
+    cfg = load_config(SMOKE, ["train.workers=3", f"train.output_dir={tmp_path}"])
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("")
+    summary = train(cfg, run_dir, progress=False)
+    assert summary["workers"] == 3
+    assert summary["steps"] == 3072  # 3 rollouts of 256 steps x 4 envs
+    model = MaskablePPO.load(run_dir / "final_model.zip")
+    assert model.num_timesteps == 3072 and type(model.policy).__name__ == "CardPolicy"
+    for i in range(4):
+        with (run_dir / "monitor" / f"{i}.monitor.csv").open() as f:
+            next(f)  # SB3's JSON header line
+            rows = list(csv.DictReader(f))
+        lengths = [int(r["l"]) for r in rows]
+        # a round is 10 card choices plus the learner's low-card row choices (R9b); each env played 4 rollouts of
+        # 256 steps: the 3 trained on and the one collected beside the last update (logged, never trained on)
+        assert min(lengths) >= 10 and max(lengths) <= 20
+        assert 1024 - 20 < sum(lengths) <= 1024
+        assert all(float(r["r"]) <= 0 for r in rows)
+    with (run_dir / "eval.csv").open() as f:
+        steps = [int(r["step"]) for r in csv.DictReader(f)]
+    assert steps == [1024, 2048, 3072]
+    assert len(list((run_dir / "pool").glob("*.zip"))) == 2  # pool_size 2, a snapshot every 1024 steps
+
+
+def test_a_rollout_process_that_fails_to_start_is_a_clear_error_and_leaves_nothing_running() -> None:
+    cfg = load_config(SMOKE, ["train.workers=2", "train.n_envs=2"])
+    bad = dataclasses.replace(cfg, opponents=[dataclasses.replace(cfg.opponents[0], agent="ppo:/nonexistent.zip")])
+    with pytest.raises(RuntimeError, match=r"rollout worker 0: .*nonexistent\.zip"):
+        RolloutWorkers(bad, 2, cfg.algo.n_steps, cfg.algo.gamma)
+    import multiprocessing
+
+    assert [p for p in multiprocessing.active_children() if p.name.startswith("sixnimmt-rollouts")] == []
