@@ -22,7 +22,7 @@ SMOKE = ROOT / "configs" / "smoke.yaml"
 BATCHED = [
     "train.vec_env=batched",
     "train.n_envs=16",
-    "algo.n_steps=8",
+    "algo.n_steps=24",
     "algo.batch_size=64",
     "self_play.enabled=false",
     "train.seed=5",
@@ -31,7 +31,8 @@ BATCHED = [
 
 def test_a_rollout_process_collects_what_maskable_ppo_collects_in_process() -> None:
     """One rollout of the rollout process equals SB3's own ``collect_rollouts`` on the same envs, seeds and
-    weights: observations, actions, rewards, episode starts, values, log-probabilities, masks, last values."""
+    weights: observations, actions, rewards, episode starts (episodes end inside the rollout), values,
+    log-probabilities, masks, and the advantages and returns computed from its last values and dones."""
     cfg = load_config(SMOKE, [*BATCHED, "train.workers=2"])
     workers = RolloutWorkers(cfg, 2, cfg.algo.n_steps, cfg.algo.gamma)
     try:
@@ -40,6 +41,11 @@ def test_a_rollout_process_collects_what_maskable_ppo_collects_in_process() -> N
         workers.start(torch.nn.utils.parameters_to_vector(model.policy.parameters()).detach().numpy())
         slot, events = workers.wait()
         ours = {name: np.array(a) for name, a in slot.items()}
+        buf = model.rollout_buffer  # filled as AsyncMaskablePPO.collect_rollouts fills it
+        buf.reset()
+        for name in ("observations", "actions", "rewards", "episode_starts", "values", "log_probs", "action_masks"):
+            setattr(buf, name, ours[name])
+        buf.compute_returns_and_advantage(torch.as_tensor(ours["last_values"]), ours["last_dones"])
     finally:
         workers.close()
     # the same in one process: the worker's seed (SeedSequence([train.seed, 0])), its env, SB3's loop
@@ -51,25 +57,34 @@ def test_a_rollout_process_collects_what_maskable_ppo_collects_in_process() -> N
     _, callback = ref._setup_learn(10**6, None)  # seeds and resets the envs, as the worker does at start
     torch.manual_seed(seed)
     assert ref.collect_rollouts(venv, callback, ref.rollout_buffer, cfg.algo.n_steps)
-    buf = ref.rollout_buffer
+    theirs = ref.rollout_buffer
     for name in ("observations", "actions", "rewards", "episode_starts", "action_masks"):
-        np.testing.assert_array_equal(ours[name], getattr(buf, name), err_msg=name)
-    for name in ("values", "log_probs"):
-        np.testing.assert_allclose(ours[name], getattr(buf, name), atol=1e-5, err_msg=name)
-    assert ours["observations"].shape == (8, 16, 506)
+        np.testing.assert_array_equal(ours[name], getattr(theirs, name), err_msg=name)
+    for name in ("values", "log_probs", "advantages", "returns"):
+        np.testing.assert_allclose(getattr(buf, name), getattr(theirs, name), atol=1e-4, err_msg=name)
+    assert ours["observations"].shape == (24, 16, 506)
     assert ours["action_masks"].sum(axis=2).min() >= 1  # every stored step had a legal action
-    # an episode is one round of 10 decisions: 16 games x 8 steps end no episode; rewards are bullheads <= 0
-    assert events == [] and ours["rewards"].max() <= 0
-    assert ours["episode_starts"][0].tolist() == [1.0] * 16 and ours["episode_starts"][1:].sum() == 0
+    # a round is 10 card choices and the learner's row choices: every game ends one episode within 24 steps
+    ended = {i for _, i, _, _, _ in events}
+    assert ended == set(range(16)) and all(length >= 10 for _, _, _, length, _ in events)
+    assert ours["rewards"].max() <= 0 and ours["rewards"].min() < 0
+    starts = ours["episode_starts"]
+    assert starts[0].tolist() == [1.0] * 16
+    assert starts[1:].sum() == sum(1 for t, *_ in events if t < 23)
+    assert ours["last_dones"].sum() == sum(1 for t, *_ in events if t == 23)
+    for t, i, _, _, _ in events:  # the step after an episode's last one starts a new episode
+        assert starts[t + 1, i] == 1.0 if t < 23 else ours["last_dones"][i] == 1.0
 
 
-def test_workers_split_the_envs_and_default_to_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workers_split_the_envs_and_default_to_the_usable_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = load_config(SMOKE, ["train.n_envs=10"])
     assert rollout_processes(cfg, 2) == [10]
     assert rollout_processes(cfg, 4) == [3, 4, 3]
     assert rollout_processes(cfg, 64) == [1] * 10  # never more processes than envs
-    monkeypatch.setattr("os.cpu_count", lambda: 8)
-    assert resolve_workers(cfg) == 8
+    monkeypatch.setattr("sixnimmt_env.arena.pool.usable_cores", lambda: 2)
+    assert resolve_workers(cfg) == 2
+    monkeypatch.setattr("sixnimmt_env.arena.pool.usable_cores", lambda: 64)
+    assert resolve_workers(cfg) == 4  # AUTO_WORKERS_MAX: the learner is the limit long before
     assert resolve_workers(load_config(SMOKE, ["train.workers=1"])) == 1
     assert resolve_workers(load_config(SMOKE, ["train.n_envs=1"])) == 1  # one env: nothing to overlap
 
@@ -127,3 +142,21 @@ def test_a_rollout_process_that_fails_to_start_is_a_clear_error_and_leaves_nothi
     import multiprocessing
 
     assert [p for p in multiprocessing.active_children() if p.name.startswith("sixnimmt-rollouts")] == []
+
+
+def test_seed_then_reset_reseeds_every_rollout_process() -> None:
+    """SB3's ``env.seed(s)`` (a new run, or ``--resume`` past the steps done) reaches the processes at the next
+    reset: the same seed gives the same deals in another set of workers, another seed other deals."""
+    cfg = load_config(SMOKE, [*BATCHED, "train.workers=3"])
+    first = {}
+    for name, seed in (("a", 9), ("b", 9), ("c", 10)):
+        workers = RolloutWorkers(cfg, 3, cfg.algo.n_steps, cfg.algo.gamma)
+        try:
+            assert workers.processes == 2
+            workers.seed(seed)
+            first[name] = workers.reset()
+        finally:
+            workers.close()
+    assert first["a"].shape == (16, 506)
+    np.testing.assert_array_equal(first["a"], first["b"])
+    assert not np.array_equal(first["a"], first["c"])

@@ -30,8 +30,8 @@ train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              over ``k`` processes), ``workers`` (processes the run trains with,
              the learner included: ``W`` >= 2 runs ``W - 1`` rollout processes
              beside the learner's updates, :mod:`training.rollouts`; 1 is
-             synchronous MaskablePPO; ``null``, the default: the machine's
-             cores), ``normalize_obs``,
+             synchronous MaskablePPO; ``null``, the default: the usable
+             cores, at most 4), ``normalize_obs``,
              ``seed``, ``device``, ``output_dir`` (default ``runs``),
              ``torch_threads``, ``init_from`` (an SB3 checkpoint whose policy
              weights start a new run, e.g. a distilled policy of

@@ -30,6 +30,7 @@ same seed, same run.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import multiprocessing as mp
 import os
@@ -57,18 +58,27 @@ _FIELDS = ("observations", "actions", "rewards", "episode_starts", "values", "lo
 """The rollout buffer's per-step arrays that a worker writes (``(n_steps, n_envs, ...)`` float32, SB3's layout)."""
 
 
+AUTO_WORKERS_MAX = 4
+"""The most processes an unset ``train.workers`` takes. One learner updates about 78,000 env steps/s of the main job
+(docs/training_speed.md), which one rollout process nearly matches: more processes pay only when the opponents are
+expensive (``mc:N``, many snapshot seats), and each costs about 650 MB. Set ``train.workers`` to go beyond."""
+
+
 def resolve_workers(cfg: TrainConfig) -> int:
-    """The processes a run trains with: ``train.workers``, or the machine's cores (``os.cpu_count()``) when unset.
+    """The processes a run trains with: ``train.workers``, or, when unset, the cores this process may use
+    (:func:`sixnimmt_env.arena.pool.usable_cores`), at most :data:`AUTO_WORKERS_MAX`.
 
     ``1`` is synchronous MaskablePPO in one process. The automatic choice falls back to 1 where the async path does
     not apply: ``train.normalize_obs`` (its running statistics live in the learner), fewer than 2 envs, or
     ``vec_env: subproc`` (already one process per env).
     """
+    from sixnimmt_env.arena.pool import usable_cores
+
     if cfg.train.workers is not None:
         return cfg.train.workers
     if cfg.train.normalize_obs or cfg.train.n_envs < 2 or cfg.train.vec_env == "subproc":
         return 1
-    return max(1, os.cpu_count() or 1)
+    return max(1, min(usable_cores(), AUTO_WORKERS_MAX))
 
 
 def rollout_processes(cfg: TrainConfig, workers: int) -> list[int]:
@@ -142,14 +152,16 @@ def _worker(conn: Any, job: _Job) -> None:
                 policy = pickle.loads(data)
                 policy.set_training_mode(False)
             elif cmd == "reset":
+                if data is not None:  # a new seed for the run (SB3's env.seed, e.g. on --resume)
+                    seed = int(np.random.SeedSequence([data, job.index]).generate_state(1)[0])
+                    venv.seed(seed)
+                    torch.manual_seed(seed)
                 obs = venv.reset()
                 starts = np.ones(venv.num_envs, np.float32)
                 conn.send(("result", obs))
             elif cmd == "env_method":
                 name, args, kwargs = data
-                result = venv.env_method(name, *args, **kwargs)
-                if name != "set_opponents":  # set_opponents is sent without waiting for an answer
-                    conn.send(("result", result))
+                conn.send(("result", venv.env_method(name, *args, **kwargs)))
             elif cmd == "get_attr":
                 conn.send(("result", venv.get_attr(data)))
             elif cmd == "close":
@@ -259,7 +271,8 @@ class RolloutWorkers(VecEnv):
         self.slots = [_open_slot(f, shapes, "w+") for f in files]
         self._pending_slot: int | None = None
         self._next_slot = 0
-        self._stash: list[list[tuple[int, int, float, int, float]]] | None = None
+        self._stash: dict[int, list[tuple[int, int, float, int, float]]] = {}  # rollouts received, by process
+        self._seed: int | None = None
         ctx = mp.get_context("forkserver")
         self.has_policy = False
         self._conns: list[Any] = []
@@ -283,6 +296,9 @@ class RolloutWorkers(VecEnv):
         except BaseException:
             self._kill()
             raise
+        # every process has mapped the files: remove their names now, so that even a killed run leaves nothing behind
+        # in /dev/shm (the mappings stay valid until the processes end)
+        self._folder.cleanup()
 
     def _kill(self) -> None:
         """Stop every process at once and free the shared memory (a worker failed, or closing failed)."""
@@ -318,7 +334,7 @@ class RolloutWorkers(VecEnv):
     def set_policy(self, policy: Any) -> None:
         """Give every process a copy of ``policy`` (the learner's; its weights come with each :meth:`start`)."""
         self._finish()
-        blob = pickle.dumps(policy)
+        blob = pickle.dumps(policy if policy.device.type == "cpu" else copy.deepcopy(policy).to("cpu"))
         for conn in self._conns:
             conn.send(("policy", blob))
         self.has_policy = True
@@ -339,9 +355,13 @@ class RolloutWorkers(VecEnv):
         return self._pending_slot is not None
 
     def _finish(self) -> None:
-        """Receive the rollout in flight into the stash (so a command can run in the workers)."""
-        if self._pending_slot is not None and self._stash is None:
-            self._stash = [self._receive(i, "rollout") for i in range(len(self._conns))]
+        """Receive the rollout in flight into the stash (so a command can run in the workers); one process at a
+        time, so an interruption loses no answer."""
+        if self._pending_slot is None:
+            return
+        for i in range(len(self._conns)):
+            if i not in self._stash:
+                self._stash[i] = self._receive(i, "rollout")
 
     def wait(self) -> tuple[dict[str, np.ndarray], list[tuple[int, int, float, int, float]]]:
         """The rollout in flight, once every process has written it: its arrays (shared memory, valid until the
@@ -349,10 +369,9 @@ class RolloutWorkers(VecEnv):
         if self._pending_slot is None:
             raise RuntimeError("no rollout in flight")
         self._finish()
-        assert self._stash is not None
-        events = sorted((e for part in self._stash for e in part), key=lambda e: (e[0], e[1]))
+        events = sorted((e for part in self._stash.values() for e in part), key=lambda e: (e[0], e[1]))
         slot = self.slots[self._pending_slot]
-        self._pending_slot, self._stash = None, None
+        self._pending_slot, self._stash = None, {}
         return slot, events
 
     def discard(self) -> None:
@@ -368,11 +387,18 @@ class RolloutWorkers(VecEnv):
             conn.send((cmd, data))
         return [self._receive(i, "result") for i in range(len(self._conns))]
 
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        """Seed the next :meth:`reset`: process i then seeds its envs and its torch sampling with
+        ``SeedSequence([seed, i])`` (SB3 calls it with ``train.seed``, and past it on ``--resume``)."""
+        self._seed = seed
+        return [seed] * self.num_envs
+
     def reset(self) -> VecEnvObs:
-        """Drop the rollout in flight and start new episodes in every env; returns the observations
-        ``float32 (n_envs, 506)``."""
+        """Drop the rollout in flight and start new episodes in every env (reseeded if :meth:`seed` was called);
+        returns the observations ``float32 (n_envs, 506)``."""
         self.discard()
-        return np.concatenate(self._command("reset", None))
+        seed, self._seed = self._seed, None
+        return np.concatenate(self._command("reset", seed))
 
     def step_async(self, actions: np.ndarray) -> None:
         """Not available: the rollout processes step their own envs (:meth:`start`, :meth:`wait`)."""
@@ -385,13 +411,10 @@ class RolloutWorkers(VecEnv):
     def env_method(
         self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
     ) -> list[Any]:
-        """Call a method of every process's vector env; ``set_opponents`` (whatever ``indices``) reaches each
-        process before its next rollout and returns at once; the rest wait for the rollout in flight. Results are
-        one per env (``indices``)."""
-        if method_name == "set_opponents":
-            for conn in self._conns:
-                conn.send(("env_method", (method_name, method_args, method_kwargs)))
-            return [None] * len(self._idx(indices))
+        """Call a method of every process's vector env (whatever ``indices``; results one per env of ``indices``)
+        once the rollout in flight has ended. ``set_opponents`` (the self-play callback) therefore applies from the
+        rollout after the one in flight, and when it returns no process draws from the old opponents any more (the
+        callback may delete an evicted snapshot)."""
         parts = self._command("env_method", (method_name, method_args, method_kwargs))
         flat = [r for part in parts for r in part]
         return [flat[i] for i in self._idx(indices)]
@@ -423,12 +446,16 @@ class RolloutWorkers(VecEnv):
         if self._closed:
             return
         self._closed = True
+        deadline = time.monotonic() + 30
         for i, conn in enumerate(self._conns):
             with contextlib.suppress(EOFError, BrokenPipeError, OSError, RuntimeError):
-                if self._pending_slot is not None and self._stash is None:
+                if self._pending_slot is not None and i not in self._stash:
+                    if not conn.poll(max(0.0, deadline - time.monotonic())):
+                        continue  # no answer in time: stopped below
                     self._receive(i, "rollout")
                 conn.send(("close", None))
-                self._receive(i, "closed")
+                if conn.poll(max(0.0, deadline - time.monotonic())):
+                    self._receive(i, "closed")
         deadline = time.monotonic() + 10
         for proc in self._procs:
             proc.join(max(0.0, deadline - time.monotonic()))

@@ -268,41 +268,46 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
         )
     else:
         venv = build_vec_env(cfg, run_dir / "monitor", [] if pool is None else pool.paths)
-    seed = cfg.train.seed
-    if resume_from is not None:
-        from stable_baselines3.common.vec_env import VecNormalize
+    try:  # the rollout processes are already running: stop them if the set-up fails
+        seed = cfg.train.seed
+        if resume_from is not None:
+            from stable_baselines3.common.vec_env import VecNormalize
 
-        model = algorithm.load(
-            resume_from,
-            env=venv,
-            device=cfg.train.device,
-            tensorboard_log=str(run_dir / "tb"),
-            custom_objects=custom_objects(resume_from),
-        )
-        seed = cfg.train.seed + model.num_timesteps  # continue the seed stream past the steps already played
-        model.set_random_seed(seed)
-        norm_file = resume_from.with_name(resume_from.stem + ".obsnorm.npz")
-        if isinstance(venv, VecNormalize) and norm_file.is_file():
-            import numpy as np
+            model = algorithm.load(
+                resume_from,
+                env=venv,
+                device=cfg.train.device,
+                tensorboard_log=str(run_dir / "tb"),
+                custom_objects=custom_objects(resume_from),
+            )
+            seed = cfg.train.seed + model.num_timesteps  # continue the seed stream past the steps already played
+            model.set_random_seed(seed)
+            norm_file = resume_from.with_name(resume_from.stem + ".obsnorm.npz")
+            if isinstance(venv, VecNormalize) and norm_file.is_file():
+                import numpy as np
 
-            with np.load(norm_file) as f:
-                venv.obs_rms.mean, venv.obs_rms.var = f["mean"], f["var"]
-    else:
-        model = algorithm(
-            env=venv,
-            seed=seed,
-            device=cfg.train.device,
-            tensorboard_log=str(run_dir / "tb"),
-            verbose=0,
-            **algo_kwargs(cfg),
-        )
-        if cfg.train.init_from is not None:
-            init_policy(model, cfg.train.init_from)
-        if cfg.distill.enabled:
-            from training.distill import distill_into
+                with np.load(norm_file) as f:
+                    venv.obs_rms.mean, venv.obs_rms.var = f["mean"], f["var"]
+        else:
+            model = algorithm(
+                env=venv,
+                seed=seed,
+                device=cfg.train.device,
+                tensorboard_log=str(run_dir / "tb"),
+                verbose=0,
+                **algo_kwargs(cfg),
+            )
+            if cfg.train.init_from is not None:
+                init_policy(model, cfg.train.init_from)
+            if cfg.distill.enabled:
+                from training.distill import distill_into
 
-            distill_into(model.policy, cfg, run_dir / "distill", log=lambda line: print(line, file=sys.stderr))
-            save_model(model, run_dir / "distill" / "distilled.zip")
+                distill_into(model.policy, cfg, run_dir / "distill", log=lambda line: print(line, file=sys.stderr))
+                save_model(model, run_dir / "distill" / "distilled.zip")
+    except BaseException:
+        with contextlib.suppress(Exception):
+            venv.close()
+        raise
     game = cfg.env.game_kwargs()
     # the rules travel with every checkpoint (the zip's data JSON): training.evaluate reads them
     model.sixnimmt_game = {**game, "num_players": cfg.env.num_players}
@@ -357,7 +362,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
         "signal": stop_signal,
         "timed_out": bar.timed_out,
         "checkpoint": str(ckpt),
-        "workers": workers,
+        "workers": 1 + getattr(venv, "processes", 0),
     }
     if interrupted:
         print(
