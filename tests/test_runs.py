@@ -174,10 +174,14 @@ def test_evaluate_plays_the_rules_the_run_trained_on(run3: Path, tmp_path: Path,
 def test_makefile_evaluation_follows_the_trained_config() -> None:
     make = (ROOT / "Makefile").read_text()
     lines = [line for line in make.splitlines() if "-m training.evaluate" in line]
-    assert len(lines) == 3  # greedy in every other seat, the mixed table, mc:64 in every other seat
+    # the mixed table, mc:64 in every other seat; greedy (and random) in every other seat are the training's own
+    # final evaluation (eval.opponents of the default config), printed from report.md, not played twice (issue 34)
+    assert len(lines) == 2
     assert all("--episode" not in line and "--variant" not in line and "--players" not in line for line in lines)
-    assert "--opponents greedy,greedy,greedy" not in make and "--fill-seats" in lines[1]
-    assert "--opponents mc:64 --fill-seats" in lines[2]
+    assert "--opponents greedy,greedy,greedy" not in make and "--fill-seats" in lines[0]
+    assert "--opponents mc:64 --fill-seats" in lines[1]
+    assert "report.md" in make
+    assert load_config(ROOT / "configs" / "ppo_4p.yaml").eval.opponents[0] == "greedy,greedy,greedy"
 
 
 # --------------------------------------------------------------------------- 4, 9: config files
