@@ -13,7 +13,7 @@ from sb3_contrib import MaskablePPO
 
 from training.config import ConfigError, load_config
 from training.policy import algo_kwargs
-from training.rollouts import AsyncMaskablePPO, RolloutWorkers, resolve_workers, rollout_processes
+from training.rollouts import AsyncMaskablePPO, RolloutWorkers, resolve_workers, rollout_processes, worker_seed
 from training.train import train
 from training.vec import build_vec_env
 
@@ -48,8 +48,9 @@ def test_a_rollout_process_collects_what_maskable_ppo_collects_in_process() -> N
         buf.compute_returns_and_advantage(torch.as_tensor(ours["last_values"]), ours["last_dones"])
     finally:
         workers.close()
-    # the same in one process: the worker's seed (SeedSequence([train.seed, 0])), its env, SB3's loop
-    seed = int(np.random.SeedSequence([cfg.train.seed, 0]).generate_state(1)[0])
+    # the same in one process: the worker's seed, its env, SB3's loop
+    seed = worker_seed(cfg.train.seed, 0)
+    assert seed == int(np.random.SeedSequence([cfg.train.seed, 0]).generate_state(1)[0])
     share = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, seed=seed))
     venv = build_vec_env(share, None)
     ref = MaskablePPO(env=venv, seed=seed, device="cpu", **algo_kwargs(cfg))

@@ -18,13 +18,13 @@ calls the callbacks once per vector step with ``num_timesteps`` counted as usual
 (checkpoints, evaluations, self-play snapshots, the wall-time cap) fire as they do synchronously. Checkpoints
 are plain MaskablePPO checkpoints.
 
-:class:`RolloutWorkers` is the learner's view of the workers, a ``VecEnv`` for SB3's bookkeeping:
-``env_method("set_opponents", sampler)`` (the self-play callback) reaches each worker before its next rollout;
-any other ``env_method``, ``get_attr`` or ``reset`` waits for the rollout in flight and then runs in every worker.
+:class:`RolloutWorkers` is the learner's view of the workers, a ``VecEnv`` for SB3's bookkeeping: ``env_method``
+(``set_opponents`` from the self-play callback among them), ``get_attr`` and ``reset`` wait for the rollout in
+flight and then run in every worker, so a new opponent set plays from the rollout after the one in flight.
 ``step`` is not available (the workers step their own envs).
 
-Seeds: worker i seeds its envs with ``SeedSequence([train.seed, i])`` and torch's sampling with the same stream;
-same seed, same run.
+Seeds: worker i seeds its envs and torch's sampling with :func:`worker_seed` of the run's seed (``train.seed``;
+past it on ``--resume``) and i; same seed and same ``train.workers``, same run.
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvO
 
 from sixnimmt_env.engine import NUM_ACTIONS
 from training.config import TrainConfig
+from training.vec import build_vec_env, env_indices
 
-__all__ = ["AsyncMaskablePPO", "RolloutWorkers", "resolve_workers"]
+__all__ = ["AsyncMaskablePPO", "RolloutWorkers", "resolve_workers", "rollout_processes", "worker_seed"]
 
 _FIELDS = ("observations", "actions", "rewards", "episode_starts", "values", "log_probs", "action_masks")
 """The rollout buffer's per-step arrays that a worker writes (``(n_steps, n_envs, ...)`` float32, SB3's layout)."""
@@ -79,6 +80,12 @@ def resolve_workers(cfg: TrainConfig) -> int:
     if cfg.train.normalize_obs or cfg.train.n_envs < 2 or cfg.train.vec_env == "subproc":
         return 1
     return max(1, min(usable_cores(), AUTO_WORKERS_MAX))
+
+
+def worker_seed(seed: int, index: int) -> int:
+    """The seed of rollout process ``index`` in a run seeded ``seed``: ``SeedSequence([seed, index])``'s first word,
+    for its envs and its torch sampling."""
+    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
 
 
 def rollout_processes(cfg: TrainConfig, workers: int) -> list[int]:
@@ -130,7 +137,6 @@ def _worker(conn: Any, job: _Job) -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     torch.set_num_threads(1)
     import training.agent  # noqa: F401  (ppo: specs of the opponents)
-    from training.vec import build_vec_env
 
     try:
         venv = build_vec_env(job.cfg, job.monitor_dir, job.pool, first_env=job.lo)
@@ -153,7 +159,7 @@ def _worker(conn: Any, job: _Job) -> None:
                 policy.set_training_mode(False)
             elif cmd == "reset":
                 if data is not None:  # a new seed for the run (SB3's env.seed, e.g. on --resume)
-                    seed = int(np.random.SeedSequence([data, job.index]).generate_state(1)[0])
+                    seed = worker_seed(data, job.index)
                     venv.seed(seed)
                     torch.manual_seed(seed)
                 obs = venv.reset()
@@ -244,8 +250,6 @@ class RolloutWorkers(VecEnv):
         monitor_dir: Path | None = None,
         pool: Sequence[str] = (),
     ) -> None:
-        from training.vec import build_vec_env
-
         if workers < 2:
             raise ValueError(f"RolloutWorkers needs 2 or more processes in all (the learner and 1+), got {workers}")
         n = cfg.train.n_envs
@@ -279,7 +283,7 @@ class RolloutWorkers(VecEnv):
         self._procs: list[Any] = []
         lo = 0
         for i, size in enumerate(rollout_processes(cfg, workers)):
-            seed = int(np.random.SeedSequence([cfg.train.seed, i]).generate_state(1)[0])
+            seed = worker_seed(cfg.train.seed, i)
             share = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, n_envs=size, seed=seed))
             job = _Job(i, share, monitor_dir, list(pool), n_steps, gamma, lo, lo + size, files, shapes)
             parent, child = ctx.Pipe()
@@ -420,11 +424,7 @@ class RolloutWorkers(VecEnv):
         return [flat[i] for i in self._idx(indices)]
 
     def _idx(self, indices: VecEnvIndices) -> list[int]:
-        if indices is None:
-            return list(range(self.num_envs))
-        if isinstance(indices, int | np.integer):
-            return [int(indices)]
-        return [int(i) for i in indices]
+        return env_indices(indices, self.num_envs)
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """The attribute in every env (waits for the rollout in flight); ``render_mode`` is None (nothing renders)."""

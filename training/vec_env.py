@@ -70,6 +70,7 @@ from sixnimmt_env.rewards import check_reward_mode
 from sixnimmt_env.stats import win_shares
 from training.agent import PolicyAgent
 from training.opponents import MixtureSampler
+from training.vec import env_indices
 
 if TYPE_CHECKING:
     from training.vec import VecEnvRequest
@@ -415,11 +416,7 @@ class SixNimmtVecEnv(VecEnv):
         """Nothing to release (no processes, no files)."""
 
     def _indices(self, indices: VecEnvIndices) -> list[int]:
-        if indices is None:
-            return list(range(self.num_envs))
-        if isinstance(indices, int | np.integer):
-            return [int(indices)]
-        return [int(i) for i in indices]
+        return env_indices(indices, self.num_envs)
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """The attribute of the batch, once per index (``learner_seat``: each game's seat).
