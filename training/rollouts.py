@@ -51,7 +51,8 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvO
 
 from sixnimmt_env.engine import NUM_ACTIONS
 from training.config import TrainConfig
-from training.vec import build_vec_env, env_indices
+from training.vec import build_vec_env
+from training.vec_env import env_indices
 
 __all__ = ["AsyncMaskablePPO", "RolloutWorkers", "resolve_workers", "rollout_processes", "worker_seed"]
 

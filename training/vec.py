@@ -37,18 +37,8 @@ __all__ = [
     "VecEnvRequest",
     "WorkerVecEnv",
     "build_vec_env",
-    "env_indices",
     "players_per_env",
 ]
-
-
-def env_indices(indices: VecEnvIndices, num_envs: int) -> list[int]:
-    """SB3's ``indices`` argument (``None``: all ``num_envs``; one int; or a sequence) as a list of ints."""
-    if indices is None:
-        return list(range(num_envs))
-    if isinstance(indices, int | np.integer):
-        return [int(indices)]
-    return [int(i) for i in indices]
 
 
 class EnvFactory:

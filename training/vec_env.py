@@ -70,12 +70,11 @@ from sixnimmt_env.rewards import check_reward_mode
 from sixnimmt_env.stats import win_shares
 from training.agent import PolicyAgent
 from training.opponents import MixtureSampler
-from training.vec import env_indices
 
 if TYPE_CHECKING:
     from training.vec import VecEnvRequest
 
-__all__ = ["SixNimmtVecEnv", "build_batched"]
+__all__ = ["SixNimmtVecEnv", "build_batched", "env_indices"]
 
 _HEURISTIC_TYPES: dict[type, int] = {
     ref_agents.RandomAgent: KINDS["random"],
@@ -84,6 +83,16 @@ _HEURISTIC_TYPES: dict[type, int] = {
     ref_agents.GreedyAgent: KINDS["greedy"],
 }
 """Reference agent classes (exactly these, not subclasses) played by the compiled heuristic kernel."""
+
+
+def env_indices(indices: VecEnvIndices, num_envs: int) -> list[int]:
+    """SB3's ``indices`` argument (``None``: all ``num_envs``; one int; or a sequence) as a list of ints."""
+    if indices is None:
+        return list(range(num_envs))
+    if isinstance(indices, int | np.integer):
+        return [int(indices)]
+    return [int(i) for i in indices]
+
 
 OpponentsArg = str | Sequence[str | Agent] | Callable[[np.random.Generator, int], Sequence[Agent]]
 
