@@ -2,7 +2,9 @@
 clicking, and the scores on the page are checked against the engine (issue 14).
 
 Playwright never downloads a browser here: it starts ``/usr/bin/chromium`` (Debian's ``chromium`` package, which
-``.ci/run`` installs where missing). Set ``SIXNIMMT_SCREENSHOTS=DIR`` to keep the screenshots in ``DIR``.
+``.ci/run`` installs where missing). Set ``SIXNIMMT_SCREENSHOTS=DIR`` to keep the screenshots in ``DIR``:
+``docs/play_table_phone.png`` and ``docs/play_table.png`` are ``play_table_phone.png`` and ``play_table_desktop.png``
+of ``SIXNIMMT_SCREENSHOTS=DIR pytest tests/test_play_browser.py -k fits``.
 """
 
 from __future__ import annotations
@@ -115,3 +117,105 @@ def test_watching_agents_play_on_by_themselves(browser):
         expected = _engine_game(config, list(specs), 3, None).totals
         assert [int(page.inner_text(f"[data-final='{s}']")) for s in range(4)] == list(expected)
         page.close()
+
+
+# The sizes the table is laid out for (issue 38): two phones, a tablet (all with touch, laid out by the page's
+# viewport meta tag) and the desktop the table was first drawn for.
+SCREENS = {
+    "phone": (390, 844, True),
+    "phone_360": (360, 740, True),
+    "tablet": (768, 1024, True),
+    "desktop": (1360, 900, False),
+}
+
+# the page's boxes as [left, top, width, height] in CSS pixels
+_BOXES = """sel => Array.from(document.querySelectorAll(sel)).filter(e => e.offsetParent !== null).map(e => {
+  const r = e.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })"""
+
+
+def _assert_fits(page, width: int, when: str) -> None:
+    """No horizontal scrolling: the layout viewport is the screen's width (a phone widens it when the page is too
+    wide) and nothing reaches past it."""
+    scroll, inner = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+    assert (scroll, inner) == (width, width), f"{when}: scrollWidth {scroll}, innerWidth {inner}, screen {width}"
+
+
+def _assert_inside(page, selector: str, width: int) -> list[list[float]]:
+    boxes = page.evaluate(_BOXES, selector)
+    assert boxes, f"no visible {selector}"
+    for left, _, w, _ in boxes:
+        assert left >= 0 and left + w <= width + 0.5, f"{selector} at x={left:.0f}..{left + w:.0f}, screen {width}"
+    return boxes
+
+
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_the_table_fits_every_screen_and_plays_a_round_by_tapping(browser, tmp_path, screen):
+    width, height, touch = SCREENS[screen]
+    config = E.GameConfig(num_players=4, episode="round")
+    specs = ("human", "greedy", "mc:16", "random")
+    app = create_app(PlaySettings(config, specs, seed=1, coach_samples=100))  # seed 1: three low cards of yours
+    shots = _screenshot_dir(tmp_path)
+    errors: list[str] = []
+    with BackgroundServer(app) as url:
+        context = browser.new_context(
+            viewport={"width": width, "height": height}, has_touch=touch, is_mobile=touch and width < 1000
+        )
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        press = page.tap if touch else page.click
+        page.goto(url + "/?anim=0")
+        page.wait_for_selector("button[data-card]:not([disabled])")
+        _assert_fits(page, width, "first turn")
+        press("#coach-toggle")
+        assert page.is_checked("#coach-box")
+        # every control of the header is a tap target of at least 44 x 44 px on a touch screen
+        if touch:
+            for selector in ("#new-btn", "#coach-toggle", "#speed", "button[data-card]"):
+                for _, _, w, h in _assert_inside(page, selector, width):
+                    assert w >= 44 and h >= 44, f"{selector} is {w:.0f} x {h:.0f} px"
+        # the cards are readable: at least 40 px wide, their numbers at least 16 px
+        for _, _, w, _ in _assert_inside(page, ".row .card", width):
+            assert w >= 40
+        assert (
+            min(
+                page.evaluate(
+                    "Array.from(document.querySelectorAll('.card .val')).map(e => "
+                    "parseFloat(getComputedStyle(e).fontSize))"
+                )
+            )
+            >= 16
+        )
+        _assert_inside(page, ".slot.sixth", width)  # every row's sixth slot is on the page
+        turns = row_taps = 0
+        while True:
+            page.wait_for_selector("button[data-card]:not([disabled]), [data-row], #final:not([hidden])")
+            if page.is_visible("#final"):
+                break
+            _assert_fits(page, width, f"decision {turns}")
+            if page.query_selector("[data-row]"):
+                page.wait_for_selector(".coach-row.best")  # the coach rates every row, on the screen
+                assert len(_assert_inside(page, ".coach-row", width)) == 4
+                for _, _, w, h in _assert_inside(page, "[data-row]", width):
+                    assert w >= 44 and h >= 44
+                press("[data-row] >> nth=0")  # a low card: take row 1
+                row_taps += 1
+            else:
+                page.wait_for_selector(".ev.best")  # the coach rates every card, under the card
+                assert len(_assert_inside(page, "#hand .ev", width)) == 10 - (turns - row_taps)
+                if turns == 4:
+                    page.screenshot(path=str(shots / f"play_table_{screen}.png"))
+                press("button[data-card]:not([disabled]) >> nth=0")  # the lowest card
+            turns += 1
+            assert turns < 40
+        _assert_fits(page, width, "game over")
+        _assert_inside(page, ".final-card", width)
+        final_buttons = _assert_inside(page, ".final-actions button", width)
+        assert len(final_buttons) == 2
+        if touch:
+            assert all(w >= 44 and h >= 44 for _, _, w, h in final_buttons)
+        expected = _engine_game(config, list(specs), 1, _lowest_choice).totals
+        assert row_taps == 3 and turns == 13
+        assert [int(page.inner_text(f"[data-final='{s}']")) for s in range(4)] == list(expected)
+        context.close()
+    assert errors == []
+    assert (shots / f"play_table_{screen}.png").stat().st_size > 10_000
