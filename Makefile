@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CONFIG ?= configs/ppo_4p.yaml
 
-.PHONY: install train test lint bench champion
+.PHONY: install train test lint bench champion docs
 
 # An editable install skips setup.py's data files: the last pip line puts the Gymnasium registration hook
 # (sixnimmt_gymnasium.pth) in place by hand.
@@ -12,7 +12,7 @@ $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[train,play,dev,interop,rllib]'
+	$(PY) -m pip install --quiet -e '.[train,play,dev,interop,rllib,docs]'
 	$(PY) -c "import shutil, sysconfig; shutil.copy('sixnimmt_gymnasium.pth', sysconfig.get_path('purelib'))"
 	touch $@
 
@@ -54,6 +54,11 @@ champion: install
 
 test: install
 	$(PY) -m pytest -q -n 2
+
+# The documentation site (docs/, Sphinx + MyST + autodoc) into site/, offline; every warning is an error (-W), and so
+# is every reference into the project that does not resolve (-n; docs/nitpick_ignore.txt lists the loose ones).
+docs: install
+	$(PY) -m sphinx -q -E -n -W --keep-going -b html docs site
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

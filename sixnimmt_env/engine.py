@@ -15,12 +15,12 @@ around it.
 
 Action encoding (shared with every environment, stable):
 
-===========  =========================================================
-``0..103``   the card ``a + 1``: play it (select), or take it from the
-             open display (logic-variant draft)
-``104..107`` take row ``a - 104`` (the low-card choice, R9)
-``108``      no-op: the only legal action of a seat with no decision
-===========  =========================================================
+============  =========================================================
+``0..103``    the card ``a + 1``: play it (select), or take it from the
+              open display (logic-variant draft)
+``104..107``  take row ``a - 104`` (the low-card choice, R9)
+``108``       no-op: the only legal action of a seat with no decision
+============  =========================================================
 """
 
 from __future__ import annotations

@@ -68,8 +68,8 @@ def test_the_observation_module_table_is_the_piece_table() -> None:
     assert rows == list(PIECES)
 
 
-def test_the_readme_names_every_piece() -> None:
-    readme = (ROOT / "README.md").read_text()
-    table = readme[readme.index("| piece | size | meaning (scale) |") :].split("\n\n")[0]
+def test_the_environment_page_names_every_piece() -> None:
+    page = (ROOT / "docs" / "environment.md").read_text()
+    table = page[page.index("| piece | size | meaning (scale) |") :].split("\n\n")[0]
     first_cells = [line.split("|")[1] for line in table.splitlines()[2:]]
     assert [name for name, _ in PIECES] == [name for cell in first_cells for name in re.findall(r"`(\w+)`", cell)]

@@ -2,9 +2,10 @@
 
 :mod:`sixnimmt_env.engine` is the readable specification; this module is its one compiled twin. The batched engine
 (:mod:`.core`), the compiled single-game backend (:mod:`.single`), the learner tables (:mod:`.learner`), the arena's
-heuristic games (:mod:`.arena`), the ``mc:N`` rollouts (:mod:`.mc`), the vectorised agents (:mod:`.agents`) and the
-card features (:mod:`..card_features`) call it; none of them places a card, picks a target row or books a penalty
-by itself. A rule changes here and in the engine, and the parity tests compare the two.
+heuristic games (:mod:`~sixnimmt_env.batched.arena`), the ``mc:N`` rollouts (:mod:`.mc`), the vectorised agents
+(:mod:`~sixnimmt_env.batched.agents`) and the card features (:mod:`..card_features`) call it; none of them places a
+card, picks a target row or books a penalty by itself. A rule changes here and in the engine, and the parity tests
+compare the two.
 
 **Rows.** A table's rows are read through three arrays of 4 entries, the *light rows*: ``ends`` (last card of each
 row), ``lens`` (cards in it, 1..5) and ``costs`` (its bullheads, R2). They are all that R7-R9 need:
@@ -20,26 +21,26 @@ alone (numba compiles the ``None`` case without the bookkeeping).
 **Game state.** :class:`GameArrays` names the arrays of B games (``B`` games, ``n`` seats; cards 1..104, 0 = empty
 slot; scores in bullheads):
 
-=================  ===============  ==========================================================
-field              shape, dtype     meaning
-=================  ===============  ==========================================================
-``phase``          (B,) int8        0 select, 1 choose_row, 2 draft, 3 done (``engine.PHASES``)
-``hand``           (B, n, 10) int16 each seat's cards ascending, then zeros
-``hand_len``       (B, n) int8      cards in each hand
-``rows``           (B, 4, 5) int16  the rows, each ascending, then zeros
-``row_len``        (B, 4) int8      cards in each row (0 during the draft): the light rows' ``lens``
-``row_end``        (B, 4) int16     last card of each row (0 during the draft): ``ends``
-``row_bull``       (B, 4) int32     bullheads in each row: ``costs``
-``pile``           (B, 105) int8    ``pile[b, c]``: seat whose penalty pile holds card c this round, else -1
-``display``        (B, 105) bool    cards on the open draft display (V2)
-``revealed``       (B, n) int16     as ``State.revealed``
-``round_pen``      (B, n) int32     bullheads taken this round (R11)
-``totals``         (B, n) int32     game totals (R12)
-``chooser``        (B,) int8        as ``State.chooser`` (-1 if none)
-``turn``           (B,) int8        turns completed this round
-``round``          (B,) int32       rounds completed before this one
-``drafter``        (B, 105) int8    ``drafter[b, c]``: seat that took card c in this round's draft (V2), else -1
-=================  ===============  ==========================================================
+=================  ================  ==========================================================
+field              shape, dtype      meaning
+=================  ================  ==========================================================
+``phase``          (B,) int8         0 select, 1 choose_row, 2 draft, 3 done (``engine.PHASES``)
+``hand``           (B, n, 10) int16  each seat's cards ascending, then zeros
+``hand_len``       (B, n) int8       cards in each hand
+``rows``           (B, 4, 5) int16   the rows, each ascending, then zeros
+``row_len``        (B, 4) int8       cards in each row (0 during the draft): the light rows' ``lens``
+``row_end``        (B, 4) int16      last card of each row (0 during the draft): ``ends``
+``row_bull``       (B, 4) int32      bullheads in each row: ``costs``
+``pile``           (B, 105) int8     ``pile[b, c]``: seat whose penalty pile holds card c this round, else -1
+``display``        (B, 105) bool     cards on the open draft display (V2)
+``revealed``       (B, n) int16      as ``State.revealed``
+``round_pen``      (B, n) int32      bullheads taken this round (R11)
+``totals``         (B, n) int32      game totals (R12)
+``chooser``        (B,) int8         as ``State.chooser`` (-1 if none)
+``turn``           (B,) int8         turns completed this round
+``round``          (B,) int32        rounds completed before this one
+``drafter``        (B, 105) int8     ``drafter[b, c]``: seat that took card c in this round's draft (V2), else -1
+=================  ================  ==========================================================
 
 :func:`step_game` applies one joint action to game ``b`` (R5-R14, V2); :func:`deal` sets up a round (R3, R14);
 :func:`legal_mask` and :func:`is_legal` give the legal actions; :func:`encode_public` and :func:`encode_seat`

@@ -458,7 +458,7 @@ class SingleGame:
         seed: seeds the game's deal generator as ``BatchedGames(config, 1, seed)`` seeds its game (same seed,
             same games; not the reference engine's deals); ``None``: fresh entropy.
 
-    Attributes:
+    Its attributes:
         config, num_players, buffer (``uint8``), and one numpy view per :data:`LAYOUT` piece (``actions``:
         fill ``actions[0, seat]`` before :meth:`step`; ``penalties``; the state arrays; treat the others as
         read-only); ``deals`` (the queued deals, ``int16 (1, R, 10 n + 4)``), ``obs_shape`` and ``mask_shape``

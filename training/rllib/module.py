@@ -1,4 +1,4 @@
-"""The card policy and an MLP as RLlib ``RLModule``s with action masking (PPO, torch, new API stack).
+"""The card policy and an MLP as RLlib ``RLModule`` classes with action masking (PPO, torch, new API stack).
 
 :class:`CardRLModule` reads the adapted observation of :mod:`sixnimmt_env.rllib_env`
 (``{"observations": float32 (B, 506), "action_mask": (B, 109)}``, 1 at the legal actions, any dtype) and gives
