@@ -52,10 +52,17 @@ def _screenshot_dir(tmp_path: Path) -> Path:
     return out
 
 
+# one round against greedy, mc:16 and random; seed 1 deals you three low cards (three row choices)
+ROUND_CONFIG = E.GameConfig(num_players=4, episode="round")
+ROUND_SPECS = ("human", "greedy", "mc:16", "random")
+
+
+def _round_app(coach_samples: int):
+    return create_app(PlaySettings(ROUND_CONFIG, ROUND_SPECS, seed=1, coach_samples=coach_samples))
+
+
 def test_a_whole_round_by_clicking(browser, tmp_path):
-    config = E.GameConfig(num_players=4, episode="round")
-    specs = ("human", "greedy", "mc:16", "random")
-    app = create_app(PlaySettings(config, specs, seed=1, coach_samples=200))  # seed 1: three low cards of yours
+    app = _round_app(200)
     shots = _screenshot_dir(tmp_path)
     errors: list[str] = []
     with BackgroundServer(app) as url:
@@ -81,7 +88,7 @@ def test_a_whole_round_by_clicking(browser, tmp_path):
             clicks += 1
             assert clicks < 40
         page.screenshot(path=str(shots / "play_table_final.png"))
-        expected = _engine_game(config, list(specs), 1, _lowest_choice).totals
+        expected = _engine_game(ROUND_CONFIG, list(ROUND_SPECS), 1, _lowest_choice).totals
         assert row_clicks == 3
         shown = [int(page.inner_text(f"[data-final='{s}']")) for s in range(4)]
         assert shown == list(expected)
@@ -151,9 +158,7 @@ def _assert_inside(page, selector: str, width: int) -> list[list[float]]:
 @pytest.mark.parametrize("screen", list(SCREENS))
 def test_the_table_fits_every_screen_and_plays_a_round_by_tapping(browser, tmp_path, screen):
     width, height, touch = SCREENS[screen]
-    config = E.GameConfig(num_players=4, episode="round")
-    specs = ("human", "greedy", "mc:16", "random")
-    app = create_app(PlaySettings(config, specs, seed=1, coach_samples=100))  # seed 1: three low cards of yours
+    app = _round_app(100)
     shots = _screenshot_dir(tmp_path)
     errors: list[str] = []
     with BackgroundServer(app) as url:
@@ -213,7 +218,7 @@ def test_the_table_fits_every_screen_and_plays_a_round_by_tapping(browser, tmp_p
         assert len(final_buttons) == 2
         if touch:
             assert all(w >= 44 and h >= 44 for _, _, w, h in final_buttons)
-        expected = _engine_game(config, list(specs), 1, _lowest_choice).totals
+        expected = _engine_game(ROUND_CONFIG, list(ROUND_SPECS), 1, _lowest_choice).totals
         assert row_taps == 3 and turns == 13
         assert [int(page.inner_text(f"[data-final='{s}']")) for s in range(4)] == list(expected)
         context.close()
