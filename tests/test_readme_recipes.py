@@ -36,10 +36,7 @@ RECIPES = recipes()
 # every other page's blocks, as (page, index): the README's example, the environment page, the play tutorial, ...
 PAGES = [README, *sorted(DOCS.rglob("*.md"))]
 BLOCKS = [
-    (page, i)
-    for page in PAGES
-    if page != LIBRARIES and page not in TRAINING
-    for i in range(len(python_blocks(page)))
+    (page, i) for page in PAGES if page != LIBRARIES and page not in TRAINING for i in range(len(python_blocks(page)))
 ]
 
 
