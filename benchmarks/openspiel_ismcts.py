@@ -23,21 +23,7 @@ import numpy as np
 import pyspiel
 from open_spiel.python.algorithms import ismcts, mcts
 
-from sixnimmt_env.openspiel import AgentBot, resampler
-
-
-def play(state: pyspiel.State, bots: list[pyspiel.Bot], rng: np.random.RandomState) -> tuple[list[float], int]:
-    """Play a turn-based state to its end; return the returns and the decisions of seat 0."""
-    decisions = 0
-    while not state.is_terminal():
-        if state.is_chance_node():
-            outcomes, probs = zip(*state.chance_outcomes(), strict=True)
-            state.apply_action(int(rng.choice(outcomes, p=probs)))
-            continue
-        player = state.current_player()
-        decisions += player == 0
-        state.apply_action(int(bots[player].step(state)))
-    return state.returns(), decisions
+from sixnimmt_env.openspiel import AgentBot, play, resampler
 
 
 def ismcts_bot(game: pyspiel.Game, sims: int, seed: int) -> pyspiel.Bot:
@@ -68,9 +54,10 @@ def main() -> None:
             else:
                 seat0 = AgentBot(name, 0, seed=deal)
             bots = [seat0] + [AgentBot("mc:64", p, seed=1000 * deal + p) for p in range(1, args.players)]
-            returns, d = play(game.new_initial_state(), bots, np.random.RandomState(deal))
+            state = game.new_initial_state()
+            returns = play(state, bots, np.random.RandomState(deal))
             penalties.append(-returns[0])
-            decisions += d
+            decisions += sum(pa.player == 0 for pa in state.full_history())
         seconds = time.perf_counter() - start
         results[name] = penalties
         mean = statistics.fmean(penalties)

@@ -38,8 +38,8 @@ Observations hold the observing seat's hand and public information only (`RULES.
 
 ISMCTS and the other sequential-only algorithms play the turn-based form
 ``pyspiel.convert_to_turn_based(game)``; :func:`resampler` gives ISMCTS the worlds consistent with a
-seat's information. :class:`AgentBot` plays any agent spec of :func:`sixnimmt_env.agents.make_agent`
-(``champion`` included) as a ``pyspiel.Bot``.
+seat's information, and :func:`play` plays either form with bots that only ``step``. :class:`AgentBot`
+plays any agent spec of :func:`sixnimmt_env.agents.make_agent` (``champion`` included) as a ``pyspiel.Bot``.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ __all__ = [
     "SixNimmtGame",
     "SixNimmtState",
     "config_of",
+    "play",
     "resampler",
     "simultaneous_state",
 ]
@@ -639,6 +640,36 @@ def _last_deal_start(state: pyspiel.State) -> int:
     while start > 0 and players[start - 1] == pyspiel.PlayerId.CHANCE:
         start -= 1
     return start
+
+
+def play(state: pyspiel.State, bots: Sequence[pyspiel.Bot], rng: np.random.RandomState) -> list[float]:
+    """Play ``state`` to its end with one bot per seat; return the returns (bullheads, see the module docstring).
+
+    Like OpenSpiel's ``evaluate_bots`` for the turn-based form, but it asks nothing of a bot besides ``step``
+    (OpenSpiel's Python ``ISMCTSBot`` has no ``restart_at``) and checks every action before applying it. Chance
+    outcomes are drawn from ``rng``. ``state`` is advanced in place.
+
+    Raises:
+        ValueError: a bot chose an illegal action (naming the seat, the action and the legal actions).
+    """
+    while not state.is_terminal():
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes(), strict=True)
+            state.apply_action(int(rng.choice(outcomes, p=probs)))
+            continue
+        seats = range(len(bots)) if state.is_simultaneous_node() else [state.current_player()]
+        actions = []
+        for seat in seats:
+            legal = state.legal_actions(seat)
+            action = int(bots[seat].step(state)) if legal else 0
+            if legal and action not in legal:
+                raise ValueError(f"the bot of seat {seat} chose action {action}, not legal; legal actions: {legal}")
+            actions.append(action)
+        if state.is_simultaneous_node():
+            state.apply_actions(actions)
+        else:
+            state.apply_action(actions[0])
+    return list(state.returns())
 
 
 class AgentBot(pyspiel.Bot):

@@ -19,7 +19,7 @@ from open_spiel.python.bots import uniform_random
 
 from sixnimmt_env import engine, observation
 from sixnimmt_env.agents import make_agent
-from sixnimmt_env.openspiel import AgentBot, SixNimmtState, config_of, resampler, simultaneous_state
+from sixnimmt_env.openspiel import AgentBot, SixNimmtState, config_of, play, resampler, simultaneous_state
 from sixnimmt_env.rewards import rewards
 
 SIM = pyspiel.PlayerId.SIMULTANEOUS
@@ -348,21 +348,6 @@ def test_agent_bot_plays_what_the_agent_plays() -> None:
         AgentBot("nobody", 0)
 
 
-def play_turn_based(state: pyspiel.State, bots: list[pyspiel.Bot], rng: np.random.RandomState) -> int:
-    """Play to the end, checking every decision is legal; return the number of decisions."""
-    decisions = 0
-    while not state.is_terminal():
-        if state.is_chance_node():
-            outcomes, probs = zip(*state.chance_outcomes(), strict=True)
-            state.apply_action(int(rng.choice(outcomes, p=probs)))
-            continue
-        action = int(bots[state.current_player()].step(state))
-        assert action in state.legal_actions()
-        state.apply_action(action)
-        decisions += 1
-    return decisions
-
-
 def test_ismcts_plays_legal_games_on_the_turn_based_form() -> None:
     game = pyspiel.convert_to_turn_based(load(players=3, episode="round"))
     for seed in range(2):
@@ -370,12 +355,27 @@ def test_ismcts_plays_legal_games_on_the_turn_based_form() -> None:
                                max_simulations=20, random_state=np.random.RandomState(seed))  # fmt: skip
         bot.set_resampler(resampler(seed))
         state = game.new_initial_state()
-        decisions = play_turn_based(state, [bot, AgentBot("greedy", 1), AgentBot("random", 2, seed=seed)],
-                                    np.random.RandomState(seed))  # fmt: skip
+        returns = play(
+            state, [bot, AgentBot("greedy", 1), AgentBot("random", 2, seed=seed)], np.random.RandomState(seed)
+        )
+        decisions = sum(pa.player >= 0 for pa in state.full_history())
         assert 30 <= decisions <= 40  # 3 seats x 10 cards, plus the row choices
         sim, pending = simultaneous_state(state)
         assert pending == [] and sim.is_terminal()
-        assert state.returns() == [-float(t) for t in sim.engine_state.totals]
+        assert returns == [-float(t) for t in sim.engine_state.totals]
+
+
+def test_play_refuses_an_illegal_bot_action() -> None:
+    class Stubborn(pyspiel.Bot):
+        def step(self, state: pyspiel.State) -> int:
+            return 103  # card 104, not in a 3-player tactics deck
+
+    game = load(players=3, variant="tactics", episode="round")
+    bots = [AgentBot("greedy", 0), Stubborn(), AgentBot("greedy", 2)]
+    with pytest.raises(ValueError, match=r"the bot of seat 1 chose action 103, not legal; legal actions: \["):
+        play(game.new_initial_state(), bots, np.random.RandomState(0))
+    returns = play(game.new_initial_state(), [AgentBot("lowest", s) for s in range(3)], np.random.RandomState(0))
+    assert len(returns) == 3 and sum(returns) < 0
 
 
 def test_resampler_keeps_the_information_of_the_seat_to_move() -> None:
