@@ -94,23 +94,31 @@ _DEFAULTS: dict[str, Any] = {
 _DECK_BULLHEADS = 171  # every card of the deck (R2): the most one round can hand out
 _TURN_PIECES = (("plays", HAND_SIZE * observation.MAX_SEATS), ("rows_taken", HAND_SIZE * NUM_ROWS))
 
-_GAME_TYPE = pyspiel.GameType(
-    short_name=SHORT_NAME,
-    long_name="6 nimmt! (sixnimmt)",
-    dynamics=pyspiel.GameType.Dynamics.SIMULTANEOUS,
-    chance_mode=pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC,
-    information=pyspiel.GameType.Information.IMPERFECT_INFORMATION,
-    utility=pyspiel.GameType.Utility.GENERAL_SUM,
-    reward_model=pyspiel.GameType.RewardModel.REWARDS,
-    max_num_players=engine.MAX_PLAYERS,
-    min_num_players=engine.MIN_PLAYERS,
-    provides_information_state_string=True,
-    provides_information_state_tensor=True,
-    provides_observation_string=True,
-    provides_observation_tensor=True,
-    provides_factored_observation_string=False,
-    parameter_specification=_DEFAULTS,
-)
+
+def _game_type(utility: pyspiel.GameType.Utility) -> pyspiel.GameType:
+    """The game type of ``python_sixnimmt`` with the utility of its reward mode."""
+    return pyspiel.GameType(
+        short_name=SHORT_NAME,
+        long_name="6 nimmt! (sixnimmt)",
+        dynamics=pyspiel.GameType.Dynamics.SIMULTANEOUS,
+        chance_mode=pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC,
+        information=pyspiel.GameType.Information.IMPERFECT_INFORMATION,
+        utility=utility,
+        reward_model=pyspiel.GameType.RewardModel.REWARDS,
+        max_num_players=engine.MAX_PLAYERS,
+        min_num_players=engine.MIN_PLAYERS,
+        provides_information_state_string=True,
+        provides_information_state_tensor=True,
+        provides_observation_string=True,
+        provides_observation_tensor=True,
+        provides_factored_observation_string=False,
+        parameter_specification=_DEFAULTS,
+    )
+
+
+_GAME_TYPE = _game_type(pyspiel.GameType.Utility.GENERAL_SUM)
+"""The registered type (reward "penalty"); reward "relative" makes a zero-sum game."""
+_ZERO_SUM_TYPE = _game_type(pyspiel.GameType.Utility.ZERO_SUM)
 
 
 def config_of(params: Mapping[str, Any]) -> tuple[GameConfig, str]:
@@ -126,15 +134,19 @@ def config_of(params: Mapping[str, Any]) -> tuple[GameConfig, str]:
         raise ValueError(f"{SHORT_NAME}: unknown parameters {unknown}; known: {sorted(_DEFAULTS)}")
     p = {**_DEFAULTS, **params}
     check_reward_mode(p["reward"])
-    config = GameConfig(
-        num_players=p["players"],
-        variant=p["variant"],
-        row_choice=p["row_choice"],
-        end_score=p["end_score"] or None,
-        end_rule=p["end_rule"],
-        max_rounds=p["max_rounds"] or None,
-        episode=p["episode"],
-    )
+    try:
+        config = GameConfig(
+            num_players=p["players"],
+            variant=p["variant"],
+            row_choice=p["row_choice"],
+            end_score=p["end_score"] or None,
+            end_rule=p["end_rule"],
+            max_rounds=p["max_rounds"] or None,
+            episode=p["episode"],
+        )
+    except ValueError as error:  # in the names and values of the OpenSpiel parameters
+        text = str(error).replace("num_players", "players").replace(" or None", " or 0 (none)")
+        raise ValueError(f"{SHORT_NAME}: {text.replace('both be None', 'both be 0')}") from None
     return config, p["reward"]
 
 
@@ -194,11 +206,8 @@ class SixNimmtGame(pyspiel.Game):
             bound = min(bound, float(last + _DECK_BULLHEADS))
         relative = self.reward == "relative"
         decisions = HAND_SIZE * (2 + (n if config.variant == "logic" else 0))  # selections, row choices, picks
-        game_type = _GAME_TYPE
-        if relative:
-            game_type = pyspiel.GameType(**{**_type_fields(_GAME_TYPE), "utility": pyspiel.GameType.Utility.ZERO_SUM})
         super().__init__(
-            game_type,
+            _ZERO_SUM_TYPE if relative else _GAME_TYPE,
             pyspiel.GameInfo(
                 num_distinct_actions=ROW_ACTION + NUM_ROWS,
                 max_chance_outcomes=NUM_CARDS,
@@ -221,17 +230,6 @@ class SixNimmtGame(pyspiel.Game):
         """The observer of ``iig_obs_type`` (default: the observation; ``perfect_recall=True``: the
         information state). Only the observing seat's private information is ever included."""
         return SixNimmtObserver(iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False), params)
-
-
-def _type_fields(t: pyspiel.GameType) -> dict[str, Any]:
-    """The constructor arguments of a ``pyspiel.GameType``."""
-    names = (
-        "short_name", "long_name", "dynamics", "chance_mode", "information", "utility", "reward_model",
-        "max_num_players", "min_num_players", "provides_information_state_string",
-        "provides_information_state_tensor", "provides_observation_string", "provides_observation_tensor",
-        "provides_factored_observation_string", "parameter_specification",
-    )  # fmt: skip
-    return {name: getattr(t, name) for name in names}
 
 
 class SixNimmtState(pyspiel.State):

@@ -69,12 +69,14 @@ def test_parameters_and_game_info() -> None:
     ("params", "message"),
     [
         ({"variant": "classic"}, r"variant must be one of 'standard', 'tactics', 'logic', got 'classic'"),
-        ({"players": 11}, r"num_players must be an integer 2..10 \(RULES.md R3\), got 11"),
+        ({"players": 11}, r"python_sixnimmt: players must be an integer 2..10 \(RULES.md R3\), got 11"),
+        ({"end_score": -5}, r"end_score must be a positive integer or 0 \(none\), got -5"),
+        ({"end_score": 0}, r"end_score and max_rounds cannot both be 0 when episode='game'"),
         ({"reward": "win"}, r"reward must be one of 'penalty', 'relative', got 'win'"),
     ],
 )
 def test_bad_parameters_name_the_value(params: dict[str, object], message: str) -> None:
-    with pytest.raises(Exception, match=message):
+    with pytest.raises(ValueError, match=message):
         load(**params)
 
 
