@@ -350,18 +350,19 @@ def test_agent_bot_plays_what_the_agent_plays() -> None:
         AgentBot("nobody", 0)
 
 
-def test_ismcts_plays_legal_games_on_the_turn_based_form() -> None:
-    game = pyspiel.convert_to_turn_based(load(players=3, episode="round"))
-    for seed in range(2):
+@pytest.mark.parametrize(("players", "variant", "games"), [(3, "standard", 2), (2, "logic", 1)])
+def test_ismcts_plays_legal_games_on_the_turn_based_form(players: int, variant: str, games: int) -> None:
+    game = pyspiel.convert_to_turn_based(load(players=players, variant=variant, episode="round"))
+    for seed in range(games):
         bot = ismcts.ISMCTSBot(game, mcts.RandomRolloutEvaluator(1, np.random.RandomState(seed)), uct_c=10.0,
                                max_simulations=20, random_state=np.random.RandomState(seed))  # fmt: skip
         bot.set_resampler(resampler(seed))
         state = game.new_initial_state()
-        returns = play(
-            state, [bot, AgentBot("greedy", 1), AgentBot("random", 2, seed=seed)], np.random.RandomState(seed)
-        )
+        others = [AgentBot("greedy", 1), AgentBot("random", 2, seed=seed)][: players - 1]
+        returns = play(state, [bot, *others], np.random.RandomState(seed))
         decisions = sum(pa.player >= 0 for pa in state.full_history())
-        assert 30 <= decisions <= 40  # 3 seats x 10 cards, plus the row choices
+        picks = 10 * players if variant == "logic" else 0
+        assert 10 * players + picks <= decisions <= 10 * players + picks + 10  # cards, draft picks, row choices
         sim, pending = simultaneous_state(state)
         assert pending == [] and sim.is_terminal()
         assert returns == [-float(t) for t in sim.engine_state.totals]
