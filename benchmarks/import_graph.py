@@ -52,7 +52,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("arena-report", ("sixnimmt_env.arena.summary", "sixnimmt_env.arena.report")),
     ("arena-runs", ("sixnimmt_env.arena.run", "sixnimmt_env.arena.league")),
     ("arena-cli", ("sixnimmt_env.arena", "sixnimmt_env.arena.*")),
-    ("envs", ("sixnimmt_env.pettingzoo_env", "sixnimmt_env.sixnimmt_v0", "sixnimmt_env.*_env")),
+    (
+        "envs",
+        ("sixnimmt_env.pettingzoo_env", "sixnimmt_env.sixnimmt_v0", "sixnimmt_env.*_env", "sixnimmt_env.openspiel"),
+    ),
     ("play", ("sixnimmt_env.play", "sixnimmt_env.play.*")),
     ("package", ("sixnimmt_env",)),
     ("training-config", ("training.config",)),

@@ -53,6 +53,7 @@ def test_one_recipe_per_library_each_at_most_15_lines() -> None:
         "TorchRL",
         "Tianshou",
         "Ray RLlib",
+        "OpenSpiel",
     ]
     for name, code in RECIPES.items():
         assert len(code.strip().splitlines()) <= 15, name
