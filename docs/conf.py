@@ -45,7 +45,8 @@ nitpick_ignore_regex = [
         r"~?(numpy|np|torch|nn|collections|pathlib|Path|typing|gymnasium|gym|pettingzoo|stable_baselines3|sb3_contrib"
         r"|starlette|yaml|zipfile|ray|numba|tqdm|matplotlib|openskill|textual|uvicorn|filelock|concurrent|multiprocessing"
         r"|subprocess|argparse|io|os|json|enum|dataclasses|threading|asyncio|logging|socket|secrets|Starlette|datetime"
-        r"|shlex|contextlib|functools|itertools|random|math|signal|tempfile|shutil|csv|re|pickle|hashlib)\b.*",
+        r"|shlex|contextlib|functools|itertools|random|math|signal|tempfile|shutil|csv|re|pickle|hashlib|pyspiel"
+        r"|open_spiel)\b.*",
     ),
 ]
 napoleon_use_ivar = True

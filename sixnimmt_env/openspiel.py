@@ -233,9 +233,10 @@ class SixNimmtGame(pyspiel.Game):
 
 
 class SixNimmtState(pyspiel.State):
-    """One position of ``python_sixnimmt``: an engine state plus the deal in progress and the public record.
+    """One position of ``python_sixnimmt``: an engine state plus the deal in progress and the public record. The
+    attributes are read-only for users.
 
-    Attributes (read-only for users):
+    Attributes:
         engine_state: the :class:`~sixnimmt_env.engine.State` being played; during a deal, ``None`` (the
             first deal) or a state with empty hands and rows holding the new round's totals and round index.
         dealt: the cards dealt so far in a deal in progress, in slot order, else ``None``.
