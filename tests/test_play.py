@@ -479,7 +479,9 @@ def test_command_line_server_starts_on_a_free_port_and_stops():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    bad = subprocess.run([*cmd[:3], "--no-save", "--opponents", "grebby"], capture_output=True, text=True, env=env, timeout=60)
+    bad = subprocess.run(
+        [*cmd[:3], "--no-save", "--opponents", "grebby"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert bad.returncode == 2 and "unknown agent spec 'grebby'" in bad.stderr
 
 
