@@ -339,7 +339,8 @@ def bad_requests(server: Server) -> list[tuple[str, int, bool]]:
         ("new game, text/plain, own origin", "POST", "/api/games", {**json_h, "Content-Type": "text/plain"}, b"{}"),
         ("new game, form body", "POST", "/api/games",
          {**json_h, "Content-Type": "application/x-www-form-urlencoded"}, b"a=1"),
-        ("new game without the token", "POST", "/api/games", {"Content-Type": "application/json", "Origin": own}, b"{}"),
+        ("new game without the token", "POST", "/api/games", {"Content-Type": "application/json", "Origin": own},
+         b"{}"),
         ("new game with a wrong token", "POST", "/api/games", {**json_h, TOKEN_HEADER: "guess"}, b"{}"),
         ("100,000 nested [", "POST", "/api/games", json_h, b"[" * 100_000),
         ("2,000 nested [ (under the size limit)", "POST", "/api/games", json_h, b"[" * 2000),
@@ -436,7 +437,8 @@ def main() -> None:
     p.add_argument("--games", type=int, default=20_000, help="games created and abandoned for the memory figure")
     p.add_argument("--kills", type=int, default=5, help="server kills in the restart figure")
     args = p.parse_args()
-    print(f"# python benchmarks/play_load.py  ({os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})")
+    now = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    print(f"# python benchmarks/play_load.py  ({os.cpu_count()} CPUs, {now})")
     if args.only in (None, "load"):
         print("## load: clients play whole games against greedy,greedy,greedy (to 66)")
         for coach in (False, True):
@@ -468,7 +470,7 @@ def main() -> None:
             finally:
                 server.stop()
         clear = sum(c for _, _, c in results)
-        print(f"## bad requests: {len(results)} tried, {clear} got a clear error (4xx with a message), the game unchanged")
+        print(f"## bad requests: {len(results)} tried, {clear} got a clear error (4xx, JSON message), game unchanged")
         for what, status, ok in results:
             print(f"   {status}  {'clear' if ok else 'NOT CLEAR'}  {what}")
 
