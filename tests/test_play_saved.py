@@ -169,14 +169,16 @@ def test_memory_is_bounded_and_no_game_in_play_is_lost(tmp_path, saving):
     client = _client(settings, GameDB(tmp_path / "g.sqlite3") if saving else None)
     store = _store(client)
     store.clock = clock = _Clock()
-    fresh = [_new(client) for _ in range(5)]  # never moved in: each leaves for the next
-    assert len(store) == 3
-    assert client.get(f"/api/games/{fresh[0][0]}", headers=fresh[0][1]).status_code == 404
+    done = _new(client)
+    while done[2]["phase"] != "done":
+        done = (done[0], done[1], _move(client, *done))
+    clock.now += 1
     games = []
-    for _ in range(3):  # three games in play
+    for moves in (1, 1, 0):  # three games in play (one never moved in yet): the finished game leaves for them
         gid, tab, table = _new(client)
-        games.append((gid, tab, _move(client, gid, tab, table)))
+        games.append((gid, tab, _move(client, gid, tab, table) if moves else table))
         clock.now += 1
+    assert len(store) == 3 and done[0] not in store
     r = client.post("/api/games", json={})
     if not saving:  # nothing may leave: every place holds a game in play
         assert r.status_code == 503 and r.json()["code"] == "full" and len(store) == 3
@@ -184,6 +186,7 @@ def test_memory_is_bounded_and_no_game_in_play_is_lost(tmp_path, saving):
         clock.now += 60  # ... until they are idle
         assert client.post("/api/games", json={}).status_code == 200 and len(store) == 3
         assert client.get(f"/api/games/{games[0][0]}", headers=games[0][1]).status_code == 404
+        assert client.get(f"/api/games/{done[0]}", headers=done[1]).status_code == 404
         return
     assert r.status_code == 200 and len(store) == 3  # the least recently used game left memory, saved
     for gid, tab, table in games:  # and every game goes on: read back from the file when asked for
@@ -194,6 +197,8 @@ def test_memory_is_bounded_and_no_game_in_play_is_lost(tmp_path, saving):
     clock.now += 61
     _new(client)  # idle games leave memory when a game is created
     assert len(store) == 1
+    r = client.get(f"/api/games/{done[0]}", headers=done[1])  # the finished game is in the file
+    assert r.status_code == 200 and r.json()["table"] == done[2]
 
 
 # --------------------------------------------------------------------------- history and export

@@ -96,11 +96,12 @@ class GameStore:
     every unfinished game. Memory holds at most ``settings.max_games`` games:
 
     - with a database, games not asked for in ``settings.idle_seconds`` leave memory (not the file) whenever a
-      game is created;
-    - when a new game needs room, the least recently used game that is finished, never moved in or idle leaves;
-      with a database, else the least recently used of the others (it is saved: its next request reads it back);
-    - a game with a request in flight never leaves; without a database a game in play (moved in, not over, asked
-      for within ``idle_seconds``) never leaves either, and when every place holds one a new game gets 503
+      game is created (one never moved in is then forgotten: its page starts a new game);
+    - when a new game needs room, the least recently used game that is finished or idle leaves; with a database,
+      else the least recently used of the others, saved first if it was never moved in (its next request reads it
+      back from the file);
+    - a game with a request in flight never leaves; without a database a game in play (not over, asked for
+      within ``idle_seconds``) never leaves either, and when every place holds one a new game gets 503
       (``"full"``).
 
     Args:
@@ -129,6 +130,10 @@ class GameStore:
     def __len__(self) -> int:
         """Games in memory now."""
         return len(self._games)
+
+    def __contains__(self, gid: object) -> bool:
+        """Game ``gid`` is in memory now."""
+        return gid in self._games
 
     def new(self, record: object = None, saved: object = None) -> tuple[str, str, Any]:
         """Start a game: a replay of ``settings.records[record]`` in replay mode, a replay of the finished saved
@@ -199,16 +204,19 @@ class GameStore:
 
     def _make_room(self, now: float) -> bool:
         """Drop one game (lock held; the order of the class docstring); ``False`` if none may leave."""
-
-        def disposable(e: _Entry) -> bool:
-            return not e.played or e.table.state.done or now - e.used >= self.settings.idle_seconds
-
-        rules = [disposable] if self.db is None else [disposable, lambda e: True]
-        for rule in rules:
-            for gid, entry in self._games.items():
-                if not entry.busy and rule(entry):
-                    del self._games[gid]
-                    return True
+        idle = self.settings.idle_seconds
+        for gid, entry in self._games.items():
+            if not entry.busy and (entry.table.state.done or now - entry.used >= idle):
+                del self._games[gid]
+                return True
+        if self.db is None:
+            return False
+        for gid, entry in self._games.items():
+            if not entry.busy:
+                if not entry.played and entry.table.mode != "replay":
+                    self.db.save(gid, entry.tab, entry.table)  # a fresh deal: saved as it is, read back if asked for
+                del self._games[gid]
+                return True
         return False
 
     @contextmanager
@@ -523,6 +531,9 @@ def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # answers go out at once: a connection kept alive otherwise waits ~40 ms on each (Nagle's algorithm against the
+    # browser's delayed ACK); accepted connections inherit the option
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
     except OSError:
