@@ -304,7 +304,7 @@ def test_page_and_static_files_are_served_from_the_package_and_need_no_network()
         r = client.get(f"/static/{name}")
         assert r.status_code == 200 and len(r.text) > 1000
     static = resources.files("sixnimmt_env.play") / "static"
-    for name in ("index.html", "table.js", "table.css"):
+    for name in ("index.html", "table.js", "table.css", "saved.js", "history.html", "history.js", "history.css"):
         text = (static / name).read_text()
         assert "http://" not in text and "https://" not in text and "//cdn" not in text  # works offline
     settings = client.get("/api/settings").json()
