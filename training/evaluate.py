@@ -159,7 +159,7 @@ def evaluate_lineups(
 def lineup_labels(lineups: Sequence[str]) -> list[str]:
     """Line-ups (comma-separated agent specs) as legend labels: short labels, equal neighbours counted.
 
-    ``"mc:64,mc:64,mc:64"`` gives ``"3 × mc:64"``; ``"champion:configs/weights/default_ppo_4p.npz,greedy,greedy"``
+    ``"mc:64,mc:64,mc:64"`` gives ``"3 × mc:64"``; ``"champion:sixnimmt_env/weights/default_ppo_4p.npz,greedy,greedy"``
     gives ``"champion:default_ppo_4p.npz, 2 × greedy"``. The specs of all line-ups are shortened together by
     :func:`sixnimmt_env.arena.report.short_labels`, so distinct checkpoints stay distinct across line-ups.
     """
