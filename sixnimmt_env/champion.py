@@ -321,6 +321,8 @@ def load_champion(spec: str = "champion") -> ChampionAgent:
             "'champion:PATH' (a .npz of weights)"
         )
     p = BASELINES.get(path) or (Path(path) if path else WEIGHTS)
+    if not p.is_file() and not p.suffix and len(p.parts) == 1:
+        raise ValueError(f"champion weights {path!r} not found; shipped names: {', '.join(BASELINES)} (or a .npz path)")
     key = (str(p.resolve()), p.stat().st_mtime if p.is_file() else 0.0)
     if key not in _CACHE:
         _CACHE[key] = read_weights(p)
