@@ -119,9 +119,10 @@ def write_weights(arrays: dict[str, np.ndarray], out: str | Path, meta: dict[str
 
 
 def _parser() -> argparse.ArgumentParser:
+    from sixnimmt_env.cli import parser_kwargs
     from training.train import add_overrides_option
 
-    p = argparse.ArgumentParser(prog="python -m training.champion", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(**parser_kwargs("training.champion"), description=__doc__.split("\n\n")[0])
     p.add_argument(
         "config",
         nargs="?",

@@ -95,6 +95,7 @@ import annotated_types
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
+from sixnimmt_env.agents import parse_lineup
 from sixnimmt_env.engine import GameConfig
 
 
@@ -813,7 +814,10 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
     for i, entry in enumerate(cfg.opponents):
         check_agent_spec(entry.agent, f"opponents[{i}].agent", source)
     for i, lineup in enumerate(cfg.eval.opponents):
-        specs = [s.strip() for s in lineup.split(",")]
+        try:
+            specs = parse_lineup(lineup, "line-up")
+        except ValueError as e:
+            raise ConfigError(f"{source}: key 'eval.opponents[{i}]': {e}") from None
         if not 1 <= len(specs) <= 9:
             raise ConfigError(
                 f"{source}: key 'eval.opponents[{i}]' must name 1..9 opponents (the table is them plus the learner), "
