@@ -114,7 +114,10 @@ def test_gymnasium_opponents_accept_the_spec() -> None:
 
 @pytest.mark.parametrize(
     ("spec", "message"),
-    [("champion:", "expected 'champion' or 'champion:PATH'"), ("champion:/no/such.npz", "not found")],
+    [
+        ("champion:", r"expected 'champion', 'champion:NAME' \(one of default-ppo, stage-1, .*, games\) or 'cha"),
+        ("champion:/no/such.npz", "not found"),
+    ],
 )
 def test_bad_specs_name_the_problem(spec: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
