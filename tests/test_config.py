@@ -157,3 +157,25 @@ def test_set_overrides_replace_values_and_inheritance_merges_mappings(tmp_path: 
     cfg = load_config(child, ["algo.learning_rate=1e-4", "train.total_timesteps=2e5"])
     assert cfg.algo.learning_rate == 1e-4 and cfg.train.total_timesteps == 200_000
     assert isinstance(cfg.train.total_timesteps, int)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "opponents: []\n",
+            "key 'opponents' must be a list (a mapping of agent, weight each) with at least 1 entry, got []",
+        ),
+        ("opponents: [greedy]\n", "key 'opponents[0]' must be a mapping of agent, weight, got 'greedy'"),
+        ("opponents: [{agent: greedy, weight: 0}]\n", "key 'opponents[0].weight' must be a number > 0.0, got 0"),
+        ("env: {learner_seat: -1}\n", "key 'env.learner_seat' must be an integer >= 0 or 'random', got -1"),
+        ("train: {max_minutes: 0}\n", "key 'train.max_minutes' must be a number > 0.0 or null, got 0"),
+        ("evl: {every: 10}\n", "unknown key 'evl'; did you mean 'eval'? allowed keys here: name, env, opponents, "),
+        ("algo: {verbose: 1}\n", "unknown key 'algo.verbose' (not a MaskablePPO keyword argument, or set in another"),
+    ],
+)
+def test_errors_say_what_is_allowed_and_the_value_given(tmp_path: Path, text: str, message: str) -> None:
+    path = _write(tmp_path / "c.yaml", text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: {message}")

@@ -375,7 +375,11 @@ def _describe(tp: Any, metadata: Iterable[Any] = ()) -> str:
         for attr, op in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
         if hasattr(m, attr)
     ]
-    bounds += [f"with at least {m.min_length} entries" for m in metadata if isinstance(m, annotated_types.MinLen)]
+    bounds += [
+        f"with at least {m.min_length} {'entry' if m.min_length == 1 else 'entries'}"
+        for m in metadata
+        if isinstance(m, annotated_types.MinLen)
+    ]
     if origin is Literal:
         words = " or ".join(repr(a) for a in typing.get_args(tp))
     elif origin in (typing.Union, type(int | None)):
