@@ -168,7 +168,7 @@ def test_bad_rllib_command_exits_2_before_ray(tmp_path: Path) -> None:
         timeout=120,
     )
     assert out.returncode == 2
-    assert "config error" in out.stderr and "key 'ray.num_env_runners' must be >= 0, got -1" in out.stderr
+    assert "config error" in out.stderr and "key 'ray.num_env_runners' must be an integer >= 0, got -1" in out.stderr
 
 
 # --------------------------------------------------------------------------- RLlib's PettingZoo wrappers + PPO
