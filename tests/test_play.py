@@ -452,7 +452,7 @@ def test_command_line_settings():
         (["--watch"], "--watch needs --agents"),
         (["--watch", "--agents", "greedy,random", "--opponents", "greedy"], "not --opponents"),
         (["--agents", "greedy,random"], "--agents is for --watch"),
-        (["--opponents", "greedy,,random"], "empty agent spec"),
+        (["--opponents", "greedy,,random"], "--opponents 'greedy,,random' has an empty entry"),
         (["--variant", "chess"], "variant must be one of"),
         (["--coach-samples", "0"], "--coach-samples must be a positive integer"),
     ]:

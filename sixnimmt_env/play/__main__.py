@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sixnimmt_env.agents import parse_lineup
 from sixnimmt_env.engine import GameConfig
 from sixnimmt_env.play.settings import PlaySettings
 
@@ -47,8 +48,10 @@ def _port(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from sixnimmt_env.cli import parser_kwargs
+
     p = argparse.ArgumentParser(
-        prog="python -m sixnimmt_env.play",
+        **parser_kwargs("sixnimmt_env.play"),
         description="Play 6 nimmt! against agents, watch agents play, or replay a recorded game, in the browser "
         "(a local web server) or in the terminal (--tui).",
     )
@@ -81,13 +84,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _specs(text: str, option: str) -> list[str]:
-    specs = [s.strip() for s in text.split(",")]
-    if not all(specs):
-        raise ValueError(f"{option} {text!r}: empty agent spec in the list")
-    return specs
-
-
 def settings_from_args(args: argparse.Namespace) -> PlaySettings:
     """The :class:`~sixnimmt_env.play.server.PlaySettings` the options describe.
 
@@ -114,13 +110,13 @@ def settings_from_args(args: argparse.Namespace) -> PlaySettings:
             raise ValueError("--watch seats agents only: give them with --agents, not --opponents")
         if not args.agents:
             raise ValueError("--watch needs --agents, e.g. --agents mc:64,greedy,random,lowest")
-        specs = _specs(args.agents, "--agents")
+        specs = parse_lineup(args.agents, "--agents")
         if args.players is not None and args.players != len(specs):
             raise ValueError(f"--players {args.players} does not match the {len(specs)} agents of --agents")
     else:
         if args.agents:
             raise ValueError("--agents is for --watch; to play, name your opponents with --opponents")
-        opponents = _specs(args.opponents or DEFAULT_OPPONENTS, "--opponents")
+        opponents = parse_lineup(args.opponents or DEFAULT_OPPONENTS, "--opponents")
         if args.players is not None:
             if len(opponents) == 1:
                 opponents = opponents * max(args.players - 1, 1)
