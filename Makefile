@@ -42,14 +42,14 @@ train: install
 # hand-and-table card features) and stage 8 (the same with tables of stage 6, the champion it had to beat).
 champion: install
 	$(PY) -m training.champion configs/baseline_ppo_4p.yaml --set train.vec_env=batched --set train.max_minutes=null \
-		--set train.total_timesteps=9420800 --out configs/weights/default_ppo_4p.npz --force
-	$(PY) -m training.champion configs/champion.yaml --out configs/weights/champion_v1.npz --force
-	$(PY) -m training.champion configs/champion_league.yaml --out configs/weights/champion_v2.npz --force
-	$(PY) -m training.champion configs/champion_mc_league.yaml --out configs/weights/champion_v3.npz --force
-	$(PY) -m training.champion configs/champion_table_league.yaml --out configs/weights/champion_v4.npz --force
-	$(PY) -m training.champion configs/champion_greedy_league.yaml --out configs/weights/champion_v5.npz --force
-	$(PY) -m training.champion configs/champion_greedy_league_2.yaml --out configs/weights/champion_v6.npz --force
-	$(PY) -m training.champion configs/champion_features_league.yaml --out configs/weights/champion_v7.npz --force
+		--set train.total_timesteps=9420800 --out sixnimmt_env/weights/default_ppo_4p.npz --force
+	$(PY) -m training.champion configs/champion.yaml --out sixnimmt_env/weights/champion_v1.npz --force
+	$(PY) -m training.champion configs/champion_league.yaml --out sixnimmt_env/weights/champion_v2.npz --force
+	$(PY) -m training.champion configs/champion_mc_league.yaml --out sixnimmt_env/weights/champion_v3.npz --force
+	$(PY) -m training.champion configs/champion_table_league.yaml --out sixnimmt_env/weights/champion_v4.npz --force
+	$(PY) -m training.champion configs/champion_greedy_league.yaml --out sixnimmt_env/weights/champion_v5.npz --force
+	$(PY) -m training.champion configs/champion_greedy_league_2.yaml --out sixnimmt_env/weights/champion_v6.npz --force
+	$(PY) -m training.champion configs/champion_features_league.yaml --out sixnimmt_env/weights/champion_v7.npz --force
 	$(PY) -m training.champion configs/champion_features_league_2.yaml --force
 
 test: install

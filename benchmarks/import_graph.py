@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("sixnimmt_env", "training")
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("commands", ("sixnimmt_env.cli",)),  # the `sixnimmt` table of commands: the standard library only
     (
         "rules",
         (

@@ -52,7 +52,7 @@ from sixnimmt_env.engine import NOOP, NUM_ACTIONS, NUM_CARDS, GameConfig
 from sixnimmt_env.stats import mean_ci95, win_shares
 
 CONFIG = GameConfig(num_players=4, episode="round", row_choice="player")
-DEFAULT_CONFIG_POLICY = Path(__file__).resolve().parents[1] / "configs" / "weights" / "default_ppo_4p.npz"
+DEFAULT_CONFIG_POLICY = Path(__file__).resolve().parents[1] / "sixnimmt_env" / "weights" / "default_ppo_4p.npz"
 BATCH = 192
 """Games per batch (distill mode): 64 of each kind of table."""
 

@@ -93,11 +93,9 @@ def _macs(module: torch.nn.Module, per_sample: dict[str, int]) -> int:
 def _async_learner(cfg: object, rollouts: int) -> tuple[float, float, float]:
     """Run ``cfg`` with ``train.workers=2`` for ``rollouts`` rollouts; returns the learner's ms per 1000 steps outside
     ``train()`` and outside waiting, the steps/s, and its ms per 1000 steps waiting for the rollout process."""
-    import dataclasses
-
     from training.rollouts import AsyncMaskablePPO, RolloutWorkers
 
-    cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, workers=2))  # type: ignore[type-var]
+    cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"workers": 2})})  # type: ignore[attr-defined]
     workers = RolloutWorkers(cfg, 2, cfg.algo.n_steps, cfg.algo.gamma)  # type: ignore[attr-defined]
     try:
         model = AsyncMaskablePPO(env=workers, seed=0, device="cpu", verbose=0, **algo_kwargs(cfg))  # type: ignore[arg-type]

@@ -39,7 +39,8 @@ random and drafting the dearest card (most bullheads) at every table size.
 Agents are named by spec strings so configs and command lines can list them:
 :func:`make_agent` builds one, :func:`register_agent` adds a prefix from outside
 (e.g. ``training`` registers ``ppo:PATH`` without this package importing
-torch), :func:`known_agents` lists what is available.
+torch), :func:`known_agents` lists what is registered and :func:`known_specs` every spec,
+plugins included; :func:`parse_lineup` reads a comma-separated line-up for every command line.
 """
 
 from __future__ import annotations
@@ -60,11 +61,15 @@ __all__ = [
     "MonteCarloAgent",
     "RandomAgent",
     "balanced_draft",
+    "check_spec",
     "greedy_card",
     "immediate_cost",
     "known_agents",
+    "known_specs",
     "make_agent",
+    "parse_lineup",
     "register_agent",
+    "unknown_spec",
 ]
 
 
@@ -417,14 +422,70 @@ def _load_plugin(prefix: str) -> None:
         entry.load()
 
 
-def _known_text() -> str:
-    """The known specs for an error message: the registered patterns, then the installed plugin prefixes not yet
-    loaded (entry points of :data:`PLUGIN_GROUP`, named without importing them)."""
+_BUILT_IN = ("random", "lowest", "highest", "greedy", "mc")
+
+
+def known_specs() -> tuple[str, ...]:
+    """Every agent spec pattern, the same whatever was imported before: the built-in ones, then every other
+    registered prefix and installed plugin (:data:`PLUGIN_GROUP`, loaded here to read its usage) sorted by name.
+    A plugin that does not load is named with the reason (e.g. ``ppo (not loadable: No module named 'torch')``).
+    """
     from importlib.metadata import entry_points
 
-    plugins = sorted({e.name for e in entry_points(group=PLUGIN_GROUP)} - set(_REGISTRY))
-    text = ", ".join(known_agents())
-    return f"{text}; by plugin: {', '.join(plugins)}" if plugins else text
+    broken = {}
+    for entry in entry_points(group=PLUGIN_GROUP):
+        if entry.name not in _REGISTRY:
+            try:
+                entry.load()
+            except Exception as e:  # a plugin's missing dependency must not hide the other specs
+                broken[entry.name] = f"{entry.name} (not loadable: {e})"
+    others = {prefix: usage for prefix, (_, usage) in _REGISTRY.items() if prefix not in _BUILT_IN}
+    others.update((name, text) for name, text in broken.items() if name not in others)
+    return tuple(_REGISTRY[p][1] for p in _BUILT_IN if p in _REGISTRY) + tuple(others[k] for k in sorted(others))
+
+
+def unknown_spec(spec: str) -> ValueError:
+    """The one error for an agent spec whose prefix nothing registers: it lists :func:`known_specs`."""
+    return ValueError(f"unknown agent spec {spec!r}; known: {', '.join(known_specs())}")
+
+
+def check_spec(spec: str) -> str:
+    """``spec`` stripped, when its prefix names a registered agent or an installed plugin (loaded); the spec's
+    argument is checked when the agent is built (:func:`make_agent`).
+
+    Raises:
+        ValueError: :func:`unknown_spec`'s.
+    """
+    spec = spec.strip()
+    prefix = spec.partition(":")[0]
+    if prefix not in _REGISTRY:
+        _load_plugin(prefix)
+    if prefix not in _REGISTRY:
+        raise unknown_spec(spec)
+    return spec
+
+
+def parse_lineup(text: str, option: str = "agents") -> list[str]:
+    """The agent specs of a comma-separated line-up (``"mc:64,champion,greedy"``: one per seat), each with a known
+    prefix (:func:`check_spec`). The one parser of line-ups: the arena, ``training.evaluate``, the play table
+    and training configs' ``eval.opponents`` use it.
+
+    Raises:
+        ValueError: naming ``option`` and ``text``: no spec, an empty entry, or an unknown spec (listing every
+            known spec, :func:`unknown_spec`).
+    """
+    specs = [s.strip() for s in str(text).split(",")]
+    example = "e.g. 'mc:64,champion,greedy'"
+    if specs == [""]:
+        raise ValueError(f"{option} {text!r} names no agent; give agent specs separated by commas, {example}")
+    if not all(specs):
+        raise ValueError(
+            f"{option} {text!r} has an empty entry; give agent specs separated by single commas, {example}"
+        )
+    try:
+        return [check_spec(s) for s in specs]
+    except ValueError as e:
+        raise ValueError(f"{option} {text!r}: {e}") from None
 
 
 def make_agent(spec: str) -> Agent:
@@ -432,15 +493,9 @@ def make_agent(spec: str) -> Agent:
 
     Raises:
         ValueError: for a spec that is not a string, an unknown prefix (the
-            message lists the known specs) or a bad argument.
+            message lists the known specs, :func:`unknown_spec`) or a bad argument.
     """
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"agent spec must be a non-empty string, got {spec!r}; known: {_known_text()}")
-    spec = spec.strip()
-    prefix = spec.partition(":")[0]
-    if prefix not in _REGISTRY:
-        _load_plugin(prefix)
-    if prefix not in _REGISTRY:
-        raise ValueError(f"unknown agent spec {spec!r}; known: {_known_text()}")
-    agent = _REGISTRY[prefix][0](spec)
-    return agent
+        raise ValueError(f"agent spec must be a non-empty string, got {spec!r}; known: {', '.join(known_specs())}")
+    spec = check_spec(spec)
+    return _REGISTRY[spec.partition(":")[0]][0](spec)

@@ -12,6 +12,8 @@ strength tables). The agent is deterministic: it plays the legal action of the h
 spec                agent
 ==================  ==============================================================
 ``champion``        the shipped weights
+``champion:NAME``   the same network with shipped baseline weights, by name
+                    (:data:`BASELINES`: ``default-ppo``, ``stage-1`` .. ``stage-8``, ``games``)
 ``champion:PATH``   the same network with the weights of another ``.npz`` written by
                     :func:`training.champion.export` (to try new weights before shipping)
 ==================  ==============================================================
@@ -27,7 +29,7 @@ and table size (2..10 players), single rounds and whole games. It was trained on
 4-player standard single rounds with the player's row choice (R9b ``"player"``); elsewhere
 it plays but its strength is not measured. In the logic draft (V2) the card scores do not
 apply (display cards are not held) and only the network's linear term ranks the display.
-Stage 1's weights (``configs/weights/champion_v1.npz``) predate the observation's last piece, ``drafted_by``
+Stage 1's weights (``sixnimmt_env/weights/champion_v1.npz``) predate the observation's last piece, ``drafted_by``
 (0 outside the logic variant): :func:`read_weights` gives them zero weights for it, so they read it but ignore it.
 """
 
@@ -45,9 +47,22 @@ from sixnimmt_env.card_features import BASE_HAND_FEATURES, HAND_FEATURES, hand_f
 from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE, SLICES, observation_from_view
 
-__all__ = ["WEIGHTS", "CardActor", "ChampionAgent", "load_champion", "observation_from_view"]
+__all__ = ["BASELINES", "WEIGHTS", "CardActor", "ChampionAgent", "load_champion", "observation_from_view"]
 
 WEIGHTS = Path(__file__).with_name("champion.npz")
+
+_KEPT = Path(__file__).with_name("weights")
+BASELINES: dict[str, Path] = {
+    "default-ppo": _KEPT / "default_ppo_4p.npz",
+    **{f"stage-{i}": _KEPT / f"champion_v{i}.npz" for i in range(1, 8)},
+    "stage-8": WEIGHTS,
+    "games": _KEPT / "champion_games.npz",
+}
+"""The learned baselines shipped as package data (``sixnimmt_env/weights/``), by the name ``champion:NAME`` and a
+training config's ``train.init_from`` accept: ``default-ppo``, the policy of ``configs/baseline_ppo_4p.yaml``
+(the default config's recipe, exported by ``make champion``); ``stage-1`` .. ``stage-7``, the champion's kept
+stages (``configs/champion*.yaml``, docs/champion.md), ``stage-8`` the shipped ``champion``; ``games``, stage 8
+continued on whole games (``configs/champion_games.yaml``)."""
 """The shipped weights (package data)."""
 
 FORMAT = "sixnimmt-card-actor-1"
@@ -293,15 +308,21 @@ _CACHE: dict[tuple[str, float], tuple[CardActor, dict[str, Any]]] = {}
 
 
 def load_champion(spec: str = "champion") -> ChampionAgent:
-    """Build the agent of a ``champion`` or ``champion:PATH`` spec (the registered factory).
+    """Build the agent of a ``champion``, ``champion:NAME`` (:data:`BASELINES`) or ``champion:PATH`` spec (the
+    registered factory).
 
     Raises:
         ValueError: another prefix, an empty path, or any error of :func:`read_weights`.
     """
     prefix, colon, path = spec.partition(":")
     if prefix != "champion" or (colon and not path):
-        raise ValueError(f"agent spec {spec!r}: expected 'champion' or 'champion:PATH' (a .npz of weights)")
-    p = Path(path) if path else WEIGHTS
+        raise ValueError(
+            f"agent spec {spec!r}: expected 'champion', 'champion:NAME' (one of {', '.join(BASELINES)}) or "
+            "'champion:PATH' (a .npz of weights)"
+        )
+    p = BASELINES.get(path) or (Path(path) if path else WEIGHTS)
+    if not p.is_file() and not p.suffix and len(p.parts) == 1:
+        raise ValueError(f"champion weights {path!r} not found; shipped names: {', '.join(BASELINES)} (or a .npz path)")
     key = (str(p.resolve()), p.stat().st_mtime if p.is_file() else 0.0)
     if key not in _CACHE:
         _CACHE[key] = read_weights(p)
@@ -309,4 +330,4 @@ def load_champion(spec: str = "champion") -> ChampionAgent:
     return ChampionAgent(actor, name=spec, meta=meta)
 
 
-register_agent("champion", load_champion, "champion[:PATH]")
+register_agent("champion", load_champion, "champion[:NAME|PATH]")

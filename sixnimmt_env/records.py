@@ -372,12 +372,13 @@ class GameRecorder:
         self._open: dict[str, Any] | None = None
         self._totals: tuple[int, ...] = (0,) * config.num_players
 
+    def _open_round(self) -> RoundRecord:
+        o = self._open
+        return RoundRecord(o["round"], o["display"], o["hands"], o["rows"], tuple(o["steps"]), tuple(o["penalties"]))
+
     def _close(self) -> None:
         if self._open is not None:
-            o = self._open
-            self.rounds.append(
-                RoundRecord(o["round"], o["display"], o["hands"], o["rows"], tuple(o["steps"]), tuple(o["penalties"]))
-            )
+            self.rounds.append(self._open_round())
             self._open = None
 
     def observe(self, before: State, actions: Sequence[int], penalties: Sequence[int], after: State) -> None:
@@ -411,8 +412,14 @@ class GameRecorder:
     def finish(self) -> GameRecord:
         """The finished record (call after the last step)."""
         self._close()
+        return self.record()
+
+    def record(self) -> GameRecord:
+        """The record of the steps observed so far, the round in progress included (the recorder goes on; a game
+        still in play does not :func:`replay`, which wants a finished one)."""
+        rounds = [*self.rounds, self._open_round()] if self._open is not None else self.rounds
         return GameRecord(
-            self.config, self.seed, self.game, self.deal, self.agents, self.positions, tuple(self.rounds), self._totals
+            self.config, self.seed, self.game, self.deal, self.agents, self.positions, tuple(rounds), self._totals
         )
 
 

@@ -115,7 +115,9 @@ def _listing(records: Sequence[GameRecord]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit code (2 for bad input)."""
-    p = argparse.ArgumentParser(prog="python -m sixnimmt_env.replay", description=__doc__.split("\n\n")[0])
+    from sixnimmt_env.cli import parser_kwargs
+
+    p = argparse.ArgumentParser(**parser_kwargs("sixnimmt_env.replay"), description=__doc__.split("\n\n")[0])
     p.add_argument("file", help="a game records file (JSON Lines) written with --save-games")
     p.add_argument("--game", type=int, help="the game to show: its line number in the file, counted from 0")
     args = p.parse_args(argv)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -50,5 +51,6 @@ def load_benchmark(name: str) -> ModuleType:
     path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[name] = module  # dataclasses look their module up while it runs
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module

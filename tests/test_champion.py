@@ -16,7 +16,7 @@ from sixnimmt_env.arena import run_arena
 from sixnimmt_env.champion import WEIGHTS, ChampionAgent, load_champion, read_weights
 from sixnimmt_env.engine import CHOOSE_ROW, DRAFT, NOOP, SELECT, GameConfig, legal_actions, new_game, step, view
 
-WEIGHTS_DIR = Path(__file__).parent.parent / "configs" / "weights"
+WEIGHTS_DIR = Path(__file__).parent.parent / "sixnimmt_env" / "weights"
 GAMES_WEIGHTS = WEIGHTS_DIR / "champion_games.npz"  # stage 8 continued on whole games (configs/champion_games.yaml)
 DEFAULT_POLICY = f"champion:{WEIGHTS_DIR / 'default_ppo_4p.npz'}"  # the issue's default-config policy
 
@@ -114,7 +114,10 @@ def test_gymnasium_opponents_accept_the_spec() -> None:
 
 @pytest.mark.parametrize(
     ("spec", "message"),
-    [("champion:", "expected 'champion' or 'champion:PATH'"), ("champion:/no/such.npz", "not found")],
+    [
+        ("champion:", r"expected 'champion', 'champion:NAME' \(one of default-ppo, stage-1, .*, games\) or 'cha"),
+        ("champion:/no/such.npz", "not found"),
+    ],
 )
 def test_bad_specs_name_the_problem(spec: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -354,7 +357,7 @@ def test_champion_command_refuses_a_bad_override(tmp_path: Path, capsys: pytest.
 def test_league_config_checks_its_init_weights_before_training(override: str, message: str) -> None:
     from training.config import ConfigError, load_config
 
-    assert load_config("configs/champion_league.yaml").train.init_from == "configs/weights/champion_v1.npz"
+    assert load_config("configs/champion_league.yaml").train.init_from == str(WEIGHTS_DIR / "champion_v1.npz")
     wide = load_config("configs/champion_league.yaml", ["algo.policy_kwargs.net_arch=[256, 256]"])
     assert wide.algo.policy_kwargs.net_arch == [256, 256]  # a wider policy than the file's 64-64 loads it
     with pytest.raises(ConfigError, match=message):
@@ -364,7 +367,8 @@ def test_league_config_checks_its_init_weights_before_training(override: str, me
 def test_an_init_from_that_is_not_a_checkpoint_is_refused_when_the_config_loads() -> None:
     from training.config import ConfigError, load_config
 
-    with pytest.raises(ConfigError, match=r"'README.md': neither an SB3 checkpoint \(a .zip holding policy.pth\)"):
+    readme = Path.cwd() / "README.md"  # --set paths are relative to the current folder
+    with pytest.raises(ConfigError, match=rf"'{readme}': neither an SB3 checkpoint \(a .zip holding policy.pth\)"):
         load_config("configs/champion_league.yaml", ["train.init_from=README.md"])
 
 
@@ -404,7 +408,7 @@ def test_weights_with_hand_attention_write_format_2_and_play_their_attention(tmp
 
 
 def test_whole_game_weights_load_and_come_from_their_config() -> None:
-    """configs/weights/champion_games.npz: stage 8 continued on whole games (configs/champion_games.yaml)."""
+    """sixnimmt_env/weights/champion_games.npz: stage 8 continued on whole games (configs/champion_games.yaml)."""
     from training.config import load_config
 
     actor, meta = read_weights(GAMES_WEIGHTS)
@@ -412,7 +416,7 @@ def test_whole_game_weights_load_and_come_from_their_config() -> None:
     assert actor.linear_w.shape[1] == 109 and actor.attention is None
     config = load_config("configs/champion_games.yaml")
     assert config.env.episode == "game" and config.env.end_score == 66
-    assert config.train.init_from == "sixnimmt_env/champion.npz"
+    assert config.train.init_from == str(WEIGHTS)  # init_from: stage-8, the shipped champion
     assert config.train.win_bonus == 60 and config.algo.gamma == 0.995
     assert config.train.total_timesteps == meta["steps"]
 

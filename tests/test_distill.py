@@ -134,12 +134,15 @@ def test_fit_learns_the_teacher(tmp_path: Path) -> None:
     ("override", "message"),
     [
         (["distill.enabled=true", "distill.sample=8"], "unknown key 'distill.sample'"),
-        (["distill.enabled=true", "distill.samples=0"], "key 'distill.samples' must be >= 1, got 0"),
-        (["distill.enabled=true", "distill.workers=0"], "key 'distill.workers' must be >= 1, got 0"),
-        (["distill.enabled=true", "distill.temperature=0"], "key 'distill.temperature' must be > 0"),
+        (["distill.enabled=true", "distill.samples=0"], "key 'distill.samples' must be an integer >= 1, got 0"),
+        (["distill.enabled=true", "distill.workers=0"], "key 'distill.workers' must be an integer >= 1, got 0"),
+        (["distill.enabled=true", "distill.temperature=0"], "key 'distill.temperature' must be a number > 0.0, got 0"),
         (["distill.enabled=true", "env.episode=game"], "'distill.enabled' needs env.episode: round"),
         (["distill.enabled=true", "train.backend=rllib"], "'distill.enabled' applies to train.backend: sb3 only"),
-        (["train.init_from=no/such.zip"], "key 'train.init_from' 'no/such.zip': no such checkpoint file"),
+        (
+            ["train.init_from=no/such.zip"],
+            f"key 'train.init_from' '{Path.cwd() / 'no/such.zip'}': no such checkpoint file",
+        ),
     ],
 )
 def test_distill_config_errors_name_the_key(override: list[str], message: str) -> None:

@@ -29,8 +29,10 @@ from sixnimmt_env.play.table import Table, TableError, narrate_turn
 BASE = "http://127.0.0.1"
 
 
-def _client(settings: PlaySettings) -> TestClient:
-    return TestClient(create_app(settings), base_url=BASE)
+def _client(settings: PlaySettings, **kwargs) -> TestClient:
+    """A test client of the app, sending the server's token as the table's page does."""
+    app = create_app(settings)
+    return TestClient(app, base_url=BASE, headers={"X-Sixnimmt-Token": app.state.token}, **kwargs)
 
 
 def _new(client: TestClient, **body) -> tuple[str, dict, dict]:
@@ -173,7 +175,7 @@ def test_illegal_requests_are_rejected_and_change_nothing():
         assert message in r.json()["error"]
         assert client.get(f"/api/games/{gid}", headers=tab).json()["table"] == table  # nothing changed
     # malformed bodies, unknown games, other tabs, a watched table's move
-    r = client.post(f"/api/games/{gid}/act", headers=tab, content=b"{not json")
+    r = client.post(f"/api/games/{gid}/act", headers={**tab, "Content-Type": "application/json"}, content=b"{not json")
     assert r.status_code == 400 and "JSON object" in r.json()["error"]
     r = client.post(f"/api/games/{gid}/act", headers=tab, json=[1, 2])
     assert r.status_code == 400 and "got list" in r.json()["error"]
@@ -212,7 +214,7 @@ def test_a_second_tab_gets_a_clear_error_and_can_take_the_game_over():
     gid, tab, table = _new(client)
     r = client.get(f"/api/games/{gid}")  # a second tab: the id, but not the tab token
     assert r.status_code == 409 and r.json()["code"] == "other_tab"
-    r = client.post(f"/api/games/{gid}/claim")
+    r = client.post(f"/api/games/{gid}/claim", json={})
     assert r.status_code == 200 and r.json()["table"] == table
     new_tab = {"X-Tab": r.json()["tab"]}
     r = client.get(f"/api/games/{gid}", headers=tab)  # the first tab has lost it
@@ -302,7 +304,7 @@ def test_page_and_static_files_are_served_from_the_package_and_need_no_network()
         r = client.get(f"/static/{name}")
         assert r.status_code == 200 and len(r.text) > 1000
     static = resources.files("sixnimmt_env.play") / "static"
-    for name in ("index.html", "table.js", "table.css"):
+    for name in ("index.html", "table.js", "table.css", "saved.js", "history.html", "history.js", "history.css"):
         text = (static / name).read_text()
         assert "http://" not in text and "https://" not in text and "//cdn" not in text  # works offline
     settings = client.get("/api/settings").json()
@@ -321,11 +323,7 @@ def test_an_agents_illegal_action_is_reported_and_changes_nothing(monkeypatch):
 
     monkeypatch.setattr(agents, "_REGISTRY", agents.registered_factories())  # restored after the test
     agents.register_agent("broken-test", lambda spec: _BrokenAgent())
-    client = TestClient(
-        create_app(PlaySettings(E.GameConfig(num_players=2), ("human", "broken-test"))),
-        base_url=BASE,
-        raise_server_exceptions=False,
-    )
+    client = _client(PlaySettings(E.GameConfig(num_players=2), ("human", "broken-test")), raise_server_exceptions=False)
     gid, tab, table = _new(client)
     body = {"version": 0, "kind": "card", "value": table["hands"]["0"][0]}
     r = client.post(f"/api/games/{gid}/act", headers=tab, json=body)
@@ -454,7 +452,7 @@ def test_command_line_settings():
         (["--watch"], "--watch needs --agents"),
         (["--watch", "--agents", "greedy,random", "--opponents", "greedy"], "not --opponents"),
         (["--agents", "greedy,random"], "--agents is for --watch"),
-        (["--opponents", "greedy,,random"], "empty agent spec"),
+        (["--opponents", "greedy,,random"], "--opponents 'greedy,,random' has an empty entry"),
         (["--variant", "chess"], "variant must be one of"),
         (["--coach-samples", "0"], "--coach-samples must be a positive integer"),
     ]:
@@ -465,6 +463,7 @@ def test_command_line_settings():
 def test_command_line_server_starts_on_a_free_port_and_stops():
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "sixnimmt_env.play", "--no-browser", "--port", "0", "--opponents", "greedy,random"]
+    cmd.append("--no-save")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = proc.stdout.readline()
@@ -480,7 +479,9 @@ def test_command_line_server_starts_on_a_free_port_and_stops():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    bad = subprocess.run([*cmd[:3], "--opponents", "grebby"], capture_output=True, text=True, env=env, timeout=60)
+    bad = subprocess.run(
+        [*cmd[:3], "--no-save", "--opponents", "grebby"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert bad.returncode == 2 and "unknown agent spec 'grebby'" in bad.stderr
 
 

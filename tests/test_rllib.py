@@ -110,7 +110,10 @@ def _write(tmp_path: Path, extra: dict) -> Path:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ({"ray": {"num_workers": 2}}, r"unknown key 'ray.num_workers'; allowed keys here: address"),
+        (
+            {"ray": {"num_workers": 2}},
+            r"unknown key 'ray.num_workers'; did you mean 'num_learners'\? allowed keys here: address, num_cpus",
+        ),
         ({"algo": {"target_kl": 0.1}}, r"unknown key 'algo.target_kl' for train.backend: rllib; allowed: policy"),
         ({"algo": {"policy_kwargs": {"ortho_init": False}}}, r"unknown key 'algo.policy_kwargs.ortho_init'"),
         ({"algo": {"policy": "CnnPolicy"}}, r"key 'algo.policy' must be one of card, MlpPolicy, got 'CnnPolicy'"),
@@ -121,7 +124,7 @@ def _write(tmp_path: Path, extra: dict) -> Path:
         ({"ray": {"address": "auto", "object_store_mb": 500}}, r"key 'ray.object_store_mb' applies to a local Ray"),
         ({"ray": {"address": "my cluster"}}, r"key 'ray.address' must be null .* got 'my cluster'"),
         ({"ray": {"num_env_runners": 3, "num_cpus": 2}}, r"key 'ray.num_env_runners': 3 runners .* need 3 CPUs"),
-        ({"ray": {"num_envs_per_env_runner": 0}}, r"key 'ray.num_envs_per_env_runner' must be >= 1, got 0"),
+        ({"ray": {"num_envs_per_env_runner": 0}}, r"key 'ray.num_envs_per_env_runner' must be an integer >= 1, got 0"),
         ({"algo": {"batch_size": 1024}}, r"key 'algo.batch_size' \(1024\) is larger than the train batch .*\(256 "),
         ({"ray": {"num_gpus_per_learner": 1, "num_learners": 1}}, r"key 'ray.num_gpus_per_learner' asks for a GPU"),
     ],
@@ -165,7 +168,7 @@ def test_bad_rllib_command_exits_2_before_ray(tmp_path: Path) -> None:
         timeout=120,
     )
     assert out.returncode == 2
-    assert "config error" in out.stderr and "key 'ray.num_env_runners' must be >= 0, got -1" in out.stderr
+    assert "config error" in out.stderr and "key 'ray.num_env_runners' must be an integer >= 0, got -1" in out.stderr
 
 
 # --------------------------------------------------------------------------- RLlib's PettingZoo wrappers + PPO

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +50,7 @@ def test_a_rollout_process_collects_what_maskable_ppo_collects_in_process() -> N
     # the same in one process: the worker's seed, its env, SB3's loop
     seed = worker_seed(cfg.train.seed, 0)
     assert seed == int(np.random.SeedSequence([cfg.train.seed, 0]).generate_state(1)[0])
-    share = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, seed=seed))
+    share = cfg.model_copy(update={"train": cfg.train.model_copy(update={"seed": seed})})
     venv = build_vec_env(share, None)
     ref = MaskablePPO(env=venv, seed=seed, device="cpu", **algo_kwargs(cfg))
     ref.policy.load_state_dict(model.policy.state_dict())
@@ -93,7 +92,7 @@ def test_workers_split_the_envs_and_default_to_the_usable_cores(monkeypatch: pyt
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        (["train.workers=0"], r"'train\.workers' must be >= 1, got 0"),
+        (["train.workers=0"], r"'train\.workers' must be an integer >= 1 or null, got 0"),
         (["train.workers=2", "train.vec_env=subproc"], r"'train\.workers' must be 1 \(or null\) with train\.vec_env"),
         (
             ["train.workers=2", "algo.policy=MlpPolicy", "train.normalize_obs=true"],
@@ -137,7 +136,7 @@ def test_a_run_with_two_rollout_processes_trains_checkpoints_and_logs_every_epis
 
 def test_a_rollout_process_that_fails_to_start_is_a_clear_error_and_leaves_nothing_running() -> None:
     cfg = load_config(SMOKE, ["train.workers=2", "train.n_envs=2"])
-    bad = dataclasses.replace(cfg, opponents=[dataclasses.replace(cfg.opponents[0], agent="ppo:/nonexistent.zip")])
+    bad = cfg.model_copy(update={"opponents": [cfg.opponents[0].model_copy(update={"agent": "ppo:/nonexistent.zip"})]})
     with pytest.raises(RuntimeError, match=r"rollout worker 0: .*nonexistent\.zip"):
         RolloutWorkers(bad, 2, cfg.algo.n_steps, cfg.algo.gamma)
     import multiprocessing

@@ -72,7 +72,8 @@ def test_shipped_configs_load() -> None:
 
 def test_unknown_key_names_the_key_and_the_file(tmp_path: Path) -> None:
     path = _write(tmp_path, "train:\n  total_timestep: 10\n")
-    with pytest.raises(ConfigError, match=r"cfg\.yaml: unknown key 'train\.total_timestep'; allowed keys here: "):
+    typo = r"unknown key 'train\.total_timestep'; did you mean 'total_timesteps'\? "
+    with pytest.raises(ConfigError, match=rf"cfg\.yaml: {typo}allowed keys here: total_timesteps, max_minutes, "):
         load_config(path)
     with pytest.raises(ConfigError, match=r"unknown key 'algo\.learnin_rate'"):
         load_config(SMOKE, ["algo.learnin_rate=1e-4"])
@@ -81,9 +82,9 @@ def test_unknown_key_names_the_key_and_the_file(tmp_path: Path) -> None:
 
 
 def test_wrong_type_names_the_key(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"cfg\.yaml: key 'train\.n_envs' must be int, got 'four'"):
+    with pytest.raises(ConfigError, match=r"cfg\.yaml: key 'train\.n_envs' must be an integer >= 1, got 'four'"):
         load_config(_write(tmp_path, "train: {n_envs: four}\n"))
-    with pytest.raises(ConfigError, match=r"key 'self_play\.enabled' must be bool, got 'yes please'"):
+    with pytest.raises(ConfigError, match=r"key 'self_play\.enabled' must be true or false, got 'yes please'"):
         load_config(SMOKE, ["self_play.enabled=yes please"])
     with pytest.raises(ConfigError, match=r"key 'env\.episode' must be 'game' or 'round', got 'turn'"):
         load_config(SMOKE, ["env.episode=turn"])
@@ -95,7 +96,8 @@ def test_unknown_agent_names_the_key(tmp_path: Path) -> None:
         load_config(path)
     with pytest.raises(ConfigError, match=r"key 'eval\.opponents\[0\]'.*'mc:x'"):
         load_config(SMOKE, ["eval.opponents=['greedy,mc:x,random']"])
-    with pytest.raises(ConfigError, match=r"checkpoint 'missing\.zip' of agent 'ppo:missing\.zip' does not exist"):
+    missing = re.escape(str(Path.cwd() / "missing.zip"))  # --set paths are relative to the current folder
+    with pytest.raises(ConfigError, match=rf"checkpoint '{missing}' of agent 'ppo:{missing}' does not exist"):
         load_config(SMOKE, ["opponents=[{agent: 'ppo:missing.zip'}]"])
 
 
@@ -111,7 +113,10 @@ def test_overrides_are_yaml_values_not_code() -> None:
     ("override", "message"),
     [
         (["algo.verbose=1"], r"unknown key 'algo\.verbose'"),
-        (["algo.policy_kwargs.netarch=[32]"], r"unknown key 'algo\.policy_kwargs\.netarch'.*allowed: .*net_arch"),
+        (
+            ["algo.policy_kwargs.netarch=[32]"],
+            r"unknown key 'algo\.policy_kwargs\.netarch'.*did you mean 'net_arch'\? allowed keys here: net_arch, act",
+        ),
         (["algo.learning_rate=abc"], r"'algo\.learning_rate' must be a number >= 0\.0, got 'abc'"),
         (["algo.n_steps=0"], r"'algo\.n_steps' must be an integer >= 1, got 0"),
         (["algo.batch_size=true"], r"'algo\.batch_size' must be an integer >= 1, got True"),
@@ -454,7 +459,7 @@ def test_integral_floats_are_accepted_for_integer_keys():
 
     cfg = load_config(ROOT / "configs" / "smoke.yaml", ["train.total_timesteps=1e4"])
     assert cfg.train.total_timesteps == 10_000 and isinstance(cfg.train.total_timesteps, int)
-    with pytest.raises(ConfigError, match=r"train\.total_timesteps' must be int"):
+    with pytest.raises(ConfigError, match=r"train\.total_timesteps' must be an integer >= 1, got 2\.5"):
         load_config(ROOT / "configs" / "smoke.yaml", ["train.total_timesteps=2.5"])
 
 
@@ -503,22 +508,22 @@ def test_algo_section_defaults_are_maskable_ppos_and_the_env_section_is_game_con
     from training.config import TRAINING_GAME_DEFAULTS, AlgoSection, EnvSection, PolicyKwargs
 
     ppo = inspect.signature(MaskablePPO.__init__).parameters
-    for f in dataclasses.fields(AlgoSection):
-        if f.init and f.name not in ("policy", "policy_kwargs"):
-            assert getattr(AlgoSection(), f.name) == ppo[f.name].default, f.name
+    for name in AlgoSection.model_fields:
+        if name not in ("policy", "policy_kwargs"):
+            assert getattr(AlgoSection(), name) == ppo[name].default, name
     from training.policy import CardPolicy
 
     policy = inspect.signature(MaskableActorCriticPolicy.__init__).parameters
     card = inspect.signature(CardPolicy.__init__).parameters
     card_only = set(card) - set(policy) - {"args", "kwargs"}
     assert card_only == {"hand_attention_heads"}
-    for f in dataclasses.fields(PolicyKwargs):
-        if f.init and f.name not in ("activation_fn", "features_extractor_class"):
-            default = (card if f.name in card_only else policy)[f.name].default
-            assert getattr(PolicyKwargs(), f.name) == default, f.name
+    for name in PolicyKwargs.model_fields:
+        if name not in ("activation_fn", "features_extractor_class"):
+            default = (card if name in card_only else policy)[name].default
+            assert getattr(PolicyKwargs(), name) == default, name
     assert PolicyKwargs().activation_fn == policy["activation_fn"].default.__name__.lower()
     game = {f.name: f.default for f in dataclasses.fields(GameConfig)}
-    env = {f.name: f.default for f in dataclasses.fields(EnvSection)}
+    env = {name: f.default for name, f in EnvSection.model_fields.items()}
     assert env == {**game, **TRAINING_GAME_DEFAULTS, "learner_seat": "random"}
     assert TRAINING_GAME_DEFAULTS == {"episode": "round"}
 
@@ -530,8 +535,10 @@ def test_a_dumped_config_reloads_to_the_same_config(path: Path, tmp_path: Path) 
     cfg = load_config(path)
     dump_config(cfg, tmp_path / "config.yaml")
     again = load_config(tmp_path / "config.yaml")
-    assert again == cfg and again.algo.given == cfg.algo.given
+    assert again == cfg and again.algo.model_fields_set == cfg.algo.model_fields_set
+    assert again.algo.policy_kwargs.model_fields_set == cfg.algo.policy_kwargs.model_fields_set
     assert again.to_dict() == cfg.to_dict()
+    assert again.name == path.stem  # the run's name, saved, is the file's stem, not the run folder's file's
 
 
 def test_the_snapshot_pool_keeps_the_newest_snapshots(tmp_path: Path) -> None:
@@ -587,7 +594,7 @@ def test_training_commands_run_numpy_with_one_blas_thread(module: str) -> None:
 def test_lineup_labels_count_equal_neighbours_and_shorten_paths() -> None:
     from training.evaluate import lineup_labels
 
-    long = "champion:configs/weights/default_ppo_4p.npz"
+    long = "champion:sixnimmt_env/weights/default_ppo_4p.npz"
     assert lineup_labels(["mc:64,mc:64,mc:64"]) == ["3 × mc:64"]
     assert lineup_labels(["greedy, lowest,random"]) == ["greedy, lowest, random"]
     assert lineup_labels([f"{long},greedy,greedy"]) == ["champion:default_ppo_4p.npz, 2 × greedy"]
@@ -602,7 +609,7 @@ def test_lineup_labels_count_equal_neighbours_and_shorten_paths() -> None:
 def test_a_learning_curve_with_long_lineups_keeps_its_axes_wide(tmp_path: Path) -> None:
     from training.evaluate import learning_curve_figure, plot_learning_curve
 
-    long = "champion:configs/weights/default_ppo_4p.npz"
+    long = "champion:sixnimmt_env/weights/default_ppo_4p.npz"
     lineups = ["mc:64,mc:64,mc:64", f"{long},{long},{long}", "greedy,greedy,greedy"]
     rows = [
         {"step": str(step), "lineup": lineup, "mean_penalty": "9.5", "ci95": "0.6", "opponents_mean_penalty": "12.5"}

@@ -8,16 +8,16 @@ Usage::
 The first form trains the config (``python -m training.train``, a new run folder under ``runs/``), then
 writes the final model's actor as numpy weights to ``--out``. The default config is the last stage,
 ``configs/champion_features_league_2.yaml`` (stage 8): it fine-tunes stage 7's weights
-``configs/weights/champion_v7.npz`` against whole tables of one kind (``train.opponent_draw: table``), with
+``sixnimmt_env/weights/champion_v7.npz`` against whole tables of one kind (``train.opponent_draw: table``), with
 tables of stage 6, the champion it had to beat, at weight 0.2. Stage 1, ``configs/champion.yaml``
-(``--out configs/weights/champion_v1.npz``), distils ``mc:64`` into the card policy and then runs PPO;
-stage 2, ``configs/champion_league.yaml`` (``--out configs/weights/champion_v2.npz``), fine-tunes it
-against a league; stage 3, ``configs/champion_mc_league.yaml`` (``--out configs/weights/champion_v3.npz``),
+(``--out sixnimmt_env/weights/champion_v1.npz``), distils ``mc:64`` into the card policy and then runs PPO;
+stage 2, ``configs/champion_league.yaml`` (``--out sixnimmt_env/weights/champion_v2.npz``), fine-tunes it
+against a league; stage 3, ``configs/champion_mc_league.yaml`` (``--out sixnimmt_env/weights/champion_v3.npz``),
 against a league in which ``mc:16`` holds 40 % of the seats; stage 4, ``configs/champion_table_league.yaml``
-(``--out configs/weights/champion_v4.npz``), against whole tables of one kind; stages 5 and 6,
+(``--out sixnimmt_env/weights/champion_v4.npz``), against whole tables of one kind; stages 5 and 6,
 ``configs/champion_greedy_league.yaml`` and ``configs/champion_greedy_league_2.yaml`` (``--out
-configs/weights/champion_v5.npz``, ``champion_v6.npz``), likewise with more ``greedy`` tables; stage 7,
-``configs/champion_features_league.yaml`` (``--out configs/weights/champion_v7.npz``), with the three target
+sixnimmt_env/weights/champion_v5.npz``, ``champion_v6.npz``), likewise with more ``greedy`` tables; stage 7,
+``configs/champion_features_league.yaml`` (``--out sixnimmt_env/weights/champion_v7.npz``), with the three target
 line-ups at equal weight and the card policy's hand-and-table features. ``make champion`` runs every stage
 from scratch. The second form exports an existing MaskablePPO card-policy checkpoint. An existing ``--out``
 is never replaced without ``--force``. The weights file is what :mod:`sixnimmt_env.champion` plays (spec
@@ -119,9 +119,10 @@ def write_weights(arrays: dict[str, np.ndarray], out: str | Path, meta: dict[str
 
 
 def _parser() -> argparse.ArgumentParser:
+    from sixnimmt_env.cli import parser_kwargs
     from training.train import add_overrides_option
 
-    p = argparse.ArgumentParser(prog="python -m training.champion", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(**parser_kwargs("training.champion"), description=__doc__.split("\n\n")[0])
     p.add_argument(
         "config",
         nargs="?",

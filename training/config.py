@@ -1,13 +1,17 @@
-"""Typed training configs loaded from YAML (``yaml.safe_load`` only, never ``eval``).
+"""Typed training configs loaded from YAML (``yaml.safe_load`` only, never ``eval``), validated by pydantic.
 
-A config file has the sections below; every key is optional (the dataclass
-defaults apply) but an unknown or misspelt key, a value of the wrong type or
-an unknown agent spec is a :class:`ConfigError` naming the file and the dotted
-key, raised by :func:`load_config` before anything starts.
+A config file has the sections below; every key is optional (the models' defaults apply) but an unknown or
+misspelt key, a value of the wrong type or out of range, or an unknown agent spec is a :class:`ConfigError`
+naming the file, the dotted key, what is allowed and the value given, raised by :func:`load_config` before
+anything starts. Each section is a pydantic model (``extra="forbid"``, strict types, field constraints); the
+checks across sections are :func:`validate`'s.
 
 ===========  ==================================================================
 section      meaning
 ===========  ==================================================================
+base         (optional) another config file, relative to this one: its keys
+             apply first, then this file's (mappings merge key by key; a list
+             or a value replaces the base's); ``name`` is never inherited
 env          every :class:`sixnimmt_env.engine.GameConfig` field with its
              default (but :data:`TRAINING_GAME_DEFAULTS`: ``episode: round``), plus
              ``learner_seat`` (``"random"`` or a seat index); ``num_players``
@@ -32,11 +36,13 @@ train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              beside the learner's updates, :mod:`training.rollouts`; 1 is
              synchronous MaskablePPO; ``null``, the default: the usable
              cores, at most 4), ``normalize_obs``,
-             ``seed``, ``device``, ``output_dir`` (default ``runs``),
+             ``seed``, ``device``, ``output_dir`` (default ``runs``, relative to
+             the current folder),
              ``torch_threads``, ``init_from`` (an SB3 checkpoint whose policy
              weights start a new run, e.g. a distilled policy of
-             :mod:`training.distill`, or a ``.npz`` actor written by
-             :func:`training.champion.export`; ignored by ``--resume``),
+             :mod:`training.distill`, a ``.npz`` actor written by
+             :func:`training.champion.export`, or the name of a shipped one,
+             :data:`sixnimmt_env.champion.BASELINES`; ignored by ``--resume``),
              ``win_bonus`` (bullheads added to the learner's reward at the end
              of an episode it wins, a tie for lowest split; ``vec_env: batched``
              only; default 0), ``reward`` (``penalty``, default: minus the
@@ -59,28 +65,37 @@ ray          ``train.backend: rllib`` only (:mod:`training.rllib.config`):
              CPUs/GPUs per env runner and per learner
 ===========  ==================================================================
 
+Paths in a config file (``train.init_from``, the ``PATH`` of agent specs such as ``champion:PATH`` or
+``ppo:PATH`` in ``opponents`` and ``eval.opponents``) are relative to the folder of the file that names them
+(a base config's to the base's), not to the current folder; :func:`load_config` makes them absolute, so the
+``config.yaml`` saved in a run folder names the same files. An agent argument counts as a path when it holds a
+``/`` or has a file suffix (``.npz``, ``.zip``); ``champion:NAME`` with a name of
+:data:`sixnimmt_env.champion.BASELINES` plays shipped weights from any folder.
+
 ``train.backend`` is ``sb3`` (default: MaskablePPO) or ``rllib`` (Ray RLlib's PPO,
 :mod:`training.rllib`); with ``rllib`` the ``algo`` keys set are checked by
 :func:`_check_rllib` (a subset of MaskablePPO's; the names mean what they mean for SB3;
 :mod:`training.rllib.config` translates them).
 
-``--set a.b=value`` overrides are parsed with ``yaml.safe_load`` and applied
-to the raw mapping before validation, so they are checked the same way.
+``--set a.b=value`` overrides (:func:`apply_override`) are parsed as YAML and applied to the merged mapping
+before validation, so they are checked the same way; their paths are relative to the current folder.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
-import types
 import typing
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
+import annotated_types
 import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
+from sixnimmt_env.agents import parse_lineup
 from sixnimmt_env.engine import GameConfig
 
 
@@ -93,61 +108,89 @@ TRAINING_GAME_DEFAULTS: dict[str, Any] = {"episode": "round"}
 (``episode: round``; ``GameConfig``'s default is a whole game), the episode the shipped configs train on."""
 
 
-def _env_fields() -> list[tuple[str, Any, Any]]:
-    """The env section's fields: every :class:`GameConfig` field with its type and default (but
-    :data:`TRAINING_GAME_DEFAULTS`; ``num_players`` may also be a list of table sizes), then ``learner_seat``."""
-    hints = typing.get_type_hints(GameConfig)
-    out: list[tuple[str, Any, Any]] = []
-    for f in dataclasses.fields(GameConfig):
-        tp = int | list[int] if f.name == "num_players" else hints[f.name]
-        out.append((f.name, tp, field(default=TRAINING_GAME_DEFAULTS.get(f.name, f.default))))
-    out.append(("learner_seat", int | Literal["random"], field(default="random")))
-    return out
+def _whole(value: Any) -> Any:
+    """An integral float (``1e6`` in YAML or ``--set``) as an ``int``; anything else as is (strict checks follow)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def _table_sizes(self: Any) -> list[int]:
-    """``num_players`` as a list (a list of sizes spreads the training envs over table sizes)."""
-    return list(self.num_players) if isinstance(self.num_players, list) else [self.num_players]
+Int = Annotated[int, BeforeValidator(_whole)]
+"""An integer config value: strict (``true`` and ``"4"`` are refused) but an integral float is accepted."""
+Count = Annotated[Int, annotated_types.Ge(1)]
+"""An integer >= 1 (steps, envs, games, processes)."""
+Rate = Annotated[float, annotated_types.Ge(0.0)]
+"""A number >= 0.0 (a coefficient, a learning rate)."""
+Positive = Annotated[float, annotated_types.Gt(0)]
+"""A number > 0 (a temperature, a time budget)."""
 
 
-def _game_kwargs(self: Any, num_players: int | None = None) -> dict[str, Any]:
-    """The :class:`GameConfig` keyword arguments of this section (for ``num_players``, default the first size)."""
-    out = {name: getattr(self, name) for name in GameConfig.field_names()}
-    out["num_players"] = self.table_sizes()[0] if num_players is None else num_players
-    return out
+class Section(BaseModel):
+    """A config section: unknown keys and values of the wrong type are refused (no coercion but integral floats
+    to integers); :attr:`UNKNOWN_HINT`, when set, says in the error why a key is unknown."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, validate_default=False)
+    UNKNOWN_HINT: ClassVar[str | None] = None
+
+    def given_items(self) -> dict[str, Any]:
+        """The keys set (by the file, ``--set`` or the constructor), in field order, as plain data."""
+        return self.model_dump(exclude_unset=True)
 
 
-EnvSection = dataclasses.make_dataclass(
+class _EnvMethods(Section):
+    """The methods of :data:`EnvSection`."""
+
+    def table_sizes(self) -> list[int]:
+        """``num_players`` as a list (a list of sizes spreads the training envs over table sizes)."""
+        n = self.num_players  # type: ignore[attr-defined]
+        return list(n) if isinstance(n, list) else [n]
+
+    def game_kwargs(self, num_players: int | None = None) -> dict[str, Any]:
+        """The :class:`GameConfig` keyword arguments of this section (for ``num_players``, default the first size)."""
+        out = {name: getattr(self, name) for name in GameConfig.field_names()}
+        out["num_players"] = self.table_sizes()[0] if num_players is None else num_players
+        return out
+
+
+def _env_type(tp: Any) -> Any:
+    """A :class:`GameConfig` field's annotation for the env section (``int`` as :data:`Int`)."""
+    if tp is int:
+        return Int
+    args = typing.get_args(tp)
+    return Int | None if args and int in args and type(None) in args else tp
+
+
+EnvSection = create_model(
     "EnvSection",
-    _env_fields(),
-    namespace={
-        "__doc__": "The game (every :class:`GameConfig` field, ``num_players`` possibly a list) and the learner's "
-        'seat (``"random"`` or a seat index).',
-        "table_sizes": _table_sizes,
-        "game_kwargs": _game_kwargs,
-        "__module__": __name__,
+    __base__=_EnvMethods,
+    __module__=__name__,
+    __doc__="The game (every :class:`GameConfig` field, ``num_players`` possibly a list) and the learner's seat "
+    '(``"random"`` or a seat index).',
+    **{
+        f.name: (
+            Int | list[Int] if f.name == "num_players" else _env_type(typing.get_type_hints(GameConfig)[f.name]),
+            TRAINING_GAME_DEFAULTS.get(f.name, f.default),
+        )
+        for f in dataclasses.fields(GameConfig)
     },
+    learner_seat=(Annotated[Int, annotated_types.Ge(0)] | Literal["random"], "random"),
 )
-"""The env section, built from :class:`GameConfig`'s own fields (:func:`_env_fields`)."""
+"""The env section, built from :class:`GameConfig`'s own fields (their rules are checked by :func:`validate`)."""
 
 
-@dataclass
-class OpponentEntry:
+class OpponentEntry(Section):
     """One component of the opponent mixture: an agent spec and its weight (> 0)."""
 
     agent: str
-    weight: float = 1.0
+    weight: Positive = 1.0
 
 
-@dataclass
-class SelfPlaySection:
+class SelfPlaySection(Section):
     """Snapshot the learner every ``snapshot_every`` steps into a pool of the last ``pool_size``
     snapshots; each opponent seat is played by a random pool snapshot with probability ``prob``."""
 
     enabled: bool = False
-    snapshot_every: int = 50_000
-    pool_size: int = 5
-    prob: float = 0.3
+    snapshot_every: Count = 50_000
+    pool_size: Count = 5
+    prob: float = Field(0.3, ge=0, le=1)
 
 
 OpponentDraw = Literal["seat", "table"]
@@ -165,40 +208,7 @@ POLICIES = ("MlpPolicy", "card")
 """Names allowed for ``algo.policy``: SB3's ``MlpPolicy`` or :class:`training.policy.CardPolicy` (``card``)."""
 
 
-def _at_least(low: float, default: Any) -> Any:
-    """A number field that must be ``>= low``: an integer when ``low`` is an ``int``, else any number."""
-    kind = "an integer" if isinstance(low, int) else "a number"
-    return field(default=default, metadata={"min": low, "means": f"{kind} >= {low}"})
-
-
-@dataclass
-class _GivenKeys:
-    """A section that remembers the keys its config sets (``given``): the keys of the file or ``--set``, and every
-    field whose value differs from its default. :meth:`given_items` is what ``config.yaml`` holds and what the
-    backend receives; a key left out takes the backend's own default."""
-
-    given: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        defaults = {
-            f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            for f in dataclasses.fields(self)
-            if f.init
-        }
-        self.given = frozenset(name for name, default in defaults.items() if getattr(self, name) != default)
-
-    def given_items(self) -> dict[str, Any]:
-        """The keys set, in field order, as plain data (nested sections as mappings)."""
-        out = {}
-        for f in dataclasses.fields(self):
-            if f.name in self.given:
-                value = getattr(self, f.name)
-                out[f.name] = value.given_items() if isinstance(value, _GivenKeys) else value
-        return out
-
-
-@dataclass
-class PolicyKwargs(_GivenKeys):
+class PolicyKwargs(Section):
     """``algo.policy_kwargs``: keyword arguments of the policy (SB3's ``MaskableActorCriticPolicy`` and
     :class:`training.policy.CardPolicy`), with SB3's defaults; classes are named by strings.
 
@@ -209,26 +219,24 @@ class PolicyKwargs(_GivenKeys):
     they are scored (:class:`training.policy.HandAttentionHead`; a divisor of its 32 units).
     """
 
-    UNKNOWN_HINT: ClassVar[str] = "not a policy keyword argument"
+    UNKNOWN_HINT: ClassVar[str | None] = "not a policy keyword argument"
 
-    net_arch: list[int] | dict[str, list[int]] | None = field(
-        default=None,
-        metadata={"means": "a list of layer sizes (e.g. [64, 64]; {pi: [...], vf: [...]} for MlpPolicy) or null"},
+    net_arch: list[Int] | dict[str, list[Int]] | None = Field(
+        None, description="a list of layer sizes (e.g. [64, 64]; {pi: [...], vf: [...]} for MlpPolicy) or null"
     )
     activation_fn: Activation = "tanh"
     ortho_init: bool = True
-    features_extractor_class: Extractor | None = field(
-        default=None, metadata={"means": "one of card_features (or null: SB3's FlattenExtractor)"}
+    features_extractor_class: Extractor | None = Field(
+        None, description="one of card_features (or null: SB3's FlattenExtractor)"
     )
     features_extractor_kwargs: dict[str, Any] | None = None
     share_features_extractor: bool = True
     normalize_images: bool = True
     optimizer_kwargs: dict[str, Any] | None = None
-    hand_attention_heads: int = _at_least(0, 0)
+    hand_attention_heads: Int = Field(0, ge=0)
 
 
-@dataclass
-class AlgoSection(_GivenKeys):
+class AlgoSection(Section):
     """``algo``: the MaskablePPO keyword arguments a config may set, with their types and SB3's defaults
     (``tests/test_training.py`` pins them to MaskablePPO's signature). ``seed``, ``device``, ``verbose`` and
     ``tensorboard_log`` are set by :mod:`training.train` from the ``train`` section.
@@ -237,53 +245,51 @@ class AlgoSection(_GivenKeys):
     ``card`` and ``n_steps`` to :data:`DEFAULT_N_STEPS` when the config does not set them.
     """
 
-    UNKNOWN_HINT: ClassVar[str] = (
+    UNKNOWN_HINT: ClassVar[str | None] = (
         "not a MaskablePPO keyword argument, or set in another section: seed and device belong in train"
     )
 
     policy: str = "MlpPolicy"
-    learning_rate: float = _at_least(0.0, 3e-4)
-    n_steps: int = _at_least(1, 2048)
-    batch_size: int = _at_least(1, 64)
-    n_epochs: int = _at_least(1, 10)
-    gamma: float = _at_least(0.0, 0.99)
-    gae_lambda: float = _at_least(0.0, 0.95)
-    clip_range: float = _at_least(0.0, 0.2)
+    learning_rate: Rate = 3e-4
+    n_steps: Count = 2048
+    batch_size: Count = 64
+    n_epochs: Count = 10
+    gamma: Rate = 0.99
+    gae_lambda: Rate = 0.95
+    clip_range: Rate = 0.2
     clip_range_vf: float | None = None
     normalize_advantage: bool = True
-    ent_coef: float = _at_least(0.0, 0.0)
-    vf_coef: float = _at_least(0.0, 0.5)
-    max_grad_norm: float = _at_least(0.0, 0.5)
+    ent_coef: Rate = 0.0
+    vf_coef: Rate = 0.5
+    max_grad_norm: Rate = 0.5
     rollout_buffer_kwargs: dict[str, Any] | None = None
     target_kl: float | None = None
-    stats_window_size: int = _at_least(1, 100)
-    policy_kwargs: PolicyKwargs = field(default_factory=PolicyKwargs)
+    stats_window_size: Count = 100
+    policy_kwargs: PolicyKwargs = Field(default_factory=PolicyKwargs)
 
 
-@dataclass
-class TrainSection:
+class TrainSection(Section):
     """Budget and machinery of one run."""
 
-    total_timesteps: int = 1_000_000
-    max_minutes: float | None = None
-    n_envs: int = 8
+    total_timesteps: Count = 1_000_000
+    max_minutes: Positive | None = None
+    n_envs: Count = 8
     vec_env: Literal["dummy", "subproc", "batched"] = "dummy"
-    n_workers: int | None = None
-    workers: int | None = None
+    n_workers: Count | None = None
+    workers: Count | None = None
     normalize_obs: bool = False
-    seed: int = 0
+    seed: Int = 0
     device: str = "cpu"
     output_dir: str = "runs"
-    torch_threads: int = 1
+    torch_threads: Count = 1
     backend: Literal["sb3", "rllib"] = "sb3"
     init_from: str | None = None
-    win_bonus: float = 0.0
+    win_bonus: float = Field(0.0, ge=0, lt=1e6, description="in [0, 1e6) bullheads")
     reward: Literal["penalty", "relative"] = "penalty"
     opponent_draw: OpponentDraw = "seat"
 
 
-@dataclass
-class DistillSection:
+class DistillSection(Section):
     """Search distillation before PPO (:mod:`training.distill`): ``mc:samples`` labels ``decisions`` decisions of
     games where each seat plays a sample of its ``softmax(-score / temperature)`` (``epsilon`` of them uniformly
     at random), then the policy learns them for ``epochs`` (Adam at ``learning_rate``, cosine decay, minibatches
@@ -292,196 +298,149 @@ class DistillSection:
     share, with its own seed) and as many threads fit."""
 
     enabled: bool = False
-    samples: int = 64
-    decisions: int = 600_000
-    games: int = 256
-    temperature: float = 1.0
-    epsilon: float = 0.05
-    epochs: int = 10
-    batch_size: int = 4096
-    learning_rate: float = 1e-3
-    fit_temperature: float = 1.0
-    value_coef: float = 0.05
-    workers: int = 1
+    samples: Count = 64
+    decisions: Count = 600_000
+    games: Count = 256
+    temperature: Positive = 1.0
+    epsilon: float = Field(0.05, ge=0, le=1)
+    epochs: Count = 10
+    batch_size: Count = 4096
+    learning_rate: Positive = 1e-3
+    fit_temperature: Positive = 1.0
+    value_coef: Rate = 0.05
+    workers: Count = 1
 
 
-@dataclass
-class EvalSection:
+class EvalSection(Section):
     """Arena evaluations during training; ``opponents[0]`` decides ``best_model.zip``."""
 
-    every: int = 50_000
-    opponents: list[str] = field(default_factory=lambda: ["greedy,greedy,greedy"])
-    games: int = 200
-    final_games: int = 2000
+    every: Count = 50_000
+    opponents: list[str] = Field(default_factory=lambda: ["greedy,greedy,greedy"])
+    games: Count = 200
+    final_games: Count = 2000
 
 
-@dataclass
-class CheckpointSection:
+class CheckpointSection(Section):
     """Periodic checkpoints (``checkpoints/model_<steps>_steps.zip``)."""
 
-    every: int = 100_000
+    every: Count = 100_000
 
 
-@dataclass
-class RaySection:
+class RaySection(Section):
     """Ray and RLlib resources (``train.backend: rllib``; see :mod:`training.rllib.config`)."""
 
     address: str | None = None
-    num_cpus: int | None = None
-    object_store_mb: int = 200
-    num_env_runners: int = 1
-    num_envs_per_env_runner: int = 8
-    num_learners: int = 0
-    num_cpus_per_env_runner: float = 1.0
-    num_gpus_per_env_runner: float = 0.0
-    num_cpus_per_learner: float = 1.0
-    num_gpus_per_learner: float = 0.0
+    num_cpus: Count | None = None
+    object_store_mb: Int = Field(200, ge=80)
+    num_env_runners: Int = Field(1, ge=0)
+    num_envs_per_env_runner: Count = 8
+    num_learners: Int = Field(0, ge=0)
+    num_cpus_per_env_runner: Rate = 1.0
+    num_gpus_per_env_runner: Rate = 0.0
+    num_cpus_per_learner: Rate = 1.0
+    num_gpus_per_learner: Rate = 0.0
 
 
-@dataclass
-class TrainConfig:
+class TrainConfig(Section):
     """A whole training config (see the module docstring for each section)."""
 
     name: str = "run"
-    env: EnvSection = field(default_factory=EnvSection)
-    opponents: list[OpponentEntry] = field(default_factory=lambda: [OpponentEntry("greedy", 1.0)])
-    self_play: SelfPlaySection = field(default_factory=SelfPlaySection)
-    algo: AlgoSection = field(default_factory=AlgoSection)
-    train: TrainSection = field(default_factory=TrainSection)
-    distill: DistillSection = field(default_factory=DistillSection)
-    eval: EvalSection = field(default_factory=EvalSection)
-    checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
-    ray: RaySection = field(default_factory=RaySection)
+    env: EnvSection = Field(default_factory=EnvSection)  # type: ignore[valid-type]
+    opponents: list[OpponentEntry] = Field(default_factory=lambda: [OpponentEntry(agent="greedy")], min_length=1)
+    self_play: SelfPlaySection = Field(default_factory=SelfPlaySection)
+    algo: AlgoSection = Field(default_factory=AlgoSection)
+    train: TrainSection = Field(default_factory=TrainSection)
+    distill: DistillSection = Field(default_factory=DistillSection)
+    eval: EvalSection = Field(default_factory=EvalSection)
+    checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
+    ray: RaySection = Field(default_factory=RaySection)
 
     def to_dict(self) -> dict[str, Any]:
         """A plain mapping (what ``config.yaml`` of a run holds; ``algo``: the keys the config sets)."""
-        return {**dataclasses.asdict(self), "algo": self.algo.given_items()}
+        return {**self.model_dump(), "algo": self.algo.given_items()}
 
 
-# --------------------------------------------------------------------------- conversion
+# --------------------------------------------------------------------------- errors
 
 
-def _type_name(tp: Any) -> str:
+def _describe(tp: Any, metadata: Iterable[Any] = ()) -> str:
+    """What a field of annotation ``tp`` (and constraints ``metadata``) allows, in words: ``an integer >= 1``."""
     origin = typing.get_origin(tp)
+    if origin is Annotated:
+        base, *more = typing.get_args(tp)
+        return _describe(base, [*more, *metadata])
+    bounds = [
+        f"{op} {float(getattr(m, attr)) if tp is float else getattr(m, attr)!r}"  # Ge(0) and Ge(0.0) are cached alike
+        for m in metadata
+        for attr, op in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+        if hasattr(m, attr)
+    ]
+    bounds += [
+        f"with at least {m.min_length} {'entry' if m.min_length == 1 else 'entries'}"
+        for m in metadata
+        if isinstance(m, annotated_types.MinLen)
+    ]
     if origin is Literal:
-        return " or ".join(repr(a) for a in typing.get_args(tp))
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in typing.get_args(tp))
-    if tp is type(None):
-        return "null"
-    if origin is list:
-        return f"a list of {_type_name(typing.get_args(tp)[0])}"
-    if origin is dict:
-        return "a mapping"
-    if dataclasses.is_dataclass(tp):
-        return "a mapping"
-    return getattr(tp, "__name__", str(tp))
+        words = " or ".join(repr(a) for a in typing.get_args(tp))
+    elif origin in (typing.Union, type(int | None)):
+        words = " or ".join(_describe(a) for a in typing.get_args(tp))
+    elif origin is list:
+        words = f"a list ({_describe(typing.get_args(tp)[0])} each)"
+    elif isinstance(tp, type) and issubclass(tp, BaseModel):
+        words = f"a mapping of {', '.join(tp.model_fields)}"
+    else:
+        names = {int: "an integer", float: "a number", bool: "true or false", str: "a string", type(None): "null"}
+        words = names.get(tp, "a mapping" if origin is dict else getattr(tp, "__name__", str(tp)))
+    return " ".join([words, " and ".join(bounds)]).strip()
 
 
-def _convert(value: Any, tp: Any, key: str, source: str) -> Any:
-    """Check ``value`` against the annotation ``tp`` and build nested dataclasses."""
-    origin = typing.get_origin(tp)
-    bad = ConfigError(f"{source}: key '{key}' must be {_type_name(tp)}, got {value!r}")
-    if origin is Literal:
-        if value not in typing.get_args(tp) or isinstance(value, bool):
-            raise bad
-        return value
-    if origin in (typing.Union, types.UnionType):
-        for option in typing.get_args(tp):
-            try:
-                return _convert(value, option, key, source)
-            except ConfigError:
-                continue
-        raise bad
-    if tp is type(None):
-        if value is not None:
-            raise bad
-        return None
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise bad
-        return value
-    if tp is int:
-        if isinstance(value, float) and value.is_integer():  # 1e6 in YAML or --set
-            return int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise bad
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise bad
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise bad
-        return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise bad
-        (item,) = typing.get_args(tp)
-        return [_convert(v, item, f"{key}[{i}]", source) for i, v in enumerate(value)]
-    if origin is dict or tp is Any:
-        if origin is dict and not isinstance(value, dict):
-            raise bad
-        return value
-    if dataclasses.is_dataclass(tp):
-        if not isinstance(value, dict):
-            raise bad
-        return _build(tp, value, key, source)
-    raise TypeError(f"unsupported config annotation {tp!r} at {key}")  # a bug in this module, not in a config
+def _config_error(error: ValidationError, source: str) -> ConfigError:
+    """The first error of a failed validation of :class:`TrainConfig` as a :class:`ConfigError`: the dotted key,
+    what is allowed there (the field's type and constraints, or its description) and the value given; for an
+    unknown key, the keys allowed (the closest one first when it looks like a typo)."""
+    first = error.errors()[0]
+    model: Any = TrainConfig
+    tp: Any = TrainConfig
+    info: Any = None
+    key = ""
+    for part in first["loc"]:
+        if isinstance(part, int) and typing.get_origin(tp) is list:
+            tp, info, key = typing.get_args(tp)[0], None, f"{key}[{part}]"
+        elif isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(part, str):
+            model, key = tp, f"{key}.{part}" if key else part
+            if part not in tp.model_fields:
+                break  # an unknown key (extra_forbidden)
+            info = tp.model_fields[part]
+            tp = info.annotation
+        else:
+            break  # inside a union: the field as a whole is described
+    if first["type"] == "extra_forbidden":
+        allowed = list(model.model_fields)
+        close = difflib.get_close_matches(key.rsplit(".", 1)[-1], allowed, n=1)
+        guess = f"did you mean '{close[0]}'? " if close else ""
+        why = f" ({model.UNKNOWN_HINT})" if model.UNKNOWN_HINT else ""
+        return ConfigError(f"{source}: unknown key '{key}'{why}; {guess}allowed keys here: {', '.join(allowed)}")
+    allowed_text = (info.description if info is not None else None) or _describe(
+        tp, info.metadata if info is not None else ()
+    )
+    return ConfigError(f"{source}: key '{key}' must be {allowed_text}, got {first['input']!r}")
 
 
-def _convert_field(value: Any, tp: Any, metadata: Mapping[str, Any], key: str, source: str) -> Any:
-    """:func:`_convert`, then a field's ``metadata``: ``min`` (lowest allowed number) and ``means`` (what the
-    error message says is allowed, instead of the type's name)."""
-    means = metadata.get("means")
-    try:
-        out = _convert(value, tp, key, source)
-    except ConfigError:
-        if means is None:
-            raise
-        raise ConfigError(f"{source}: key '{key}' must be {means}, got {value!r}") from None
-    low = metadata.get("min")
-    if low is not None and out is not None and not out >= low:
-        raise ConfigError(f"{source}: key '{key}' must be {means}, got {value!r}")
-    return out
+# --------------------------------------------------------------------------- files, inheritance, overrides
 
 
-def _build(cls: type, data: Mapping[str, Any], prefix: str, source: str) -> Any:
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    kwargs = {}
-    for k, v in data.items():
-        key = f"{prefix}.{k}" if prefix else str(k)
-        if k not in fields:
-            hint = getattr(cls, "UNKNOWN_HINT", None)
-            if hint is None:
-                raise ConfigError(f"{source}: unknown key '{key}'; allowed keys here: {', '.join(fields)}")
-            raise ConfigError(f"{source}: unknown key '{key}' ({hint}); allowed: {', '.join(fields)}")
-        kwargs[k] = _convert_field(v, hints[k], fields[k].metadata, key, source)
-    out = cls(**kwargs)
-    if isinstance(out, _GivenKeys):
-        out.given |= frozenset(kwargs)
-    return out
+class _Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that also reads ``1e-4`` and ``1e6`` as floats (YAML 1.2; YAML 1.1 wants a dot)."""
 
 
-# --------------------------------------------------------------------------- overrides
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$"), list("-+0123456789.")
+)
 
 
-_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
-
-
-def _numbers(value: Any) -> Any:
-    """Turn strings that are plain numbers in scientific notation (``"1e-4"``, which YAML 1.1 reads as a
-    string) into floats, recursively through lists and mappings; everything else is returned as is."""
-    if isinstance(value, str) and _NUMBER.match(value.strip()):
-        number = float(value)
-        return int(number) if number.is_integer() and "e" not in value.lower() and "." not in value else number
-    if isinstance(value, list):
-        return [_numbers(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _numbers(v) for k, v in value.items()}
-    return value
+def _yaml(text: str) -> Any:
+    """``text`` parsed by :class:`_Loader` (safe: plain data only)."""
+    return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: plain data only
 
 
 def yaml_problem(error: yaml.YAMLError) -> str:
@@ -492,8 +451,106 @@ def yaml_problem(error: yaml.YAMLError) -> str:
     return f"{problem}{where}"
 
 
+def _absolute(value: str, folder: Path) -> str:
+    """``value`` (a path as written in a config) made absolute against ``folder``; ``~`` is the home folder."""
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else (folder / path).resolve())
+
+
+def _spec_paths(spec: Any, folder: Path) -> Any:
+    """An agent spec (or a comma-separated line-up) with each ``PREFIX:PATH`` argument made absolute against
+    ``folder`` when it is a path (holds a ``/`` or has a file suffix); other values as given."""
+    if not isinstance(spec, str):
+        return spec
+    out = []
+    for part in spec.split(","):
+        prefix, colon, arg = part.strip().partition(":")
+        is_path = colon and ("/" in arg or "\\" in arg or re.search("[A-Za-z]", Path(arg).suffix))
+        out.append(f"{prefix}:{_absolute(arg, folder)}" if is_path else part)
+    return ",".join(out)
+
+
+def resolve_paths(raw: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The paths of a raw config mapping made absolute against ``folder`` (the module docstring's rule):
+    ``train.init_from`` (but a baseline name of :data:`sixnimmt_env.champion.BASELINES`) and the agent specs of
+    ``opponents`` and ``eval.opponents``. Values of the wrong shape are left for validation to refuse."""
+    from sixnimmt_env.champion import BASELINES
+
+    train = raw.get("train")
+    if isinstance(train, dict) and isinstance(train.get("init_from"), str):
+        init = train["init_from"]
+        train["init_from"] = str(BASELINES[init]) if init in BASELINES else _absolute(init, folder)
+    if isinstance(raw.get("opponents"), list):
+        for entry in raw["opponents"]:
+            if isinstance(entry, dict) and "agent" in entry:
+                entry["agent"] = _spec_paths(entry["agent"], folder)
+    ev = raw.get("eval")
+    if isinstance(ev, dict) and isinstance(ev.get("opponents"), list):
+        ev["opponents"] = [_spec_paths(lineup, folder) for lineup in ev["opponents"]]
+    return raw
+
+
+def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` deep-merged onto ``base`` (a new mapping): mappings merge key by key, anything else replaces."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _read(path: Path, chain: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The raw mapping of the config file ``path``, its base configs merged under it, paths made absolute.
+
+    Raises:
+        ConfigError: a missing, unreadable, binary or empty file, bad YAML, a top level that is not a mapping, a
+            ``base`` that is not a file name or that includes itself.
+    """
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found" + (f" (the base of {chain[-1]})" if chain else ""))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file (a YAML config is UTF-8 text)") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read: {e.strerror}") from None
+    if "\x00" in text:
+        raise ConfigError(f"{path}: not a text file (it holds NUL bytes; a YAML config is UTF-8 text)")
+    try:
+        raw = _yaml(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {yaml_problem(e)}") from None
+    _check_top_level(raw, str(path))
+    raw = resolve_paths(raw, path.parent.resolve())
+    base = raw.pop("base", None)
+    if base is None:
+        return raw
+    if not isinstance(base, str) or not base.strip():
+        raise ConfigError(f"{path}: key 'base' must be the file name of another config (relative to this one)")
+    base_path = (path.parent / base).resolve()
+    if base_path in (*chain, path.resolve()):
+        raise ConfigError(f"{path}: key 'base' {base!r} includes {path.name} again (a cycle of base configs)")
+    inherited = _read(base_path, (*chain, path.resolve()))
+    inherited.pop("name", None)
+    return merge(inherited, raw)
+
+
+def _check_top_level(raw: Any, source: str) -> None:
+    """Refuse an empty config and a top level that is not a mapping of sections."""
+    if raw is None or raw == {}:
+        raise ConfigError(
+            f"{source}: the config is empty; give at least one section (env, opponents, self_play, algo, train, "
+            "eval, checkpoint), e.g. copy configs/ppo_4p.yaml"
+        )
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{source}: the top level must be a mapping of sections (env:, train:, ...), got a {type(raw).__name__}"
+            f" ({str(raw)[:60]!r})"
+        )
+
+
 def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") -> None:
-    """Apply one ``a.b.c=value`` override to ``raw`` in place; ``value`` is parsed with ``yaml.safe_load``.
+    """Apply one ``a.b.c=value`` override to ``raw`` in place: ``value`` is parsed as YAML (paths in it relative to
+    the current folder) and replaces what ``a.b.c`` held.
 
     Raises:
         ConfigError: without ``=``, a value that is not valid YAML, or when a key on the path is not a mapping.
@@ -505,15 +562,20 @@ def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") 
     if not all(keys):
         raise ConfigError(f"{source}: override {assignment!r} has an empty key")
     try:
-        value = _numbers(yaml.safe_load(text)) if text.strip() else None
+        value = _yaml(text) if text.strip() else None
     except yaml.YAMLError as e:
         raise ConfigError(f"{source}: the value of {path.strip()!r} is not valid YAML: {yaml_problem(e)}") from None
+    nested: dict[str, Any] = {keys[-1]: value}
+    for k in reversed(keys[:-1]):
+        nested = {k: nested}
+    nested = resolve_paths(nested, Path.cwd())
     node = raw
     for i, k in enumerate(keys[:-1]):
         node = node.setdefault(k, {})
         if not isinstance(node, dict):
             raise ConfigError(f"{source}: key '{'.'.join(keys[: i + 1])}' is not a mapping; cannot set {path}")
-    node[keys[-1]] = value
+        nested = nested[k]
+    node[keys[-1]] = nested[keys[-1]]
 
 
 # --------------------------------------------------------------------------- validation
@@ -583,7 +645,7 @@ def num_envs(cfg: TrainConfig) -> int:
 
 def n_steps(cfg: TrainConfig) -> int:
     """Steps per env per iteration of an RLlib run (``algo.n_steps`` when set, else :data:`DEFAULT_N_STEPS`)."""
-    return cfg.algo.n_steps if "n_steps" in cfg.algo.given else DEFAULT_N_STEPS
+    return cfg.algo.n_steps if "n_steps" in cfg.algo.model_fields_set else DEFAULT_N_STEPS
 
 
 def train_batch_size(cfg: TrainConfig) -> int:
@@ -593,7 +655,7 @@ def train_batch_size(cfg: TrainConfig) -> int:
 
 def rllib_policy(cfg: TrainConfig) -> str:
     """``algo.policy`` of an RLlib run: the config's when set, else ``card``."""
-    return cfg.algo.policy if "policy" in cfg.algo.given else "card"
+    return cfg.algo.policy if "policy" in cfg.algo.model_fields_set else "card"
 
 
 def cpus_needed(cfg: TrainConfig) -> float:
@@ -608,7 +670,7 @@ def _check_rllib(cfg: TrainConfig, source: str) -> None:
     Raises:
         ConfigError: naming ``source`` and the key.
     """
-    for k in cfg.algo.given:
+    for k in cfg.algo.model_fields_set:
         if k not in RLLIB_ALGO_KEYS:
             raise ConfigError(
                 f"{source}: unknown key 'algo.{k}' for train.backend: rllib; allowed: {', '.join(RLLIB_ALGO_KEYS)}"
@@ -617,7 +679,7 @@ def _check_rllib(cfg: TrainConfig, source: str) -> None:
     if policy not in RLLIB_POLICIES:
         raise ConfigError(f"{source}: key 'algo.policy' must be one of {', '.join(RLLIB_POLICIES)}, got {policy!r}")
     pk = cfg.algo.policy_kwargs
-    for k in pk.given:
+    for k in pk.model_fields_set:
         if k not in RLLIB_POLICY_KWARGS:
             raise ConfigError(
                 f"{source}: unknown key 'algo.policy_kwargs.{k}' for train.backend: rllib; "
@@ -642,20 +704,6 @@ def _check_rllib(cfg: TrainConfig, source: str) -> None:
             f"{source}: key 'ray.address' must be null (a local Ray), 'auto' or HOST:PORT (ray://HOST:PORT), "
             f"got {r.address!r}"
         )
-    for key, value, low in [
-        ("ray.num_env_runners", r.num_env_runners, 0),
-        ("ray.num_envs_per_env_runner", r.num_envs_per_env_runner, 1),
-        ("ray.num_learners", r.num_learners, 0),
-        ("ray.object_store_mb", r.object_store_mb, 80),
-        ("ray.num_cpus_per_env_runner", r.num_cpus_per_env_runner, 0),
-        ("ray.num_gpus_per_env_runner", r.num_gpus_per_env_runner, 0),
-        ("ray.num_cpus_per_learner", r.num_cpus_per_learner, 0),
-        ("ray.num_gpus_per_learner", r.num_gpus_per_learner, 0),
-    ]:
-        if value < low:
-            raise ConfigError(f"{source}: key '{key}' must be >= {low}, got {value}")
-    if r.num_cpus is not None and r.num_cpus < 1:
-        raise ConfigError(f"{source}: key 'ray.num_cpus' must be >= 1 or null, got {r.num_cpus}")
     if r.address is not None:
         if r.num_cpus is not None:
             raise ConfigError(
@@ -686,31 +734,12 @@ def _check_rllib(cfg: TrainConfig, source: str) -> None:
         )
     batch = train_batch_size(cfg)
     minibatch = cfg.algo.batch_size
-    if "batch_size" in cfg.algo.given and minibatch > batch // max(r.num_learners, 1):
+    if "batch_size" in cfg.algo.model_fields_set and minibatch > batch // max(r.num_learners, 1):
         raise ConfigError(
             f"{source}: key 'algo.batch_size' ({minibatch}) is larger than the train batch per learner "
             f"({batch // max(r.num_learners, 1)} = algo.n_steps {n_steps(cfg)} x {num_envs(cfg)} envs"
             f"{' / ' + str(r.num_learners) + ' learners' if r.num_learners > 1 else ''})"
         )
-
-
-def check_agent_spec(spec: str, key: str, source: str) -> None:
-    """Raise :class:`ConfigError` naming ``key`` and ``source`` when ``spec`` is not a known agent spec.
-
-    ``ppo:PATH`` specs are checked for an existing file only (loading waits until the run starts). Other
-    prefixes are built by :func:`sixnimmt_env.agents.make_agent`, which imports an installed plugin's module
-    (e.g. ``training.agent`` for ``ppo-sample:``) when its prefix is asked for.
-    """
-    from sixnimmt_env.agents import make_agent
-
-    if spec.startswith("ppo:"):
-        if not Path(spec[4:]).is_file():
-            raise ConfigError(f"{source}: key '{key}': checkpoint {spec[4:]!r} of agent {spec!r} does not exist")
-        return
-    try:
-        make_agent(spec)
-    except ValueError as e:
-        raise ConfigError(f"{source}: key '{key}': {e}") from None
 
 
 def _is_sb3_checkpoint(path: str) -> bool:
@@ -749,6 +778,25 @@ def _check_init_weights(cfg: TrainConfig, source: str) -> None:
         )
 
 
+def check_agent_spec(spec: str, key: str, source: str) -> None:
+    """Raise :class:`ConfigError` naming ``key`` and ``source`` when ``spec`` is not a known agent spec.
+
+    ``ppo:PATH`` specs are checked for an existing file only (loading waits until the run starts). Other
+    prefixes are built by :func:`sixnimmt_env.agents.make_agent`, which imports an installed plugin's module
+    (e.g. ``training.agent`` for ``ppo-sample:``) when its prefix is asked for.
+    """
+    from sixnimmt_env.agents import make_agent
+
+    if spec.startswith("ppo:"):
+        if not Path(spec[4:]).is_file():
+            raise ConfigError(f"{source}: key '{key}': checkpoint {spec[4:]!r} of agent {spec!r} does not exist")
+        return
+    try:
+        make_agent(spec)
+    except ValueError as e:
+        raise ConfigError(f"{source}: key '{key}': {e}") from None
+
+
 def validate(cfg: TrainConfig, source: str) -> TrainConfig:
     """Semantic checks across sections: the game, weights, agent specs, counts, the vector env kind.
 
@@ -767,14 +815,13 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
             raise ConfigError(
                 f"{source}: key 'env.learner_seat' must be 'random' or 0..{n - 1}, got {cfg.env.learner_seat}"
             )
-    if not cfg.opponents:
-        raise ConfigError(f"{source}: key 'opponents' must list at least one agent")
     for i, entry in enumerate(cfg.opponents):
-        if entry.weight <= 0:
-            raise ConfigError(f"{source}: key 'opponents[{i}].weight' must be > 0, got {entry.weight}")
         check_agent_spec(entry.agent, f"opponents[{i}].agent", source)
     for i, lineup in enumerate(cfg.eval.opponents):
-        specs = [s.strip() for s in lineup.split(",")]
+        try:
+            specs = parse_lineup(lineup, "line-up")
+        except ValueError as e:
+            raise ConfigError(f"{source}: key 'eval.opponents[{i}]': {e}") from None
         if not 1 <= len(specs) <= 9:
             raise ConfigError(
                 f"{source}: key 'eval.opponents[{i}]' must name 1..9 opponents (the table is them plus the learner), "
@@ -788,25 +835,6 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
             )
         for spec in specs:
             check_agent_spec(spec, f"eval.opponents[{i}]", source)
-    for key, value in [
-        ("train.total_timesteps", cfg.train.total_timesteps),
-        ("train.n_envs", cfg.train.n_envs),
-        ("train.torch_threads", cfg.train.torch_threads),
-        ("train.n_workers", 1 if cfg.train.n_workers is None else cfg.train.n_workers),
-        ("train.workers", 1 if cfg.train.workers is None else cfg.train.workers),
-        ("eval.every", cfg.eval.every),
-        ("eval.games", cfg.eval.games),
-        ("eval.final_games", cfg.eval.final_games),
-        ("checkpoint.every", cfg.checkpoint.every),
-        ("self_play.snapshot_every", cfg.self_play.snapshot_every),
-        ("self_play.pool_size", cfg.self_play.pool_size),
-    ]:
-        if value < 1:
-            raise ConfigError(f"{source}: key '{key}' must be >= 1, got {value}")
-    if cfg.train.max_minutes is not None and cfg.train.max_minutes <= 0:
-        raise ConfigError(f"{source}: key 'train.max_minutes' must be > 0 or null, got {cfg.train.max_minutes}")
-    if not 0.0 <= cfg.train.win_bonus < 1e6:
-        raise ConfigError(f"{source}: key 'train.win_bonus' must be in [0, 1e6) bullheads, got {cfg.train.win_bonus}")
     if cfg.train.win_bonus and (cfg.train.vec_env != "batched" or cfg.train.backend != "sb3"):
         raise ConfigError(
             f"{source}: key 'train.win_bonus' applies to train.vec_env: batched with train.backend: sb3 only, got "
@@ -838,16 +866,6 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
             raise ConfigError(f"{source}: key 'distill.enabled' applies to train.backend: sb3 only")
         if cfg.env.episode != "round" or len(set(cfg.env.table_sizes())) > 1:
             raise ConfigError(f"{source}: key 'distill.enabled' needs env.episode: round and one env.num_players")
-        for key in ("samples", "decisions", "games", "epochs", "batch_size", "workers"):
-            if getattr(d, key) < 1:
-                raise ConfigError(f"{source}: key 'distill.{key}' must be >= 1, got {getattr(d, key)}")
-        for key in ("temperature", "learning_rate", "fit_temperature"):
-            if not getattr(d, key) > 0:
-                raise ConfigError(f"{source}: key 'distill.{key}' must be > 0, got {getattr(d, key)}")
-        if not 0.0 <= d.epsilon <= 1.0 or d.value_coef < 0:
-            raise ConfigError(f"{source}: keys 'distill.epsilon' must be in [0, 1] and 'distill.value_coef' >= 0")
-    if not 0.0 <= cfg.self_play.prob <= 1.0:
-        raise ConfigError(f"{source}: key 'self_play.prob' must be in [0, 1], got {cfg.self_play.prob}")
     if cfg.train.backend == "rllib":
         _check_rllib(cfg, source)
         return cfg
@@ -881,57 +899,37 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
 
 
 def parse_config(raw: Any, source: str, overrides: Iterable[str] = ()) -> TrainConfig:
-    """Build and validate a :class:`TrainConfig` from a raw mapping (as ``yaml.safe_load`` gives).
+    """Build and validate a :class:`TrainConfig` from a raw mapping (as ``yaml.safe_load`` gives; its paths
+    already absolute, :func:`resolve_paths`), after the ``--set`` ``overrides``.
 
     Raises:
         ConfigError: naming ``source`` and the key; an empty (``None``) or non-mapping ``raw``.
     """
-    if raw is None or raw == {}:
-        raise ConfigError(
-            f"{source}: the config is empty; give at least one section (env, opponents, self_play, algo, train, "
-            "eval, checkpoint), e.g. copy configs/ppo_4p.yaml"
-        )
-    if not isinstance(raw, dict):
-        raise ConfigError(
-            f"{source}: the top level must be a mapping of sections (env:, train:, ...), got a {type(raw).__name__}"
-            f" ({str(raw)[:60]!r})"
-        )
-    raw = _numbers(dict(raw))
+    _check_top_level(raw, source)
+    raw = dict(raw)
     for assignment in overrides:
         apply_override(raw, assignment, f"{source} (--set {assignment})")
-    return validate(_build(TrainConfig, raw, "", source), source)
+    try:
+        cfg = TrainConfig.model_validate(raw)
+    except ValidationError as e:
+        raise _config_error(e, source) from None
+    return validate(cfg, source)
 
 
 def load_config(path: str | Path, overrides: Iterable[str] = ()) -> TrainConfig:
-    """Read, override, type-check and validate a YAML config.
+    """Read a YAML config (and its ``base`` configs), override, type-check and validate it.
 
-    The run name defaults to the file's stem (``configs/ppo_4p.yaml`` -> ``ppo_4p``).
+    The run name defaults to the file's stem (``configs/ppo_4p.yaml`` -> ``ppo_4p``); paths in the file are
+    relative to its folder (the module docstring).
 
     Raises:
         ConfigError: a missing, unreadable, binary or empty file, bad YAML, or any error of :func:`parse_config`.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: config file not found")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a text file (a YAML config is UTF-8 text)") from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot be read: {e.strerror}") from None
-    if "\x00" in text:
-        raise ConfigError(f"{path}: not a text file (it holds NUL bytes; a YAML config is UTF-8 text)")
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {yaml_problem(e)}") from None
-    if raw == {}:
-        raw = None  # an empty mapping is as empty as an empty file: parse_config refuses it
-    if isinstance(raw, dict) and "name" not in raw:
-        raw = {"name": path.stem, **raw}
-    return parse_config(raw, str(path), overrides)
+    raw = _read(path)
+    return parse_config({"name": path.stem, **raw}, str(path), overrides)
 
 
 def dump_config(cfg: TrainConfig, path: str | Path) -> None:
-    """Write the resolved config as YAML (reloadable with :func:`load_config`)."""
+    """Write the resolved config as YAML (reloadable with :func:`load_config` to an equal config)."""
     Path(path).write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))

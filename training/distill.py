@@ -322,7 +322,6 @@ def distill_into(policy: object, cfg: TrainConfig, out_dir: Path, log: Callable[
     Returns:
         The figures of :func:`fit_policy`, with ``labels`` (count) and ``label_seconds``.
     """
-    import dataclasses
     import json
 
     import torch
@@ -361,7 +360,7 @@ def distill_into(policy: object, cfg: TrainConfig, out_dir: Path, log: Callable[
         )
     finally:
         torch.set_num_threads(threads)
-    info = {"settings": dataclasses.asdict(d), "labels": len(labels), "label_seconds": label_seconds, **figures}
+    info = {"settings": d.model_dump(), "labels": len(labels), "label_seconds": label_seconds, **figures}
     (out_dir / "distill.json").write_text(json.dumps(info, indent=2) + "\n")
     log(
         f"distill: held-out agreement with mc:{d.samples} {figures['agreement']:.3f}, "

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sixnimmt_env.agents import Agent, make_agent
+from sixnimmt_env.agents import Agent, make_agent, parse_lineup
 from sixnimmt_env.arena import markdown_table, run_arena, write_results
 from sixnimmt_env.arena.report import short_labels
 from sixnimmt_env.engine import GameConfig
@@ -159,7 +159,7 @@ def evaluate_lineups(
 def lineup_labels(lineups: Sequence[str]) -> list[str]:
     """Line-ups (comma-separated agent specs) as legend labels: short labels, equal neighbours counted.
 
-    ``"mc:64,mc:64,mc:64"`` gives ``"3 × mc:64"``; ``"champion:configs/weights/default_ppo_4p.npz,greedy,greedy"``
+    ``"mc:64,mc:64,mc:64"`` gives ``"3 × mc:64"``; ``"champion:sixnimmt_env/weights/default_ppo_4p.npz,greedy,greedy"``
     gives ``"champion:default_ppo_4p.npz, 2 × greedy"``. The specs of all line-ups are shortened together by
     :func:`sixnimmt_env.arena.report.short_labels`, so distinct checkpoints stay distinct across line-ups.
     """
@@ -391,7 +391,9 @@ def resolve_rules(
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m training.evaluate", description=__doc__.split("\n\n")[0])
+    from sixnimmt_env.cli import parser_kwargs
+
+    p = argparse.ArgumentParser(**parser_kwargs("training.evaluate"), description=__doc__.split("\n\n")[0])
     p.add_argument(
         "checkpoint",
         nargs="?",
@@ -430,14 +432,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _specs(text: str, option: str) -> list[str]:
-    """The comma-separated agent specs of ``option``; an empty entry is a ``ValueError``."""
-    specs = [s.strip() for s in text.split(",")]
-    if not all(specs):
-        raise ValueError(f"{option} {text!r} has an empty entry; give agent specs separated by single commas")
-    return specs
-
-
 CHECKPOINT_PREFIXES = ("ppo:", "ppo-sample:", "rllib:", "rllib-sample:")
 """Agent spec prefixes whose argument is a checkpoint path (its rules are read from the checkpoint's run)."""
 
@@ -474,7 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.agents:
             if args.checkpoint or args.opponents:
                 raise ValueError("give either a checkpoint with --opponents, or --agents, not both")
-            specs: list[str] | None = _specs(args.agents, "--agents")
+            specs: list[str] | None = parse_lineup(args.agents, "--agents")
             first = next((s.split(":", 1)[1] for s in specs if s.startswith(CHECKPOINT_PREFIXES)), None)
             if first is not None and not Path(first).exists():
                 raise ValueError(f"checkpoint {first!r} not found")
@@ -490,7 +484,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "episode": args.episode,
             "end_score": args.end_score,
         }
-        opponents = None if args.opponents is None else _specs(args.opponents, "--opponents")
+        opponents = None if args.opponents is None else parse_lineup(args.opponents, "--opponents")
         seats = len(specs) if specs is not None else None
         if opponents is not None and not args.fill_seats:
             seats = len(opponents) + 1

@@ -254,7 +254,7 @@ class RolloutWorkers(VecEnv):
         if workers < 2:
             raise ValueError(f"RolloutWorkers needs 2 or more processes in all (the learner and 1+), got {workers}")
         n = cfg.train.n_envs
-        probe = build_vec_env(dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, n_envs=1)), None)
+        probe = build_vec_env(cfg.model_copy(update={"train": cfg.train.model_copy(update={"n_envs": 1})}), None)
         observation_space, action_space = probe.observation_space, probe.action_space
         probe.close()
         super().__init__(n, observation_space, action_space)
@@ -285,7 +285,7 @@ class RolloutWorkers(VecEnv):
         lo = 0
         for i, size in enumerate(rollout_processes(cfg, workers)):
             seed = worker_seed(cfg.train.seed, i)
-            share = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, n_envs=size, seed=seed))
+            share = cfg.model_copy(update={"train": cfg.train.model_copy(update={"n_envs": size, "seed": seed})})
             job = _Job(i, share, monitor_dir, list(pool), n_steps, gamma, lo, lo + size, files, shapes)
             parent, child = ctx.Pipe()
             proc = ctx.Process(target=_worker, args=(child, job), daemon=True, name=f"sixnimmt-rollouts-{i}")

@@ -86,7 +86,9 @@ def add_overrides_option(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n\n")[0])
+    from sixnimmt_env.cli import parser_kwargs
+
+    p = argparse.ArgumentParser(**parser_kwargs("training.train"), description=__doc__.split("\n\n")[0])
     p.add_argument("config", nargs="?", help="YAML config, e.g. configs/ppo_4p.yaml")
     add_overrides_option(p)
     p.add_argument(

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sixnimmt_env.agents import parse_lineup
 from sixnimmt_env.arena.league import run_league
 from sixnimmt_env.arena.plotter import PlotProcess
 from sixnimmt_env.arena.pool import ENGINES, warn_workers
@@ -31,8 +32,10 @@ __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
+    from sixnimmt_env.cli import parser_kwargs
+
     p = argparse.ArgumentParser(
-        prog="python -m sixnimmt_env.arena",
+        **parser_kwargs("sixnimmt_env.arena"),
         description="Play baseline (or registered) agents against each other and report penalties with 95% CIs.",
     )
     p.add_argument("--agents", required=True, help="comma-separated agent specs, one per seat (the pool with --league)")
@@ -77,9 +80,9 @@ def main(argv: Sequence[str] | None = None, plotter: PlotProcess | None = None) 
     """
     parser = _parser()
     args = parser.parse_args(argv)
-    specs = [s.strip() for s in args.agents.split(",")]
     out = Path(args.out) if args.out is not None else new_results_folder("runs/arena")
     try:  # fail before playing, not after
+        specs = parse_lineup(args.agents, "--agents")
         check_results_folder(out, args.overwrite)
         if args.save_games is not None:
             check_new_file(args.save_games, "--save-games")

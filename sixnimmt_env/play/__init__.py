@@ -7,6 +7,9 @@ the terminal instead. See :mod:`sixnimmt_env.play.__main__` for the options.
   decision through the engine, stale requests refused, each turn told card by card.
 - :mod:`sixnimmt_env.play.coach`: the coach, the ``mc:N`` search's expected score of every card or row.
 - :mod:`sixnimmt_env.play.server`: the Starlette app and its JSON API; the page lives in ``static/``.
+- :mod:`sixnimmt_env.play.saved`: every game saved as it is played (SQLite), and continued after a restart.
+- :mod:`sixnimmt_env.play.history`: the person's games, record per opponent and export (issue 39).
+- :mod:`sixnimmt_env.play.guard`: only the table's own page may drive the API.
 - :mod:`sixnimmt_env.play.tui`: the terminal mode (Textual).
 
 Needs the ``play`` extra (``pip install 'sixnimmt[play]'``; ``make install`` includes it).

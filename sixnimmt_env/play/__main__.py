@@ -8,22 +8,33 @@ Examples::
     python -m sixnimmt_env.play --watch --agents mc:64,greedy,random,lowest
     python -m sixnimmt_env.play --replay runs/arena/games.jsonl       # an arena's --save-games file
     python -m sixnimmt_env.play --tui                                  # in the terminal
+    python -m sixnimmt_env.play --history                              # your saved games and record, then exit
+    python -m sixnimmt_env.play --export my_games.jsonl                # your finished games as a records file
 
 The server listens on 127.0.0.1 (``--host`` to change it) at ``--port`` (default 8066; 0 picks a free port) and
-stops with Ctrl-C.
+stops with Ctrl-C. It saves every game as it is played (:mod:`sixnimmt_env.play.saved`) to ``--db`` (default: the
+user's data folder, :func:`~sixnimmt_env.play.saved.default_db_path`), so a restarted server offers to continue
+every unfinished game; ``--no-save`` saves nothing. The terminal mode saves nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import socket
+import sqlite3
 import sys
 import threading
 import webbrowser
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from sixnimmt_env.agents import parse_lineup
 from sixnimmt_env.engine import GameConfig
 from sixnimmt_env.play.settings import PlaySettings
+
+if TYPE_CHECKING:
+    from sixnimmt_env.play.saved import GameDB
 
 DEFAULT_OPPONENTS = "mc:64,greedy,greedy"
 
@@ -37,8 +48,10 @@ def _port(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from sixnimmt_env.cli import parser_kwargs
+
     p = argparse.ArgumentParser(
-        prog="python -m sixnimmt_env.play",
+        **parser_kwargs("sixnimmt_env.play"),
         description="Play 6 nimmt! against agents, watch agents play, or replay a recorded game, in the browser "
         "(a local web server) or in the terminal (--tui).",
     )
@@ -62,14 +75,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=_port, default=8066, help="port 0..65535 (default 8066; 0 picks a free one)")
     p.add_argument("--no-browser", action="store_true", help="do not open the browser")
     p.add_argument("--tui", action="store_true", help="play (or watch) in the terminal instead of the browser")
+    p.add_argument("--db", default=None, metavar="PATH", help="the saved games' SQLite file (default: in the user's "
+                   "data folder, e.g. ~/.local/share/sixnimmt/play.sqlite3)")  # fmt: skip
+    p.add_argument("--no-save", action="store_true", help="a throw-away table: save no game (no history, no resume)")
+    p.add_argument("--history", action="store_true", help="print your saved games and record per opponent, then exit")
+    p.add_argument("--export", default=None, metavar="FILE", help="write your finished games to the records file FILE "
+                   "(read by python -m sixnimmt_env.replay and --replay), then exit")  # fmt: skip
     return p
-
-
-def _specs(text: str, option: str) -> list[str]:
-    specs = [s.strip() for s in text.split(",")]
-    if not all(specs):
-        raise ValueError(f"{option} {text!r}: empty agent spec in the list")
-    return specs
 
 
 def settings_from_args(args: argparse.Namespace) -> PlaySettings:
@@ -98,13 +110,13 @@ def settings_from_args(args: argparse.Namespace) -> PlaySettings:
             raise ValueError("--watch seats agents only: give them with --agents, not --opponents")
         if not args.agents:
             raise ValueError("--watch needs --agents, e.g. --agents mc:64,greedy,random,lowest")
-        specs = _specs(args.agents, "--agents")
+        specs = parse_lineup(args.agents, "--agents")
         if args.players is not None and args.players != len(specs):
             raise ValueError(f"--players {args.players} does not match the {len(specs)} agents of --agents")
     else:
         if args.agents:
             raise ValueError("--agents is for --watch; to play, name your opponents with --opponents")
-        opponents = _specs(args.opponents or DEFAULT_OPPONENTS, "--opponents")
+        opponents = parse_lineup(args.opponents or DEFAULT_OPPONENTS, "--opponents")
         if args.players is not None:
             if len(opponents) == 1:
                 opponents = opponents * max(args.players - 1, 1)
@@ -126,10 +138,51 @@ def settings_from_args(args: argparse.Namespace) -> PlaySettings:
     return PlaySettings(config, tuple(specs), args.seed, args.coach_samples)
 
 
+def open_db(args: argparse.Namespace) -> GameDB | None:
+    """The saved games of ``--db`` (default :func:`~sixnimmt_env.play.saved.default_db_path`); ``None`` with
+    ``--no-save``.
+
+    Raises:
+        ValueError: contradicting options, or a file that cannot be opened as saved games (the message names it).
+    """
+    from sixnimmt_env.play.saved import GameDB, default_db_path
+
+    if args.no_save:
+        if args.db or args.history or args.export:
+            raise ValueError("--no-save saves nothing: it takes no --db, --history or --export")
+        return None
+    path = Path(args.db) if args.db else default_db_path()
+    try:
+        return GameDB(path)
+    except (OSError, sqlite3.Error) as e:
+        raise ValueError(f"--db {str(path)!r}: cannot open it ({e})") from None
+
+
+def _history(args: argparse.Namespace, db: GameDB) -> None:
+    """``--history`` and ``--export``: print the history, or write the records file."""
+    from sixnimmt_env.play.history import export_records, format_history, history
+
+    games = db.games()
+    if args.export:
+        count = export_records(games, args.export)
+        print(f"{count} finished games written to {args.export} (from {db.path})")
+    if args.history:
+        print(f"saved games: {db.path}")
+        print(format_history(history(games)))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the play table from the command line (blocks until Ctrl-C, or the terminal app quits)."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.history or args.export:
+        try:
+            db = open_db(args)
+            assert db is not None  # open_db refuses --no-save with --history or --export
+            _history(args, db)
+        except (ValueError, OSError) as e:
+            parser.error(str(e))
+        return
     try:
         settings = settings_from_args(args)
     except ValueError as e:
@@ -154,7 +207,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     # on another address answers every name it is reached by.
     local = args.host in LOCAL_HOSTS
     try:
-        app = create_app(settings, allowed_hosts=LOCAL_HOSTS if local else ["*"])
+        db = None if settings.mode == "replay" else open_db(args)
+        app = create_app(settings, allowed_hosts=LOCAL_HOSTS if local else ["*"], db=db)
     except ValueError as e:
         parser.error(str(e))
     try:
@@ -169,6 +223,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"6 nimmt! play table ({settings.mode}) at {url}  (Ctrl-C stops it)", flush=True)
     if not local:
         print(f"listening on {args.host}: anyone who can reach this address can open the table", flush=True)
+    if db is not None:
+        unfinished = sum(1 for g in db.games(finished=False) if g.record.rounds)
+        offer = f"; {unfinished} unfinished game(s): the page offers to continue them" if unfinished else ""
+        print(f"games are saved to {db.path}{offer}", flush=True)
     if not args.no_browser:
 
         def open_when_ready() -> None:

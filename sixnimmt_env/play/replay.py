@@ -62,7 +62,7 @@ class ReplayTable(Table):
         Raises:
             TableError: a stale ``version`` or a finished replay.
         """
-        with self._lock:
+        with self.lock:
             self._check_version(version)
             first = self._frames[self._next]
             picks = self.config.num_players if first.before.phase == DRAFT else 1

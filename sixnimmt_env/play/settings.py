@@ -25,7 +25,10 @@ class PlaySettings:
             (see :mod:`sixnimmt_env.play.table`); ``None`` for fresh randomness.
         coach_samples: worlds the coach searches (``mc:N``).
         records: game records that can be replayed (:mod:`sixnimmt_env.records`), in file order.
-        max_games: games kept at once; the least recently used is dropped beyond it.
+        max_games: games held in memory at once (:class:`sixnimmt_env.play.server.GameStore` says which leave
+            beyond it; a game in play never does).
+        idle_seconds: a game not asked for in this many seconds is idle: it may leave memory (a saved game stays
+            in the database and is read back when asked for).
     """
 
     config: GameConfig
@@ -33,7 +36,8 @@ class PlaySettings:
     seed: int | None = None
     coach_samples: int = 1000
     records: tuple[Any, ...] = field(default=())
-    max_games: int = 64
+    max_games: int = 256
+    idle_seconds: float = 600.0
 
     @property
     def mode(self) -> str:

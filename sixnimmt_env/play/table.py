@@ -14,11 +14,19 @@ checks them against the rows and bullheads the engine produced.
 
 Seeds: the game with index ``k`` of a table seeded ``S`` deals from ``numpy.random.default_rng([S, k])`` (the
 engine's shuffles); its agents draw from ``default_rng([S, k, 1])`` and the coach from
-``default_rng([S, k, 2])``. Without a seed all three are fresh.
+``default_rng([S, k, 2])``. Without a seed the table draws a fresh ``S`` (63 random bits, :mod:`secrets`) and
+keeps it in :attr:`Table.seed`, so every game can be played again.
+
+A game is saved as its :meth:`Table.record` (the ``sixnimmt-game`` record of :mod:`sixnimmt_env.records`, the
+round in progress included) and :meth:`Table.rng_states` (the agents' and the coach's random streams);
+``Table(..., moves=..., rng_states=...)`` continues it exactly: the deal stream is re-drawn by re-playing the
+recorded moves through the engine from ``default_rng([S, k])``, the two other streams are set to the saved states
+(the agents' decisions, which drew from them, are not asked again).
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -45,7 +53,7 @@ from sixnimmt_env.engine import (
 )
 from sixnimmt_env.play.coach import CoachAdvice, advise
 from sixnimmt_env.play.settings import HUMAN
-from sixnimmt_env.records import describe_turn
+from sixnimmt_env.records import GameRecord, GameRecorder, describe_turn
 
 __all__ = ["Placement", "Table", "TableError", "narrate_turn"]
 
@@ -159,9 +167,18 @@ class Table:
             the others are built from ``specs``.
         start: a position to start from (e.g. :func:`~sixnimmt_env.engine.from_position`) instead of a new deal;
             its config must be ``config``.
+        moves: joint actions already played in this game (engine encoding, one list per engine step, e.g. a
+            saved :meth:`record`'s): re-played through the engine from the deal before anyone is asked.
+        rng_states: the saved :meth:`rng_states` to continue the agents' and the coach's streams from.
+
+    Attributes:
+        seed: the seed the game's streams derive from (drawn when ``seed`` is ``None``).
+        index: the game's index under ``seed``.
+        lock: the table's lock (re-entrant): held by every public method; hold it to act and save as one step.
 
     Raises:
-        ValueError: a wrong number of specs, two human seats, an unknown agent spec (the message names it).
+        ValueError: a wrong number of specs, two human seats, an unknown agent spec (the message names it), a
+            move the engine refuses, ``rng_states`` of the wrong form.
     """
 
     def __init__(
@@ -174,6 +191,8 @@ class Table:
         coach_samples: int = 1000,
         agents: Mapping[int, Agent] | None = None,
         start: State | None = None,
+        moves: Sequence[Sequence[int]] = (),
+        rng_states: Mapping[str, Any] | None = None,
     ) -> None:
         n = config.num_players
         specs = [s.strip() for s in specs]
@@ -192,10 +211,12 @@ class Table:
             i: given[i] if i in given else make_agent(s) for i, s in enumerate(specs) if s != HUMAN
         }
         self.coach_samples = int(coach_samples)
-        entropy = None if seed is None else [int(seed), int(index)]
+        self.seed = secrets.randbits(63) if seed is None else int(seed)
+        self.index = int(index)
+        entropy = [self.seed, self.index]
         self._deal_rng = np.random.default_rng(entropy)
-        self._agent_rng = np.random.default_rng(None if seed is None else [*entropy, 1])
-        self._coach_rng = np.random.default_rng(None if seed is None else [*entropy, 2])
+        self._agent_rng = np.random.default_rng([*entropy, 1])
+        self._coach_rng = np.random.default_rng([*entropy, 2])
         if start is not None and start.config != config:
             raise ValueError(f"the start position's config {start.config} is not the table's {config}")
         self.state: State = new_game(config, self._deal_rng) if start is None else start
@@ -206,8 +227,17 @@ class Table:
         self.rounds: list[dict[str, Any]] = []
         self._pending: tuple[tuple[tuple[int, ...], ...], tuple[int, ...]] | None = None
         self._coach: tuple[int, CoachAdvice | None] | None = None
-        self._lock = threading.RLock()
+        self._recorder = GameRecorder(config, self.specs, self.seed, self.index)
+        self.lock = threading.RLock()
         self._note_round_start()
+        for move in moves:
+            self._apply([int(a) for a in move])
+        if rng_states is not None:
+            try:
+                self._agent_rng.bit_generator.state = rng_states["agents"]
+                self._coach_rng.bit_generator.state = rng_states["coach"]
+            except (KeyError, TypeError, ValueError) as e:
+                raise ValueError(f"rng_states must be Table.rng_states() of a saved game: {e!r}") from None
         self._run_agents()
 
     # ----------------------------------------------------------------------------------------- requests
@@ -223,7 +253,7 @@ class Table:
                 decision that is not the person's now, a malformed ``kind``/``value``, or an action the engine
                 does not allow (the message lists what is allowed).
         """
-        with self._lock:
+        with self.lock:
             self._check_version(version)
             if self.human is None:
                 raise TableError("nobody plays at this table: it is watched (use advance)", 409, "not_yours")
@@ -254,7 +284,7 @@ class Table:
         Raises:
             TableError: a stale ``version``, a finished game, or a table where a person plays.
         """
-        with self._lock:
+        with self.lock:
             self._check_version(version)
             if self.human is not None:
                 raise TableError(
@@ -280,7 +310,7 @@ class Table:
         Raises:
             TableError: a stale ``version``, a finished game, or a table without a person.
         """
-        with self._lock:
+        with self.lock:
             self._check_version(version)
             if self.human is None:
                 raise TableError("the coach advises the person: nobody plays at this table", 409, "not_yours")
@@ -297,7 +327,7 @@ class Table:
         hand of the person only; at a watched table every hand (R4: a player's hand is private, so a person
         playing never receives another hand).
         """
-        with self._lock:
+        with self.lock:
             s = self.state
             n = self.config.num_players
             hands: dict[str, list[int]] = {}
@@ -360,6 +390,18 @@ class Table:
             for i in order
         ]
 
+    def record(self) -> GameRecord:
+        """The game's ``sixnimmt-game`` record so far (:mod:`sixnimmt_env.records`): seed :attr:`seed`, game
+        :attr:`index`, every engine step played, the round in progress included."""
+        with self.lock:
+            return self._recorder.record()
+
+    def rng_states(self) -> dict[str, Any]:
+        """The agents' and the coach's random streams now (``{"agents": ..., "coach": ...}``, each a
+        ``numpy.random.PCG64`` state: plain JSON types), to continue the game with ``Table(rng_states=...)``."""
+        with self.lock:
+            return {"agents": self._agent_rng.bit_generator.state, "coach": self._coach_rng.bit_generator.state}
+
     def _status(self) -> str:
         s = self.state
         if s.phase == DONE:
@@ -421,6 +463,7 @@ class Table:
         """Book one engine step (``before`` + ``actions`` gave ``after`` and ``penalties``): log it, tell the
         turn, and raise the version. :meth:`act` and :meth:`advance` call it; a replay calls it with the
         recorded steps."""
+        self._recorder.observe(before, actions, penalties, after)
         self.state = after
         self.version += 1
         self._coach = None

@@ -28,12 +28,16 @@ const fmt = (x) => (x > 0 ? "+" : x < 0 ? "−" : "±") + Math.abs(x).toFixed(1)
 
 // ------------------------------------------------------------------------------------------------ server
 
+// the server's token (written into the page): every POST carries it, as JSON
+const TOKEN = (document.querySelector('meta[name="sixnimmt-token"]') || {}).content || "";
+
 async function api(method, path, body) {
   const opts = {method, headers: {}};
   if (tab) opts.headers["X-Tab"] = tab;
-  if (body !== undefined) {
+  if (method === "POST") {
     opts.headers["Content-Type"] = "application/json";
-    opts.body = JSON.stringify(body);
+    opts.headers["X-Sixnimmt-Token"] = TOKEN;
+    opts.body = JSON.stringify(body === undefined ? {} : body);
   }
   let res;
   try {
@@ -374,7 +378,7 @@ function renderInfo(t) {
   if (t.phase !== "draft") parts.push(`<span>Turn <b>${Math.min(t.turn + (t.phase === "done" ? 0 : 1), 10)}</b>/10</span>`);
   parts.push(`<span>${c.episode === "round" ? "one round" : `game to <b>${c.end_score}</b>`}</span>`);
   parts.push(`<span>${c.num_players} players · ${c.variant}</span>`);
-  const mode = {play: "you play", watch: "watching agents", replay: "replay"}[settings.mode];
+  const mode = {play: "you play", watch: "watching agents", replay: "replay"}[t.mode];
   parts.push(`<span>${mode}</span>`);
   $("info").innerHTML = parts.join("");
 }
@@ -416,7 +420,7 @@ function render(t) {
 }
 
 function updateControls() {
-  const watched = settings && settings.mode !== "play";
+  const watched = table ? table.mode !== "play" : settings && settings.mode !== "play";
   $("watch-controls").hidden = false;
   $("step-btn").hidden = !watched;
   $("auto-btn").hidden = !watched;
@@ -531,6 +535,7 @@ async function start() {
       }
     }
   }
+  if (await openSaved()) return; // saved.js: ?continue=, ?replay=, or the offer to continue unfinished games
   await newGame();
 }
 
