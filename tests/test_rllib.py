@@ -196,7 +196,7 @@ def test_rllib_ppo_shared_policy_with_action_masking(local_ray, wrapper: str) ->
     from sixnimmt_env.rllib_env import rllib_aec_env, rllib_parallel_env
 
     creator = rllib_parallel_env if wrapper == "ParallelPettingZooEnv" else rllib_aec_env
-    register_env(f"sixnimmt_{wrapper}", creator)  # the README's recipe: ParallelPettingZooEnv / PettingZooEnv
+    register_env(f"sixnimmt_{wrapper}", creator)  # the tutorial's recipe: ParallelPettingZooEnv / PettingZooEnv
     assert type(creator({})).__name__ == wrapper
     config = (
         PPOConfig()

@@ -515,7 +515,7 @@ def test_evaluate_shows_a_progress_bar_and_saves_games(run3: Path, tmp_path: Pat
 
 @pytest.mark.parametrize("seed", [0])
 def test_league_ranks_greedy_above_highest_and_explains_close_ratings(seed: int) -> None:
-    """The README's league (2,000 games, seed 0) ranked highest above greedy: online OpenSkill with its default
+    """The league of docs/agents.md (2,000 games, seed 0) ranked highest above greedy: online OpenSkill with its default
     drift term tau followed the last games. With tau 0 greedy ranks above highest, and the note flags the pair."""
     results = run_league("greedy,lowest,highest,random,mc:16", 2000, seed)
     rank = {r["agent"]: r["league_rank"] for r in results["agents"]}

@@ -46,7 +46,7 @@ def run_league(
     adds variance before every update for players whose skill drifts, which
     fixed agents do not; with it sigma never falls below about 1.6 and the
     final ratings follow the last few hundred games, so close agents swapped
-    places from one seed to the next (2,000 games of the README's league put
+    places from one seed to the next (2,000 games of the league in docs/agents.md put
     ``highest`` above ``greedy`` although greedy finished ahead of it in 648
     of their 1,184 decided meetings). Online ratings still depend on the game
     order a little: :func:`~sixnimmt_env.arena.report.league_note` flags neighbours in the ranking whose
