@@ -57,7 +57,7 @@ def game_summary(saved: SavedGame) -> dict[str, Any]:
 def history(games: Sequence[SavedGame]) -> dict[str, Any]:
     """The history of ``games`` (plain JSON types).
 
-    Returns:
+    The result, a ``dict``:
         ``{"games": [game_summary, ...] newest first, "opponents": [row, ...] by games played then spec,
         "overall": row or None}``; a row is ``{"spec", "games", "rounds", "bullheads_per_round",
         "their_bullheads_per_round", "win_share", "win_share_ci"}`` (``win_share_ci``: the 95% half-width, ``None``

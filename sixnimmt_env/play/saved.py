@@ -9,20 +9,20 @@ The file is in write-ahead-log mode (``journal_mode=WAL``): readers do not wait 
 threads (and servers) share it. One connection serves a :class:`GameDB`, guarded by a lock. Table ``games``, one
 row per game:
 
-=================  ============================================================================================
-column             meaning
-=================  ============================================================================================
-``id``             the game's id (22 random URL-safe characters, the page's ``#game=`` id)
-``tab``            SHA-256 (hex) of the token of the tab that holds the game (the token itself is not stored)
-``created``        when the game was first saved (Unix time, seconds); ``updated``: its last move
-``finished``       1 once the game is over (R12), else 0
-``human``          the person's seat, ``NULL`` for a watched game
-``version``        the table's version (engine steps played) at the last save
-``coach_samples``  worlds the game's coach searches
+==================  ============================================================================================
+column              meaning
+==================  ============================================================================================
+``id``              the game's id (22 random URL-safe characters, the page's ``#game=`` id)
+``tab``             SHA-256 (hex) of the token of the tab that holds the game (the token itself is not stored)
+``created``         when the game was first saved (Unix time, seconds); ``updated``: its last move
+``finished``        1 once the game is over (R12), else 0
+``human``           the person's seat, ``NULL`` for a watched game
+``version``         the table's version (engine steps played) at the last save
+``coach_samples``   worlds the game's coach searches
 ``seed``, ``game``  the record's seed and game index (game ``k`` of seed ``S`` deals from ``default_rng([S, k])``)
-``record``         the ``sixnimmt-game`` record (JSON)
-``rngs``           :meth:`~sixnimmt_env.play.table.Table.rng_states` (JSON)
-=================  ============================================================================================
+``record``          the ``sixnimmt-game`` record (JSON)
+``rngs``            :meth:`~sixnimmt_env.play.table.Table.rng_states` (JSON)
+==================  ============================================================================================
 """
 
 from __future__ import annotations
