@@ -1,6 +1,6 @@
 """Stable-Baselines3 and sb3-contrib (issue 9's table) on the registered Gymnasium id with default arguments:
-``check_env``, ``make_vec_env`` with ``DummyVecEnv`` and ``SubprocVecEnv`` (whose workers never import
-``sixnimmt_env`` and ask for ``render_mode="rgb_array"``), MaskablePPO for a few thousand steps and
+``check_env``, ``make_vec_env`` with ``DummyVecEnv`` and ``SubprocVecEnv`` (whose workers import
+``sixnimmt_env`` through the id's ``module:`` prefix and ask for ``render_mode="rgb_array"``), MaskablePPO for a few thousand steps and
 ``evaluate_policy`` with masks."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from stable_baselines3.common.env_checker import check_env
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-ENV_ID = "sixnimmt/SixNimmt-v0"
+ENV_ID = "sixnimmt_env:sixnimmt/SixNimmt-v0"  # Gymnasium imports sixnimmt_env first, in every worker
 
 
 @pytest.fixture(autouse=True)
