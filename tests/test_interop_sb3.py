@@ -1,7 +1,7 @@
 """Stable-Baselines3 and sb3-contrib (issue 9's table) on the registered Gymnasium id with default arguments:
-``check_env``, ``make_vec_env`` with ``DummyVecEnv`` and ``SubprocVecEnv`` (whose workers import
-``sixnimmt_env`` through the id's ``module:`` prefix and ask for ``render_mode="rgb_array"``), MaskablePPO for a few thousand steps and
-``evaluate_policy`` with masks."""
+``check_env``, ``make_vec_env`` with ``DummyVecEnv`` and ``SubprocVecEnv`` (whose workers import ``sixnimmt_env``
+through the id's ``module:`` prefix and ask for ``render_mode="rgb_array"``), MaskablePPO for a few thousand steps
+and ``evaluate_policy`` with masks."""
 
 from __future__ import annotations
 

@@ -107,5 +107,5 @@ def test_recipe_runs_as_a_script(name: str, label: str, script: str, tmp_path: P
     if name == "SuperSuit":
         assert run.stdout.split()[-4:] == ["(16,", "506)", "(16,", "109)"]
     if name == "Stable-Baselines3 / sb3-contrib":
-        mean, std = map(float, re.findall(r"-?\d+\.?\d*", run.stdout.splitlines()[-1]))
+        mean, std = map(float, re.findall(r"-?\d+\.\d+", run.stdout.splitlines()[-1]))  # (np.float64(-8.4), ...)
         assert mean < 0 and std >= 0  # minus the bullheads per round
