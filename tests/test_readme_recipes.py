@@ -1,5 +1,5 @@
 """Run every recipe of README.md's "Use it from your RL library" section as a script, as it is written (each
-<= 15 lines), and once more for each variant its ``# or X`` comments name."""
+<= 15 lines, skrl's 24), and once more for each variant its ``# or X`` comments name."""
 
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ VARIANTS = {
     "rllib_aec_env": "rllib_parallel_env",
 }
 """``# or X`` in a recipe: the word ``VARIANTS[X]`` of the recipe, replaced by ``X`` everywhere, is the variant."""
+
+LINES = {"skrl": 24}
+"""Longer recipes: skrl's models are classes (a masked policy and a value function), and its IPPO needs a
+workaround."""
 
 RUNNER = """
 import runpy, sys
@@ -69,9 +73,10 @@ def test_one_recipe_per_library_each_at_most_15_lines() -> None:
         "TorchRL",
         "Tianshou",
         "Ray RLlib",
+        "skrl",
     ]
     for name, code in RECIPES.items():
-        assert len(code.strip().splitlines()) <= 15, name
+        assert len(code.strip().splitlines()) <= LINES.get(name, 15), name
 
 
 def test_the_variants_named_are_those_run() -> None:
