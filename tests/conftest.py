@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+import pytest
 
 BAD_E2_ACTIONS: list[tuple[Any, str]] = [
     ({"player_0": 50, "player_1": 60}, r"missing actions for \['player_2'\]"),
@@ -52,3 +55,15 @@ def load_benchmark(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
+
+
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """Tiny networks: torch's thread pool only fights the other processes of a 2-core machine (20x slower). Test
+    modules of the RL libraries use it (``pytestmark = pytest.mark.usefixtures("one_torch_thread")``)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -5,12 +5,9 @@ and ``evaluate_policy`` with masks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import gymnasium
 import numpy as np
 import pytest
-import torch
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.evaluation import evaluate_policy
 from stable_baselines3.common.env_checker import check_env
@@ -20,13 +17,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 ENV_ID = "sixnimmt_env:sixnimmt/SixNimmt-v0"  # Gymnasium imports sixnimmt_env first, in every worker
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """Tiny networks: torch's thread pool only fights the other processes of a 2-core machine (20x slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_sb3_check_env() -> None:

@@ -8,7 +8,6 @@ the README's recipe, and here with every stored action checked against its store
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,13 +22,7 @@ from skrl.utils.spaces.torch import unflatten_tensorized_space
 from sixnimmt_env import parallel_env
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class MaskedPolicy(CategoricalMixin, Model):
