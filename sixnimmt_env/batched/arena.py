@@ -66,17 +66,13 @@ def chunk_loop() -> Callable[..., None]:
 
 
 def load(config: GameConfig) -> None:
-    """Load the compiled loop for ``config``'s player count without playing a game.
+    """Load the compiled loop for ``config``'s player count without playing a game
+    (:func:`sixnimmt_env.batched.loop_cache.load`): it reads numba's cache on disk (or compiles, the first time,
+    and says so on stderr), as the first :func:`play_games` would; worker processes forked afterwards
+    (:func:`sixnimmt_env.arena.pool.play_all`) start with it loaded."""
+    from sixnimmt_env.batched import loop_cache
 
-    It reads numba's cache on disk (or compiles, the first time, and says so on stderr), as the first
-    :func:`play_games` would: worker processes forked afterwards (:func:`sixnimmt_env.arena.pool.play_all`)
-    start with it loaded.
-    """
-    n = config.num_players
-    none = np.zeros(0, np.uint64)
-    chunk_loop()(
-        config_vector(config), np.zeros((0, n), np.int8), none, none, np.zeros((0, n), np.int64), none.view(np.int64)
-    )
+    loop_cache.load(config)
 
 
 def play_games(

@@ -24,6 +24,10 @@ import hashlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sixnimmt_env.engine import GameConfig
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 """The ``sixnimmt_env`` package directory."""
@@ -73,6 +77,23 @@ def loop() -> Callable[..., None]:
             flush=True,
         )
     _loaded.append(play_chunk)
+    return play_chunk
+
+
+def load(config: GameConfig) -> Callable[..., None]:
+    """:func:`loop`, its compiled code loaded for ``config`` (compiled the first time): a call that plays no game.
+
+    Worker processes forked afterwards (:func:`sixnimmt_env.arena.pool.play_all`) start with it loaded.
+    """
+    import numpy as np
+
+    from sixnimmt_env.batched.params import config_vector
+
+    play_chunk = loop()
+    n, none = config.num_players, np.zeros(0, np.uint64)
+    play_chunk(
+        config_vector(config), np.zeros((0, n), np.int8), none, none, np.zeros((0, n), np.int64), none.view(np.int64)
+    )
     return play_chunk
 
 
@@ -131,13 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     """
     import argparse
 
-    from sixnimmt_env.batched.arena import load
     from sixnimmt_env.engine import GameConfig
 
     parser = argparse.ArgumentParser(prog="python -m sixnimmt_env.batched.loop_cache", description=main.__doc__)
     parser.parse_args(argv)
-    load(GameConfig())
-    play_chunk = loop()
+    play_chunk = load(GameConfig())
     how = "compiled now" if play_chunk.stats.cache_misses else "loaded from the cache"
     print(f"the arena's game loop: {how} ({play_chunk.stats.cache_path})")
     return 0
