@@ -213,11 +213,12 @@ def test_make_install_venv(outside: Path) -> None:
 
 
 def other_python(version: str) -> str:
-    """An interpreter of ``version`` on this machine: ``pythonX.Y`` on the path, or pyenv's."""
-    found = shutil.which(f"python{version}")
+    """An interpreter of ``version`` on this machine: pyenv's (``~/.pyenv/versions/X.Y.*``, the newest), else
+    ``pythonX.Y`` on the path (not a pyenv shim, which answers only for the versions pyenv has selected)."""
     pyenv = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python{version}")))
-    for candidate in [found, *reversed(pyenv)]:
-        if candidate and Path(candidate).resolve() != Path(sys.executable).resolve():
+    found = shutil.which(f"python{version}")
+    for candidate in [*reversed(pyenv), found]:
+        if candidate and "/shims/" not in candidate:
             return candidate
     pytest.fail(f"no Python {version} here (pyenv's ~/.pyenv/versions/{version}.* or python{version} on the path)")
 
