@@ -134,12 +134,19 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def dist(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel and the sdist, built once (``pip wheel``, setuptools' own sdist hook)."""
+    """The wheel and the sdist, built once, each in an isolated build environment (``pip wheel``, ``uv build
+    --sdist``: pip cannot build an sdist)."""
     out = tmp_path_factory.mktemp("dist")
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)], cwd=out)
-    code = f"from setuptools import build_meta; print(build_meta.build_sdist({str(out)!r}))"
-    run([sys.executable, "-c", code], cwd=source)
+    run([uv(), "build", "--sdist", "--quiet", "--out-dir", str(out), str(source)], cwd=out)
     return out
+
+
+def uv() -> str:
+    """The ``uv`` of the venv running the tests (the ``dev`` extra)."""
+    found = shutil.which("uv", path=str(Path(sys.executable).parent))
+    assert found is not None, "uv is in the dev extra: pip install -e '.[dev]'"
+    return found
 
 
 @pytest.fixture
@@ -194,9 +201,7 @@ def test_install_mode_in_a_fresh_venv(mode: str, source: Path, dist: Path, outsi
     elif mode == "wheel":
         run([*pip, *map(str, dist.glob("*.whl"))], cwd=outside)
     else:
-        uv = shutil.which("uv", path=str(Path(sys.executable).parent))
-        assert uv is not None, "uv is in the dev extra: pip install -e '.[dev]'"
-        run([uv, "pip", "install", "--no-deps", "--quiet", "--python", python, str(source)], cwd=outside)
+        run([uv(), "pip", "install", "--no-deps", "--quiet", "--python", python, str(source)], cwd=outside)
     package = (source if mode == "pip install -e ." else pure) / "sixnimmt_env"
     assert check(python, outside) == expected_lines(package)
     (outside / "training.py").write_text('raise SystemExit("the user\'s training.py ran")\n')
