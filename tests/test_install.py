@@ -22,7 +22,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tarfile
 import zipfile
 from pathlib import Path
@@ -35,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 CHECK = """
 import multiprocessing as mp
+import queue as queues
 import sys
 
 ENV_ID = "sixnimmt_env:sixnimmt/SixNimmt-v0"
@@ -51,13 +51,22 @@ def child(queue):
     queue.put((list(obs.shape), legal))
 
 
+def answer(queue, process):
+    while True:
+        try:
+            return queue.get(timeout=1)
+        except queues.Empty:
+            if not process.is_alive():
+                raise SystemExit(f"the spawned child ended with exit code {process.exitcode} (its error is above)")
+
+
 if __name__ == "__main__":
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     process = ctx.Process(target=child, args=(queue,))
     process.start()
-    print("child had imported sixnimmt_env:", queue.get(timeout=600))
-    print("child obs, legal actions:", *queue.get(timeout=600))
+    print("child had imported sixnimmt_env:", answer(queue, process))
+    print("child obs, legal actions:", *answer(queue, process))
     process.join()
     import gymnasium
 
@@ -104,8 +113,9 @@ def venv_python(venv: Path) -> Path:
 
 
 def new_venv(folder: Path, python: str = sys.executable, see_this_venv: bool = True) -> Path:
-    """A fresh venv in ``folder``; with ``see_this_venv`` a ``.pth`` line adds this venv's site-packages at the end
-    of its path (the dependencies, never our package: nothing of this venv's is imported ahead of its own)."""
+    """A fresh venv in ``folder``; with ``see_this_venv`` a ``.pth`` file adds the site-packages folders on this
+    process's path at the end of its path (the dependencies, never our package, which an editable install maps
+    with a finder of its own: nothing of this venv's is imported ahead of the fresh venv's own)."""
     run([python, "-m", "venv", str(folder)], cwd=folder.parent)
     if see_this_venv:
         pure = subprocess.run(
@@ -114,7 +124,8 @@ def new_venv(folder: Path, python: str = sys.executable, see_this_venv: bool = T
             text=True,
             check=True,
         ).stdout.strip()
-        Path(pure, "_deps_of_the_test_venv.pth").write_text(sysconfig.get_path("purelib") + "\n")
+        folders = [entry for entry in sys.path if entry.endswith("site-packages") and Path(entry).is_dir()]
+        Path(pure, "_deps_of_the_test_venv.pth").write_text("".join(f"{entry}\n" for entry in folders))
     return folder
 
 
