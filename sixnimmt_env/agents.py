@@ -461,7 +461,7 @@ def past_shadowing_modules(packages: Iterable[str], needed_by: str) -> Iterator[
                 f"{getattr(loaded, '__file__', loaded)!r}, not a package: rename that module of yours"
             )
     saved = list(sys.path)
-    shadows = [entry for package in packages if package not in sys.modules for entry in shadowing_folders(package)]
+    shadows = list(dict.fromkeys(entry for package in packages for entry in shadowing_folders(package)))
     try:
         sys.path[:] = [entry for entry in saved if entry not in shadows] + shadows
         yield
