@@ -5,7 +5,7 @@ of this package (:func:`sixnimmt_env.parallel_env`): it is the only place where
 seats are chosen. The rules stay in :mod:`sixnimmt_env.engine`; nothing here
 copies them.
 
-``gymnasium.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["greedy", "random", "mc:8"])``
+``gymnasium.make("sixnimmt_env:sixnimmt/SixNimmt-v0", num_players=4, opponents=["greedy", "random", "mc:8"])``
 builds one through :func:`make_env`; every :class:`~sixnimmt_env.engine.GameConfig`
 field is a keyword.
 
