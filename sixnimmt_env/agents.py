@@ -443,10 +443,11 @@ def shadowing_folders(package: str) -> list[str]:
 
 @contextlib.contextmanager
 def past_shadowing_modules(packages: Iterable[str], needed_by: str) -> Iterator[None]:
-    """Inside the block, ``sys.path`` has the folders of :func:`shadowing_folders` of each of ``packages`` (ours,
-    such as ``training``) moved to its end: importing the package finds it, never the user's module, and the
-    user's other modules stay importable. ``sys.path`` is restored after the block; an imported package stays.
-    A spawned process started inside the block gets the reordered path.
+    """Inside the block, ``sys.path`` lacks the folders of :func:`shadowing_folders` of each of ``packages`` (ours,
+    such as ``training``): importing the package finds it (also through an editable install's finder, which
+    Python asks after every folder of ``sys.path``), never the user's module. ``sys.path`` is restored after the
+    block; an imported package stays. A process spawned inside the block starts with that path (its other modules
+    in those folders are not importable there).
 
     Raises:
         ImportError: naming the clash (the module's file) when such a plain module is imported already, so that
@@ -463,7 +464,7 @@ def past_shadowing_modules(packages: Iterable[str], needed_by: str) -> Iterator[
     saved = list(sys.path)
     shadows = list(dict.fromkeys(entry for package in packages for entry in shadowing_folders(package)))
     try:
-        sys.path[:] = [entry for entry in saved if entry not in shadows] + shadows
+        sys.path[:] = [entry for entry in saved if entry not in shadows]
         yield
     finally:
         sys.path[:] = saved
