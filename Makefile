@@ -6,20 +6,17 @@ CONFIG ?= configs/ppo_4p.yaml
 
 .PHONY: install train test lint bench champion docs
 
-# An editable install skips setup.py's data files: the last pip line puts the Gymnasium registration hook
-# (sixnimmt_gymnasium.pth) in place by hand.
-$(VENV)/.installed: pyproject.toml setup.py
+$(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[train,play,dev,interop,rllib,docs]'
-	$(PY) -c "import shutil, sysconfig; shutil.copy('sixnimmt_gymnasium.pth', sysconfig.get_path('purelib'))"
 	touch $@
 
-# The install builds the arena's ahead-of-time compiled loop (sixnimmt_env/batched/aot.py) in place; after an edit
-# of the sources it compiles (aot.SOURCES, compared by hash), it is built again and numba's caches are cleared.
+# The install warms numba's disk cache of the arena's compiled loop (sixnimmt_env/batched/loop_cache.py): it is
+# compiled once here, not in the first arena command; after an edit of its sources numba's caches are cleared first.
 install: $(VENV)/.installed
-	$(PY) -m sixnimmt_env.batched.aot --if-stale
+	$(PY) -m sixnimmt_env.batched.loop_cache
 
 # Train the default config (about 14 min on 2 cores, on every core: train.workers), then play its final model
 # against the baselines, on the rules it was trained on (training.evaluate reads them from the run). The training's

@@ -42,6 +42,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "sixnimmt_env.seeding",
             "sixnimmt_env.stats",
             "sixnimmt_env.batched.kinds",
+            "sixnimmt_env.registration",
         ),
     ),
     ("observation", ("sixnimmt_env.observation", "sixnimmt_env.render", "sixnimmt_env.backends")),

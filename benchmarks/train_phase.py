@@ -152,8 +152,6 @@ def main() -> None:
     if args.before:
         worktree = work / "before"
         subprocess.run(["git", "worktree", "add", "--detach", str(worktree), args.before], cwd=ROOT, check=True)
-        for so in (ROOT / "sixnimmt_env" / "batched").glob("_arena_aot*.so"):
-            shutil.copy(so, worktree / "sixnimmt_env" / "batched")
         rev = subprocess.run(["git", "rev-parse", "--short", args.before], cwd=ROOT, capture_output=True, text=True)
         label = f"before ({rev.stdout.strip()})"
         setups.append((label, worktree, [*common, "--set", f"train.output_dir={out / 'before'}"]))

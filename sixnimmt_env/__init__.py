@@ -5,12 +5,13 @@
 - :func:`parallel_env` / :func:`env`: the PettingZoo parallel and AEC environments
   (:mod:`sixnimmt_env.pettingzoo_env`; PettingZoo's versioned module is :mod:`sixnimmt_env.sixnimmt_v0`).
 - ``gymnasium.make("sixnimmt/SixNimmt-v0", ...)``: one learning seat against agents
-  (:mod:`sixnimmt_env.gym_env`), registered once this package and Gymnasium are both imported.
+  (:mod:`sixnimmt_env.gym_env`), registered once this package and Gymnasium are both imported;
+  ``gymnasium.make("sixnimmt_env:sixnimmt/SixNimmt-v0", ...)`` imports this package first, in any process
+  (:mod:`sixnimmt_env.registration`).
 
 The environment modules are imported on first use, so importing the engine
 imports neither PettingZoo nor Gymnasium: the id is registered right after
-Gymnasium's own import (:func:`sixnimmt_gymnasium_hook.install`), or at once if
-Gymnasium is imported already.
+Gymnasium's own import, or at once if Gymnasium is imported already.
 """
 
 from __future__ import annotations
@@ -51,18 +52,6 @@ def env(**config: Any) -> Any:
     return make(**config)
 
 
-def _register_gymnasium() -> None:
-    """Register ``sixnimmt/SixNimmt-v0`` (entry point :func:`sixnimmt_env.gym_env.make_env`, imported on make) now
-    if Gymnasium is imported, else right after it is (importing Gymnasium costs as much as importing numpy)."""
-    try:
-        from sixnimmt_gymnasium_hook import install
-    except ImportError:  # the package without its top-level hook module (copied alone): register now
-        import gymnasium  # a hard dependency
-
-        if "sixnimmt/SixNimmt-v0" not in gymnasium.registry:
-            gymnasium.register(id="sixnimmt/SixNimmt-v0", entry_point="sixnimmt_env.gym_env:make_env")
-        return
-    install()
-
+from sixnimmt_env.registration import install as _register_gymnasium  # noqa: E402  (imports no numpy)
 
 _register_gymnasium()

@@ -45,7 +45,11 @@ plugins included; :func:`parse_lineup` reads a comma-separated line-up for every
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import importlib.machinery
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
@@ -415,11 +419,60 @@ importing torch until such a spec is asked for."""
 
 
 def _load_plugin(prefix: str) -> None:
-    """Import the module that the installed entry point ``PLUGIN_GROUP``/``prefix`` names, if there is one."""
+    """Import the module that the installed entry point ``PLUGIN_GROUP``/``prefix`` names, if there is one, past a
+    user's module of the same top-level name (:func:`past_shadowing_modules`)."""
     from importlib.metadata import entry_points
 
     for entry in entry_points(group=PLUGIN_GROUP, name=prefix):
-        entry.load()
+        with past_shadowing_modules([entry.module.partition(".")[0]], f"the agent plugin {prefix!r}"):
+            entry.load()
+
+
+def shadowing_folders(package: str) -> list[str]:
+    """The entries of ``sys.path`` that hold a plain module named ``package`` ahead of the package itself (a
+    user's ``training.py`` in the working folder, which ``python -m`` and ``python script.py`` put first), in
+    order; found without importing anything."""
+    path = list(sys.path)
+    shadows: list[str] = []
+    while True:
+        spec = importlib.machinery.PathFinder.find_spec(package, path)
+        if spec is None or spec.submodule_search_locations is not None or spec.origin is None:
+            return shadows
+        folder = os.path.realpath(os.path.dirname(spec.origin))
+        found = [entry for entry in path if os.path.realpath(entry or os.curdir) == folder]
+        if not found:  # found through no folder of sys.path: nothing to step past
+            return shadows
+        shadows += found
+        path = [entry for entry in path if entry not in found]
+
+
+@contextlib.contextmanager
+def past_shadowing_modules(packages: Iterable[str], needed_by: str) -> Iterator[None]:
+    """Inside the block, ``sys.path`` lacks the folders of :func:`shadowing_folders` of each of ``packages`` (ours,
+    such as ``training``): importing the package finds it (also through an editable install's finder, which
+    Python asks after every folder of ``sys.path``), never the user's module. ``sys.path`` is restored after the
+    block; an imported package stays. A process spawned inside the block starts with that path (its other modules
+    in those folders are not importable there).
+
+    Raises:
+        ImportError: naming the clash (the module's file) when such a plain module is imported already, so that
+            the package cannot be imported beside it under the same name; ``needed_by`` says who asked.
+    """
+    packages = list(packages)
+    for package in packages:
+        loaded = sys.modules.get(package)
+        if loaded is not None and not hasattr(loaded, "__path__"):
+            raise ImportError(
+                f"{needed_by} needs sixnimmt's package {package!r}, but the module {package!r} imported here is "
+                f"{getattr(loaded, '__file__', loaded)!r}, not a package: rename that module of yours"
+            )
+    saved = list(sys.path)
+    shadows = list(dict.fromkeys(entry for package in packages for entry in shadowing_folders(package)))
+    try:
+        sys.path[:] = [entry for entry in saved if entry not in shadows]
+        yield
+    finally:
+        sys.path[:] = saved
 
 
 _BUILT_IN = ("random", "lowest", "highest", "greedy", "mc")

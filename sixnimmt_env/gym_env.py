@@ -5,7 +5,7 @@ of this package (:func:`sixnimmt_env.parallel_env`): it is the only place where
 seats are chosen. The rules stay in :mod:`sixnimmt_env.engine`; nothing here
 copies them.
 
-``gymnasium.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["greedy", "random", "mc:8"])``
+``gymnasium.make("sixnimmt_env:sixnimmt/SixNimmt-v0", num_players=4, opponents=["greedy", "random", "mc:8"])``
 builds one through :func:`make_env`; every :class:`~sixnimmt_env.engine.GameConfig`
 field is a keyword.
 
@@ -59,9 +59,11 @@ Copies: the env (with its opponents and generator) survives ``pickle``,
 ``cloudpickle`` and ``copy.deepcopy`` at any point; the copy plays on exactly
 as the original with the same actions.
 
-The id is registered when :mod:`sixnimmt_env` is imported, and by the
-``sixnimmt_gymnasium.pth`` hook in every process where Gymnasium is imported,
-so ``SubprocVecEnv`` workers that never import this package find it too.
+The id is registered when :mod:`sixnimmt_env` is imported
+(:mod:`sixnimmt_env.registration`). Worker processes that never import this
+package (``SubprocVecEnv``, ``AsyncVectorEnv`` with ``spawn`` or ``forkserver``)
+find it through Gymnasium's ``"module:id"`` form,
+``"sixnimmt_env:sixnimmt/SixNimmt-v0"``, which imports the package first.
 
 Opponents: a list of agent specs (``"greedy"``, ``"mc:8"``, ``"ppo:PATH"`` once
 ``training`` is imported) or :class:`~sixnimmt_env.agents.Agent` objects, one per
@@ -83,12 +85,10 @@ import numpy as np
 from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, PlayerView, State
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY, RENDER_MODES, action_index, parallel_env
+from sixnimmt_env.registration import ENV_ID
 from sixnimmt_env.render import render_table, step_events
 
 __all__ = ["ENV_ID", "ObservationAgent", "OpponentSampler", "SingleSeatEnv", "make_env"]
-
-ENV_ID = "sixnimmt/SixNimmt-v0"
-"""The id registered with Gymnasium."""
 
 
 @runtime_checkable

@@ -393,6 +393,12 @@ class SixNimmtParallelEnv(ParallelEnv):
             same rules, observations, masks, rewards and infos, but its own
             deals: see the module docstring).
 
+    Attributes:
+        observation_spaces, action_spaces: ``{agent: space}`` for every agent
+            of ``possible_agents``, the dicts PettingZoo's ``ParallelEnv``
+            declares (skrl's ``wrap_env`` reads them); the same space objects
+            :meth:`observation_space` and :meth:`action_space` return.
+
     Raises:
         ValueError: an unknown keyword (the message lists the allowed ones) or
             a bad value (naming the field and the allowed values).
@@ -440,7 +446,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         self._names = tuple(self.possible_agents)
         self._seat_of = {name: i for i, name in enumerate(self._names)}
         high = observation_high(self.config)
-        self._observation_spaces = {
+        self.observation_spaces = {
             name: spaces.Dict(
                 {
                     "observation": spaces.Box(0.0, high, (OBS_SIZE,), np.float32),
@@ -449,7 +455,7 @@ class SixNimmtParallelEnv(ParallelEnv):
             )
             for name in self._names
         }
-        self._action_spaces = {name: spaces.Discrete(NUM_ACTIONS) for name in self._names}
+        self.action_spaces = {name: spaces.Discrete(NUM_ACTIONS) for name in self._names}
         self.state_space = spaces.Box(
             0.0, np.concatenate([np.ones(MAX_SEATS * NUM_CARDS, np.float32), high]), (STATE_SIZE,), np.float32
         )
@@ -469,14 +475,14 @@ class SixNimmtParallelEnv(ParallelEnv):
     def observation_space(self, agent: str) -> spaces.Dict:
         """The observation space of ``agent`` (the same object at every call)."""
         try:
-            return self._observation_spaces[agent]
+            return self.observation_spaces[agent]
         except KeyError:
             raise ValueError(f"unknown agent {agent!r}; agents: {self.possible_agents}") from None
 
     def action_space(self, agent: str) -> spaces.Discrete:
         """``Discrete(109)`` for ``agent`` (the same object at every call)."""
         try:
-            return self._action_spaces[agent]
+            return self.action_spaces[agent]
         except KeyError:
             raise ValueError(f"unknown agent {agent!r}; agents: {self.possible_agents}") from None
 

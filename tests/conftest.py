@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+import pytest
 
 BAD_E2_ACTIONS: list[tuple[Any, str]] = [
     ({"player_0": 50, "player_1": 60}, r"missing actions for \['player_2'\]"),
@@ -54,3 +57,15 @@ def load_benchmark(name: str) -> ModuleType:
     sys.modules[name] = module  # dataclasses look their module up while it runs
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
+
+
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """Tiny networks: torch's thread pool only fights the other processes of a 2-core machine (20x slower). Test
+    modules of the RL libraries use it (``pytestmark = pytest.mark.usefixtures("one_torch_thread")``)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -109,6 +109,23 @@ def test_metadata_spaces_and_agents() -> None:
         par_env.action_space("player_3")
 
 
+def test_parallel_env_declares_the_spaces_dicts() -> None:
+    """``observation_spaces`` / ``action_spaces`` (PettingZoo's ``ParallelEnv`` attributes, read by skrl's
+    ``wrap_env``): one entry per possible agent, the very objects the methods return; the AEC env has them too."""
+    par_env = parallel_env(num_players=5)
+    names = [f"player_{i}" for i in range(5)]
+    assert list(par_env.observation_spaces) == names and list(par_env.action_spaces) == names
+    for name in names:
+        assert par_env.observation_spaces[name] is par_env.observation_space(name)
+        assert par_env.action_spaces[name] is par_env.action_space(name)
+        assert par_env.action_spaces[name].n == 109
+        assert par_env.observation_spaces[name]["action_mask"].shape == (109,)
+    observations, _ = par_env.reset(seed=3)
+    assert all(par_env.observation_spaces[name].contains(observations[name]) for name in names)
+    aec = env(num_players=5)
+    assert aec.observation_spaces == par_env.observation_spaces and aec.action_spaces == par_env.action_spaces
+
+
 def test_unknown_and_bad_keywords_are_named() -> None:
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['players'\]; allowed: num_players, variant"):
         parallel_env(players=4)

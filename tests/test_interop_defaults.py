@@ -189,12 +189,24 @@ def test_default_infos_are_empty_and_the_view_is_on_demand(backend: str) -> None
 
 
 def test_gymnasium_id_works_in_a_process_that_never_imported_the_package() -> None:
+    """Gymnasium's ``"module:id"`` form imports ``sixnimmt_env`` (which registers the id) in a fresh process."""
     code = (
-        "import sys, gymnasium; env = gymnasium.make('sixnimmt/SixNimmt-v0', render_mode='rgb_array'); "
+        "import sys, gymnasium; print('sixnimmt_env' in sys.modules); "
+        "env = gymnasium.make('sixnimmt_env:sixnimmt/SixNimmt-v0', render_mode='rgb_array'); "
         "env.reset(seed=0); print(env.render().shape, 'sixnimmt_env' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert out.stdout.split()[-4:] == ["(600,", "960,", "3)", "True"]
+    assert out.stdout.split()[-5:] == ["False", "(600,", "960,", "3)", "True"]
+
+
+def test_importing_the_package_before_gymnasium_registers_the_id() -> None:
+    """``import sixnimmt_env`` imports no Gymnasium (nor numpy); the id is there once Gymnasium is imported."""
+    code = (
+        "import sys, sixnimmt_env; print('gymnasium' in sys.modules, 'numpy' in sys.modules); "
+        "import gymnasium; print('sixnimmt/SixNimmt-v0' in gymnasium.registry)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["False", "False", "True"]
 
 
 @pytest.mark.parametrize("mode", ["ansi", "human", "rgb_array"])

@@ -11,9 +11,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from gymnasium.wrappers import RecordVideo
 
-import sixnimmt_env  # noqa: F401  (not needed for the id: the .pth hook registers it; imported for clarity)
-
-ENV_ID = "sixnimmt/SixNimmt-v0"
+ENV_ID = "sixnimmt_env:sixnimmt/SixNimmt-v0"  # Gymnasium imports sixnimmt_env (which registers the id) first
 
 
 def test_check_env_without_warnings() -> None:

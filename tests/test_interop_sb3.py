@@ -1,32 +1,23 @@
 """Stable-Baselines3 and sb3-contrib (issue 9's table) on the registered Gymnasium id with default arguments:
-``check_env``, ``make_vec_env`` with ``DummyVecEnv`` and ``SubprocVecEnv`` (whose workers never import
-``sixnimmt_env`` and ask for ``render_mode="rgb_array"``), MaskablePPO for a few thousand steps and
-``evaluate_policy`` with masks."""
+``check_env``, ``make_vec_env`` with ``DummyVecEnv`` and ``SubprocVecEnv`` (whose workers import ``sixnimmt_env``
+through the id's ``module:`` prefix and ask for ``render_mode="rgb_array"``), MaskablePPO for a few thousand steps
+and ``evaluate_policy`` with masks."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import gymnasium
 import numpy as np
 import pytest
-import torch
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.evaluation import evaluate_policy
 from stable_baselines3.common.env_checker import check_env
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-ENV_ID = "sixnimmt/SixNimmt-v0"
+ENV_ID = "sixnimmt_env:sixnimmt/SixNimmt-v0"  # Gymnasium imports sixnimmt_env first, in every worker
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """Tiny networks: torch's thread pool only fights the other processes of a 2-core machine (20x slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_sb3_check_env() -> None:

@@ -5,11 +5,8 @@ readable infos (lists whose length changes as the hand shrinks)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
-import torch
 from conftest import cache_tianshou_kernels
 from tianshou.algorithm import DQN, MARLRandomDiscreteMaskedOffPolicyAlgorithm
 from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
@@ -25,12 +22,7 @@ from sixnimmt_env import sixnimmt_v0
 cache_tianshou_kernels()
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def get_env() -> PettingZooEnv:

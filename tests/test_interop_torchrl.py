@@ -3,8 +3,6 @@ random rollout. Construction used to fail on the readable infos ("Could not infe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 from torchrl.envs.libs.pettingzoo import PettingZooWrapper
@@ -12,13 +10,7 @@ from torchrl.envs.utils import check_env_specs
 
 from sixnimmt_env import parallel_env
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("backend", ["reference", "compiled"])

@@ -384,7 +384,10 @@ def play_all(
         sys.stderr.flush()
     procs, conns = [], []
     try:
-        with workers_ignore_ctrl_c():
+        # spawned workers import the registered agents' packages (the pickled factories) on the same sys.path
+        modules = {getattr(f, "func", f).__module__ for f, _ in agents_module.registered_factories().values()}
+        packages = {name.partition(".")[0] for name in modules if "." in name}
+        with workers_ignore_ctrl_c(), agents_module.past_shadowing_modules(packages, "an arena worker"):
             for _ in range(workers - 1):
                 reader, writer = ctx.Pipe(duplex=False)
                 args = (writer, counter, chunks, results, job, list(entries), agents_module.registered_factories())

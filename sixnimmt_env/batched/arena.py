@@ -6,9 +6,9 @@ or ``greedy`` agent) in ONE compiled call, :func:`play_chunk`: for each game it 
 (:func:`sixnimmt_env.batched.kernel.step_game`) until the game is over, with no Python in between. It returns
 what :mod:`sixnimmt_env.arena` needs: per-seat penalties, rounds played and the listed agent position of every
 seat. The arena's pool (:func:`sixnimmt_env.arena.pool.batched_games`) calls it when every agent of the run has a
-batched version (:func:`supports`). The compiled code is cached on disk (numba ``cache=True``): after the first
-run, a new process loads it instead of compiling; where the ahead-of-time extension is built
-(:mod:`sixnimmt_env.batched.aot`), the same loop is imported from it without loading numba.
+batched version (:func:`supports`). The compiled code is cached on disk (numba ``cache=True``, checked against its
+sources by :mod:`sixnimmt_env.batched.loop_cache`): after the first run, a new process loads it instead of
+compiling.
 
 Reproducibility: game ``g`` depends on ``(seed, g)`` only, as in the reference path, but its deals and the
 random agents' choices come from the kernel's splitmix64 streams (seeded from ``(DEAL_TAG, seed, deal)`` and
@@ -58,30 +58,21 @@ def streams(tag: int, seed: int, ids: np.ndarray) -> np.ndarray:
 
 
 def chunk_loop() -> Callable[..., None]:
-    """The compiled ``play_chunk``: the ahead-of-time extension if it is built from these sources
-    (:func:`sixnimmt_env.batched.aot.loop`; no numba import), else numba's just-in-time version (cached on disk)."""
-    from sixnimmt_env.batched.aot import loop
+    """The compiled ``play_chunk``: numba's, its disk cache checked against the sources
+    (:func:`sixnimmt_env.batched.loop_cache.loop`)."""
+    from sixnimmt_env.batched.loop_cache import loop
 
-    compiled = loop()
-    if compiled is not None:
-        return compiled
-    from sixnimmt_env.batched._fused import play_chunk
-
-    return play_chunk
+    return loop()
 
 
 def load(config: GameConfig) -> None:
-    """Load the compiled loop for ``config``'s player count without playing a game.
+    """Load the compiled loop for ``config``'s player count without playing a game
+    (:func:`sixnimmt_env.batched.loop_cache.load`): it reads numba's cache on disk (or compiles, the first time,
+    and says so on stderr), as the first :func:`play_games` would; worker processes forked afterwards
+    (:func:`sixnimmt_env.arena.pool.play_all`) start with it loaded."""
+    from sixnimmt_env.batched import loop_cache
 
-    It imports the ahead-of-time extension, or reads numba's cache on disk (or compiles, the first time), as the
-    first :func:`play_games` would: worker processes forked afterwards (:func:`sixnimmt_env.arena.pool.play_all`)
-    start with it loaded.
-    """
-    n = config.num_players
-    none = np.zeros(0, np.uint64)
-    chunk_loop()(
-        config_vector(config), np.zeros((0, n), np.int8), none, none, np.zeros((0, n), np.int64), none.view(np.int64)
-    )
+    loop_cache.load(config)
 
 
 def play_games(

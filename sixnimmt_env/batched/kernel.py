@@ -49,9 +49,8 @@ write the observation (:mod:`sixnimmt_env.observation`'s layout).
 **Compiled-code cache.** Every function is compiled with ``cache=True`` and the kernel's functions are inlined into
 their callers (``inline="always"``). Numba checks a cached function against its own source file only, so after
 editing this module (or the constants it inlines: :mod:`.params`, :mod:`.kinds`, :mod:`sixnimmt_env.engine`)
-run ``make install`` (or ``python -m sixnimmt_env.batched.aot``): it rebuilds the arena's ahead-of-time loop
-(:mod:`sixnimmt_env.batched.aot`) and deletes numba's caches, or the callers in other modules keep running the
-old inlined code.
+the callers in other modules would keep running the old inlined code: the arena's loop deletes numba's caches of
+the package when these sources changed (:mod:`sixnimmt_env.batched.loop_cache`), and so does ``make install``.
 
 **Random numbers.** Each game draws from its own splitmix64 counter (:func:`next_random`, :func:`random_below`),
 a ``uint64`` per game, so a game's deals do not depend on the batch it is played in. A bounded draw is

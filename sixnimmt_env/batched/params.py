@@ -1,8 +1,7 @@
 """The kernel's inputs that need no numba: the rules as a config vector and the games' first random states.
 
-:mod:`sixnimmt_env.batched.kernel` re-exports everything here. It lives apart so that a caller of an
-ahead-of-time compiled loop (:mod:`sixnimmt_env.batched.aot`) can build the loop's arguments without importing
-numba.
+:mod:`sixnimmt_env.batched.kernel` re-exports everything here. It lives apart so that a caller can build the
+compiled loops' arguments without importing numba.
 """
 
 from __future__ import annotations

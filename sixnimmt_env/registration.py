@@ -1,12 +1,15 @@
-"""Register ``sixnimmt/SixNimmt-v0`` with Gymnasium in every Python process of an environment where sixnimmt is
-installed, including worker processes that never import :mod:`sixnimmt_env` (SB3's ``SubprocVecEnv``, Gymnasium's
-``AsyncVectorEnv`` with ``spawn`` or ``forkserver``).
+"""Registers ``sixnimmt/SixNimmt-v0`` with Gymnasium when :mod:`sixnimmt_env` is imported, without importing
+Gymnasium (and so numpy) before the user does.
 
-Gymnasium 1.x has no plugin entry points, so ``sixnimmt_gymnasium.pth`` (installed beside the packages) imports
-this module at interpreter start. It costs nothing until Gymnasium is imported: it only puts a one-shot finder
-in front of ``sys.meta_path`` that registers the id (entry point ``sixnimmt_env.gym_env:make_env``, imported on
-``make``) right after ``gymnasium`` has finished importing. ``import sixnimmt_env`` registers the same id itself
-(:func:`sixnimmt_env._register_gymnasium`), so the hook only matters where the package was not imported.
+Gymnasium 1.x has no plugin entry points: an id exists in a process once a module registered it there. For
+processes that never import this package (``AsyncVectorEnv`` and ``SubprocVecEnv`` workers started with
+``spawn`` or ``forkserver``), Gymnasium's own ``"module:id"`` form names the module to import first::
+
+    gymnasium.make("sixnimmt_env:sixnimmt/SixNimmt-v0")   # imports sixnimmt_env, which registers the id
+
+Importing :mod:`sixnimmt_env` calls :func:`install`: it registers at once if Gymnasium is imported, else it puts a
+one-shot finder in front of ``sys.meta_path`` that registers right after Gymnasium's import has finished. Nothing is
+installed outside this process.
 """
 
 from __future__ import annotations
@@ -18,7 +21,13 @@ from types import ModuleType
 from typing import Any
 
 ENV_ID = "sixnimmt/SixNimmt-v0"
+"""The id (namespace ``sixnimmt``)."""
+
 ENTRY_POINT = "sixnimmt_env.gym_env:make_env"
+"""The id's entry point, imported by ``gymnasium.make``."""
+
+MODULE_ENV_ID = f"sixnimmt_env:{ENV_ID}"
+"""The id in Gymnasium's ``"module:id"`` form: works in a process that never imported this package."""
 
 
 def register() -> None:
@@ -56,7 +65,7 @@ class _AfterGymnasium:
 
 
 def install() -> None:
-    """Register now if Gymnasium is already imported, else when it is."""
+    """Register now if Gymnasium is already imported, else right after it is."""
     if "gymnasium" in sys.modules:
         register()
     elif not any(isinstance(f, _AfterGymnasium) for f in sys.meta_path):

@@ -1,0 +1,166 @@
+"""The arena's compiled loop from numba's disk cache: checked against its sources, warmed ahead, announced when
+it has to be compiled.
+
+:func:`sixnimmt_env.batched._fused.play_chunk` (the loop behind :func:`sixnimmt_env.batched.arena.play_games`) is
+compiled by numba just in time with ``cache=True``: the first process compiles it (several seconds) and saves the
+machine code in numba's cache (``__pycache__`` beside the source, or numba's per-user cache folder where the
+package folder is read-only, or ``$NUMBA_CACHE_DIR``); every later process loads it from there (importing numba and
+loading the code: a few tenths of a second). Numba supports this cache; nothing is built at install and no C
+compiler is needed, so the package is one pure-Python wheel for every Python and platform.
+
+Warm the cache ahead (``make install`` runs it) so that no arena command waits::
+
+    python -m sixnimmt_env.batched.loop_cache    # compiles into numba's cache now, unless it is there already
+
+A process that has to compile says so on stderr, once (:func:`loop`). Numba checks a cached function against its
+own file only: after an edit of the kernel, a cached caller in another module (``play_chunk`` among them) would
+keep playing the old, inlined code. So :func:`loop` compares a hash of :data:`SOURCES` with the one stamped in the
+cache folder, and deletes numba's caches of the packages when they differ (:func:`check_stamp`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sixnimmt_env.engine import GameConfig
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+"""The ``sixnimmt_env`` package directory."""
+
+SOURCES = (
+    "engine.py",
+    "observation.py",
+    "batched/kinds.py",
+    "batched/params.py",
+    "batched/kernel.py",
+    "batched/agents.py",
+    "batched/_fused.py",
+)
+"""The files (relative to :data:`PACKAGE_DIR`) whose code ``play_chunk`` compiles, directly or inlined."""
+
+STAMP = "play_chunk.sources"
+"""The file, in ``play_chunk``'s cache folder, holding the :func:`source_key` its cached code was compiled from."""
+
+_loaded: list[Callable[..., None]] = []
+
+
+def source_key() -> str:
+    """A hash (16 hex digits) of the bytes of :data:`SOURCES`."""
+    digest = hashlib.sha256()
+    for name in SOURCES:
+        digest.update(name.encode())
+        digest.update((PACKAGE_DIR / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def loop() -> Callable[..., None]:
+    """numba's ``play_chunk``, its disk cache checked against :data:`SOURCES` (decided once per process).
+
+    When numba's cache holds no compiled ``play_chunk`` yet, one line on stderr says that the loop is compiled now
+    and where it is cached: the only process that waits (several seconds) is the first.
+    """
+    if _loaded:
+        return _loaded[0]
+    from sixnimmt_env.batched._fused import play_chunk
+
+    cache = Path(play_chunk.stats.cache_path)
+    check_stamp(cache, source_key())
+    if not any(cache.glob("_fused.play_chunk-*.nbi")):
+        print(
+            f"sixnimmt: compiling the arena's game loop with numba (once: it is cached in {cache})",
+            file=sys.stderr,
+            flush=True,
+        )
+    _loaded.append(play_chunk)
+    return play_chunk
+
+
+def load(config: GameConfig) -> Callable[..., None]:
+    """:func:`loop`, its compiled code loaded for ``config`` (compiled the first time): a call that plays no game.
+
+    Worker processes forked afterwards (:func:`sixnimmt_env.arena.pool.play_all`) start with it loaded.
+    """
+    import numpy as np
+
+    from sixnimmt_env.batched.params import config_vector
+
+    play_chunk = loop()
+    n, none = config.num_players, np.zeros(0, np.uint64)
+    play_chunk(
+        config_vector(config), np.zeros((0, n), np.int8), none, none, np.zeros((0, n), np.int64), none.view(np.int64)
+    )
+    return play_chunk
+
+
+def check_stamp(cache: Path, key: str) -> int:
+    """Make numba's caches agree with the sources of hash ``key``; return how many cache files were deleted.
+
+    ``cache`` is ``play_chunk``'s cache folder. A stamp of another key (an edited source) deletes numba's caches of
+    the packages and of ``cache``; no stamp (a new folder) deletes those of ``cache`` only. Then the stamp is
+    ``key``. A read-only folder is left as it is (numba cannot save there either: it compiles in every process).
+    """
+    stamp = cache / STAMP
+    try:
+        old: str | None = stamp.read_text().strip()
+    except OSError:
+        old = None
+    if old == key:
+        return 0
+    removed = clear_numba_caches(cache) if old is not None else clear_folders([cache])
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(key + "\n")
+    except OSError:
+        pass
+    return removed
+
+
+def clear_numba_caches(*folders: Path) -> int:
+    """Delete numba's disk caches (``*.nbi``, ``*.nbc``) in the ``__pycache__`` folders of ``sixnimmt_env`` and
+    ``training`` and in ``folders``; return how many files.
+
+    Numba checks a cached function against its own file only: after an edit of the kernel, a cached caller in
+    another module (``play_chunk`` among them) would keep playing the old, inlined code.
+    """
+    roots = [PACKAGE_DIR, PACKAGE_DIR.parent / "training"]
+    caches = [cache for root in roots if (root / "__init__.py").is_file() for cache in root.rglob("__pycache__")]
+    return clear_folders([*caches, *folders])
+
+
+def clear_folders(folders: list[Path]) -> int:
+    """Delete numba's cache files (``*.nbi``, ``*.nbc``) in ``folders``; return how many (unwritable ones stay)."""
+    removed = 0
+    for folder in set(folders):
+        for path in [*folder.glob("*.nbi"), *folder.glob("*.nbc")]:
+            try:
+                path.unlink(missing_ok=True)
+                removed += 1
+            except OSError:  # a read-only install: its caches are not there
+                pass
+    return removed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sixnimmt_env.batched.loop_cache``: compile the arena's loop into numba's cache (warm it).
+
+    Prints where the cache is and whether it was compiled now or loaded.
+    """
+    import argparse
+
+    from sixnimmt_env.engine import GameConfig
+
+    parser = argparse.ArgumentParser(prog="python -m sixnimmt_env.batched.loop_cache", description=main.__doc__)
+    parser.parse_args(argv)
+    play_chunk = load(GameConfig())
+    how = "compiled now" if play_chunk.stats.cache_misses else "loaded from the cache"
+    print(f"the arena's game loop: {how} ({play_chunk.stats.cache_path})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
