@@ -181,7 +181,7 @@ def test_the_wheel_is_pure_python_and_the_sdist_has_the_license(dist: Path) -> N
     assert not [name for name in names if name.endswith((".pth", ".so", ".pyd"))]
     assert "sixnimmt-0.1.0.dist-info/licenses/LICENSE" in names
     assert "License-Expression: MIT" in metadata and "Root-Is-Purelib: true" in archive_wheel_file(wheel)
-    assert "sixnimmt-train = training.commands:train" in scripts
+    assert "sixnimmt = sixnimmt_env.cli:main" in scripts
     (sdist,) = dist.glob("*.tar.gz")
     with tarfile.open(sdist) as archive:
         members = archive.getnames()
@@ -216,9 +216,9 @@ def test_install_mode_in_a_fresh_venv(mode: str, source: Path, dist: Path, outsi
     package = (source if mode == "pip install -e ." else pure) / "sixnimmt_env"
     assert check(python, outside) == expected_lines(package)
     (outside / "training.py").write_text('raise SystemExit("the user\'s training.py ran")\n')
-    for script in ("sixnimmt-train", "sixnimmt-evaluate"):  # immune to a user's training.py where they are typed
-        usage = run([str(venv / "bin" / script), "--help"], cwd=outside).splitlines()[0]
-        assert usage.startswith(f"usage: python -m training.{script.removeprefix('sixnimmt-')} "), script
+    for command in ("train", "evaluate"):  # the sixnimmt command is immune to a user's training.py
+        usage = run([str(venv / "bin" / "sixnimmt"), command, "--help"], cwd=outside).splitlines()[0]
+        assert usage.startswith(f"usage: sixnimmt {command} "), command
     pth = sorted({p.name for p in pure.glob("*.pth")} - pth_before)  # what the install put beside the packages
     assert pth == (["__editable__.sixnimmt-0.1.0.pth"] if mode == "pip install -e ." else [])  # setuptools' own
 
