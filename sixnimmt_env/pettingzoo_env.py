@@ -394,10 +394,12 @@ class SixNimmtParallelEnv(ParallelEnv):
             deals: see the module docstring).
 
     Attributes:
-        observation_spaces, action_spaces: ``{agent: space}`` for every agent
-            of ``possible_agents``, the dicts PettingZoo's ``ParallelEnv``
-            declares (skrl's ``wrap_env`` reads them); the same space objects
-            :meth:`observation_space` and :meth:`action_space` return.
+        observation_spaces: ``{agent: space}`` for every agent of
+            ``possible_agents``, the dict PettingZoo's ``ParallelEnv`` declares
+            (skrl's ``wrap_env`` reads it); the same space objects
+            :meth:`observation_space` returns.
+        action_spaces: ``{agent: Discrete(109)}``, likewise; the objects
+            :meth:`action_space` returns.
 
     Raises:
         ValueError: an unknown keyword (the message lists the allowed ones) or
