@@ -17,9 +17,9 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 from tqdm import tqdm
 
-from training.agent import save_obs_norm
 from training.evaluate import EVAL_FIELDS
 from training.opponents import SnapshotPool
+from training.ppo_agents import save_obs_norm
 
 
 def _vec_normalize(model: Any) -> VecNormalize | None:

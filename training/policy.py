@@ -26,9 +26,9 @@ from sixnimmt_env.card_features import HAND_FEATURES
 from sixnimmt_env.champion import CardActor, read_weights
 from sixnimmt_env.engine import HAND_SIZE, NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE
-from training import config
-from training.config import TrainConfig
+from training import train_config as config
 from training.features import FEATURE_EXTRACTORS, GLOBAL_SIZE, HAND_OUTPUT_SIZE, HandFeatures
+from training.train_config import TrainConfig
 
 CARD_HIDDEN = config.CARD_HIDDEN
 """Hidden units of :class:`CardHead`'s per-card MLP (32)."""
@@ -38,7 +38,7 @@ ACTIVATION_CLASSES: dict[str, type[torch.nn.Module]] = {
     "elu": torch.nn.ELU,
     "leaky_relu": torch.nn.LeakyReLU,
 }
-"""The torch class of each name of :data:`training.config.ACTIVATIONS` (``algo.policy_kwargs.activation_fn``)."""
+"""The torch class of each name of :data:`training.train_config.ACTIVATIONS` (``algo.policy_kwargs.activation_fn``)."""
 
 
 class CardNetworks(torch.nn.Module):
@@ -329,7 +329,7 @@ class NumpyCardActor:
 
 
 def load_actor(policy: CardPolicy, path: str | Path) -> None:
-    """Copy the actor of the weights file ``path`` (``.npz``, :func:`training.champion.export`'s) into a card
+    """Copy the actor of the weights file ``path`` (``.npz``, :func:`training.train_champion.export`'s) into a card
     policy, in place.
 
     The inverse of :meth:`NumpyCardActor.arrays`: afterwards the policy's logits are the file's (``read_weights``, whose

@@ -24,7 +24,7 @@ key             meaning
 
 The networks are the SB3 card policy's modules (same classes, same initialisation), so
 :class:`training.policy.NumpyCardActor` runs a trained module's actor in numpy
-(:mod:`training.rllib.agent`).
+(:mod:`training.rllib.rllib_agents`).
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ from ray.rllib.utils.torch_utils import FLOAT_MIN
 from sixnimmt_env.engine import NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE
 from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY
-from training.config import RLLIB_POLICIES
 from training.features import HandFeatures
 from training.policy import ACTIVATION_CLASSES, CardHead, CardNetworks
+from training.train_config import RLLIB_POLICIES
 
 
 def _init(module: torch.nn.Module, gain: float) -> None:

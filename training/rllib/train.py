@@ -5,8 +5,8 @@ game, the opponents and self-play mean what they mean for SB3. Without self-play
 single-seat env (:func:`sixnimmt_env.gym_env.make_env`) in
 :class:`sixnimmt_env.rllib_env.ActionMaskObservation`, its opponent seats drawn per episode from the
 ``opponents`` mixture by :class:`training.opponents.MixtureSampler`. With ``self_play.enabled`` the run is
-RLlib multi-agent, a league (:mod:`training.rllib.league`): the learner's seat and snapshot seats are
-RLlib agents of :class:`~training.rllib.league.LeagueEnv` (the mixture's opponents still play inside
+RLlib multi-agent, a league (:mod:`training.rllib.self_play`): the learner's seat and snapshot seats are
+RLlib agents of :class:`~training.rllib.self_play.LeagueEnv` (the mixture's opponents still play inside
 the env), mapped by the ``policy_mapping_fn`` to the trained module or to one of ``self_play.pool_size``
 snapshot modules that are never trained; every ``self_play.snapshot_every`` steps the learner's weights
 go into the next snapshot slot (the oldest replaced) and an opponent seat is a snapshot with
@@ -51,16 +51,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from training.config import ConfigError, n_steps
-from training.rllib.config import local_cpus, model_config, ppo_training_kwargs
+from training.rllib.ppo_config import local_cpus, model_config, ppo_training_kwargs
+from training.train_config import ConfigError, n_steps
 
 if TYPE_CHECKING:
-    from training.config import TrainConfig
+    from training.train_config import TrainConfig
 
 ENV_NAME = "sixnimmt-single-seat"
 """The name :func:`train_rllib` registers :func:`training_env` under (``ray.tune.registry.register_env``)."""
 LEAGUE_ENV_NAME = "sixnimmt-league"
-"""The name of the self-play env creator (:func:`training.rllib.league.league_env`)."""
+"""The name of the self-play env creator (:func:`training.rllib.self_play.league_env`)."""
 
 
 def training_env(config: Mapping[str, Any]) -> Any:
@@ -72,7 +72,7 @@ def training_env(config: Mapping[str, Any]) -> Any:
     """
     import torch
 
-    import training.rllib.agent  # noqa: F401  (rllib: specs of self-play snapshots, in every worker)
+    import training.rllib.rllib_agents  # noqa: F401  (rllib: specs of self-play snapshots, in every worker)
     from sixnimmt_env.gym_env import make_env
     from sixnimmt_env.rllib_env import ActionMaskObservation
 
@@ -87,8 +87,8 @@ def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
     """The ``PPOConfig`` of ``cfg`` (env, runners, learners, the RLModule, PPO settings, seed).
 
     Without self-play: the single-seat env (:data:`ENV_NAME`) and one module. With ``self_play.enabled``:
-    the league (:mod:`training.rllib.league`): :data:`LEAGUE_ENV_NAME`, the learner's module and
-    ``self_play.pool_size`` snapshot modules mapped by :func:`~training.rllib.league.league_mapping`, the
+    the league (:mod:`training.rllib.self_play`): :data:`LEAGUE_ENV_NAME`, the learner's module and
+    ``self_play.pool_size`` snapshot modules mapped by :func:`~training.rllib.self_play.league_mapping`, the
     learner's module alone trained; ``filled`` snapshot slots hold a snapshot already (a resumed run).
     """
     from ray.rllib.algorithms.ppo import PPOConfig
@@ -96,8 +96,8 @@ def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
     from training.opponents import sampler_from_config
-    from training.rllib.league import LEARNER_MODULE, league_mapping, module_ids
     from training.rllib.module import CardRLModule
+    from training.rllib.self_play import LEARNER_MODULE, league_mapping, module_ids
 
     r = cfg.ray
     base = {
@@ -157,7 +157,7 @@ def register_envs() -> None:
     """Register the env creators of both set-ups with Ray (:data:`ENV_NAME`, :data:`LEAGUE_ENV_NAME`)."""
     from ray.tune.registry import register_env
 
-    from training.rllib.league import league_env
+    from training.rllib.self_play import league_env
 
     register_env(ENV_NAME, training_env)
     register_env(LEAGUE_ENV_NAME, league_env)
@@ -275,7 +275,7 @@ class _Evaluator:
                 self.best, self.latest = min(firsts), firsts[-1]
 
     def __call__(self, algo: Any, steps: int) -> list[dict[str, Any]]:
-        import training.rllib.agent  # noqa: F401
+        import training.rllib.rllib_agents  # noqa: F401
         from training.evaluate import EVAL_FIELDS, evaluate_lineups
 
         start = time.perf_counter()
@@ -345,7 +345,7 @@ def train_rllib(
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
-    from training.rllib.league import push_slots
+    from training.rllib.self_play import push_slots
 
     done = {"steps": 0, "iterations": 0, "seconds": 0.0, "snapshots": 0}
     if resume_from is not None:
@@ -393,7 +393,7 @@ def _loop(
         NUM_ENV_STEPS_SAMPLED,
     )
 
-    from training.rllib.league import LEARNER_MODULE, snapshot_into_slot
+    from training.rllib.self_play import LEARNER_MODULE, snapshot_into_slot
 
     evaluator = _Evaluator(cfg, run_dir)
     steps, iterations = int(done["steps"]), int(done["iterations"])

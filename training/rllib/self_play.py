@@ -202,7 +202,7 @@ def league_env(config: Mapping[str, Any]) -> LeagueEnv:
     """RLlib env creator of :class:`LeagueEnv` (sets torch's threads to ``config["torch_threads"]``)."""
     import torch
 
-    import training.rllib.agent  # noqa: F401  (rllib: opponent specs, in every worker)
+    import training.rllib.rllib_agents  # noqa: F401  (rllib: opponent specs, in every worker)
 
     torch.set_num_threads(int(config.get("torch_threads", 1)))
     return LeagueEnv(config)

@@ -1,7 +1,7 @@
 """Translation of a config for ``train.backend: rllib`` (Ray RLlib's PPO, new API stack).
 
-Its checks run in :func:`training.config.load_config`, before Ray starts: a bad key or an impossible
-combination is a :class:`~training.config.ConfigError` naming the file and the key.
+Its checks run in :func:`training.train_config.load_config`, before Ray starts: a bad key or an impossible
+combination is a :class:`~training.train_config.ConfigError` naming the file and the key.
 
 The ``algo`` section keeps the SB3 names, each mapped to RLlib's PPO setting:
 
@@ -24,12 +24,12 @@ The ``algo`` section keeps the SB3 names, each mapped to RLlib's PPO setting:
 ``max_grad_norm``    ``grad_clip``
 ===================  ===========================  =========================================
 
-A key left out takes MaskablePPO's default (the defaults of :class:`training.config.AlgoSection`), not RLlib's
+A key left out takes MaskablePPO's default (the defaults of :class:`training.train_config.AlgoSection`), not RLlib's
 (whose ``lr`` is 5e-5, ``lambda_`` 1.0, ``clip_param`` 0.3), but ``policy`` (``card``) and ``n_steps``
-(:data:`training.config.DEFAULT_N_STEPS`); and the loss is SB3's
+(:data:`training.train_config.DEFAULT_N_STEPS`); and the loss is SB3's
 (``use_kl_loss: False``, no value-loss clipping), so one ``algo`` section means the same on both backends.
 
-The ``ray`` section (:class:`training.config.RaySection`):
+The ``ray`` section (:class:`training.train_config.RaySection`):
 
 =============================  ==============================================================
 key                            meaning
@@ -59,10 +59,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from training.config import cpus_needed, rllib_policy, train_batch_size
+from training.train_config import cpus_needed, rllib_policy, train_batch_size
 
 if TYPE_CHECKING:
-    from training.config import TrainConfig
+    from training.train_config import TrainConfig
 
 ALGO_TO_RLLIB = {
     "learning_rate": "lr",

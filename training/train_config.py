@@ -41,7 +41,7 @@ train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              ``torch_threads``, ``init_from`` (an SB3 checkpoint whose policy
              weights start a new run, e.g. a distilled policy of
              :mod:`training.distill`, a ``.npz`` actor written by
-             :func:`training.champion.export`, or the name of a shipped one,
+             :func:`training.train_champion.export`, or the name of a shipped one,
              :data:`sixnimmt_env.champion.BASELINES`; ignored by ``--resume``),
              ``win_bonus`` (bullheads added to the learner's reward at the end
              of an episode it wins, a tie for lowest split; ``vec_env: batched``
@@ -59,7 +59,7 @@ distill      ``enabled`` (default false), ``samples``, ``decisions``, ``games``,
 eval         ``every`` (steps), ``opponents`` (list of comma-separated line-ups,
              the first one picks ``best_model.zip``), ``games``, ``final_games``
 checkpoint   ``every`` (steps)
-ray          ``train.backend: rllib`` only (:mod:`training.rllib.config`):
+ray          ``train.backend: rllib`` only (:mod:`training.rllib.ppo_config`):
              ``address``, ``num_cpus``, ``object_store_mb``,
              ``num_env_runners``, ``num_envs_per_env_runner``, ``num_learners``,
              CPUs/GPUs per env runner and per learner
@@ -75,7 +75,7 @@ Paths in a config file (``train.init_from``, the ``PATH`` of agent specs such as
 ``train.backend`` is ``sb3`` (default: MaskablePPO) or ``rllib`` (Ray RLlib's PPO,
 :mod:`training.rllib`); with ``rllib`` the ``algo`` keys set are checked by
 :func:`_check_rllib` (a subset of MaskablePPO's; the names mean what they mean for SB3;
-:mod:`training.rllib.config` translates them).
+:mod:`training.rllib.ppo_config` translates them).
 
 ``--set a.b=value`` overrides (:func:`apply_override`) are parsed as YAML and applied to the merged mapping
 before validation, so they are checked the same way; their paths are relative to the current folder.
@@ -241,7 +241,7 @@ class AlgoSection(Section):
     (``tests/test_training.py`` pins them to MaskablePPO's signature). ``seed``, ``device``, ``verbose`` and
     ``tensorboard_log`` are set by :mod:`training.train` from the ``train`` section.
 
-    With ``train.backend: rllib`` (:mod:`training.rllib.config`) a subset applies; there ``policy`` defaults to
+    With ``train.backend: rllib`` (:mod:`training.rllib.ppo_config`) a subset applies; there ``policy`` defaults to
     ``card`` and ``n_steps`` to :data:`DEFAULT_N_STEPS` when the config does not set them.
     """
 
@@ -327,7 +327,7 @@ class CheckpointSection(Section):
 
 
 class RaySection(Section):
-    """Ray and RLlib resources (``train.backend: rllib``; see :mod:`training.rllib.config`)."""
+    """Ray and RLlib resources (``train.backend: rllib``; see :mod:`training.rllib.ppo_config`)."""
 
     address: str | None = None
     num_cpus: Count | None = None
@@ -628,7 +628,7 @@ RLLIB_ALGO_KEYS = (
     "vf_coef",
     "max_grad_norm",
 )
-"""Keys allowed in ``algo`` with ``train.backend: rllib`` (:mod:`training.rllib.config` maps each to RLlib's)."""
+"""Keys allowed in ``algo`` with ``train.backend: rllib`` (:mod:`training.rllib.ppo_config` maps each to RLlib's)."""
 RLLIB_POLICY_KWARGS = ("net_arch", "activation_fn")
 """Keys allowed in ``algo.policy_kwargs`` with ``train.backend: rllib``."""
 RLLIB_POLICIES = ("card", "MlpPolicy")
@@ -665,7 +665,7 @@ def cpus_needed(cfg: TrainConfig) -> float:
 
 
 def _check_rllib(cfg: TrainConfig, source: str) -> None:
-    """The checks of ``train.backend: rllib`` (:mod:`training.rllib.config`), before Ray starts.
+    """The checks of ``train.backend: rllib`` (:mod:`training.rllib.ppo_config`), before Ray starts.
 
     Raises:
         ConfigError: naming ``source`` and the key.
@@ -783,7 +783,7 @@ def check_agent_spec(spec: str, key: str, source: str) -> None:
 
     ``ppo:PATH`` specs are checked for an existing file only (loading waits until the run starts). Other
     prefixes are built by :func:`sixnimmt_env.agents.make_agent`, which imports an installed plugin's module
-    (e.g. ``training.agent`` for ``ppo-sample:``) when its prefix is asked for.
+    (e.g. ``training.ppo_agents`` for ``ppo-sample:``) when its prefix is asked for.
     """
     from sixnimmt_env.agents import make_agent
 
@@ -856,7 +856,7 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
     elif cfg.train.init_from is not None and not _is_sb3_checkpoint(cfg.train.init_from):
         raise ConfigError(
             f"{source}: key 'train.init_from' {cfg.train.init_from!r}: neither an SB3 checkpoint (a .zip holding "
-            "policy.pth) nor a .npz actor (python -m training.champion --export)"
+            "policy.pth) nor a .npz actor (python -m training.train_champion --export)"
         )
     d = cfg.distill
     if d.enabled:
