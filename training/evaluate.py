@@ -216,22 +216,6 @@ def plot_learning_curve(eval_csv: Path, out: Path) -> Path | None:
     return out
 
 
-EVAL_FIELDS = (
-    "step",
-    "lineup",
-    "games",
-    "mean_penalty",
-    "ci95",
-    "opponents_mean_penalty",
-    "opponents_ci95",
-    "win_share",
-    "mean_rank",
-    "illegal_actions",
-    "seconds",
-)
-"""Columns of a run's ``eval.csv`` (both backends): one row per evaluation line-up and evaluation step."""
-
-
 def final_evaluations(cfg: TrainConfig, run_dir: Path, spec: str) -> list[str]:
     """Play the agent ``spec`` (``ppo:PATH`` or ``rllib:PATH``) against every ``eval.opponents`` line-up
     (``eval.final_games`` games each), write ``final_eval.csv`` and ``learning_curve.png`` into ``run_dir``, and

@@ -41,6 +41,18 @@ ACTIVATION_CLASSES: dict[str, type[torch.nn.Module]] = {
 """The torch class of each name of :data:`training.train_config.ACTIVATIONS` (``algo.policy_kwargs.activation_fn``)."""
 
 
+def mlp(in_size: int, sizes: list[int], activation_fn: type[torch.nn.Module]) -> torch.nn.Sequential:
+    """The MLP both backends build (SB3's ``net_arch`` layout): ``Linear(in_size, sizes[0])``, an
+    ``activation_fn()``, ``Linear(sizes[0], sizes[1])``, ... each layer followed by the activation; empty (the
+    identity) for ``sizes == []``. The output has ``sizes[-1]`` units (``in_size`` when empty)."""
+    layers: list[torch.nn.Module] = []
+    last = in_size
+    for size in sizes:
+        layers += [torch.nn.Linear(last, size), activation_fn()]
+        last = size
+    return torch.nn.Sequential(*layers)
+
+
 class CardNetworks(torch.nn.Module):
     """The ``mlp_extractor`` of :class:`CardPolicy`: actor and critic MLPs over the first 626 features.
 
@@ -51,17 +63,8 @@ class CardNetworks(torch.nn.Module):
 
     def __init__(self, net_arch: list[int], activation_fn: type[torch.nn.Module]) -> None:
         super().__init__()
-
-        def mlp(sizes: list[int]) -> torch.nn.Sequential:
-            layers: list[torch.nn.Module] = []
-            last = GLOBAL_SIZE
-            for size in sizes:
-                layers += [torch.nn.Linear(last, size), activation_fn()]
-                last = size
-            return torch.nn.Sequential(*layers)
-
-        self.policy_net = mlp(net_arch)
-        self.value_net = mlp(net_arch)
+        self.policy_net = mlp(GLOBAL_SIZE, net_arch, activation_fn)
+        self.value_net = mlp(GLOBAL_SIZE, net_arch, activation_fn)
         self.global_dim = net_arch[-1] if net_arch else GLOBAL_SIZE
         self.latent_dim_pi = self.global_dim + HAND_OUTPUT_SIZE - OBS_SIZE
         self.latent_dim_vf = self.global_dim

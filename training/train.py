@@ -55,7 +55,6 @@ import contextlib
 import json
 import os
 import shlex
-import signal
 import socket
 import sys
 import time
@@ -206,24 +205,6 @@ def run_lock(run_dir: Path, command: str) -> Iterator[None]:
         lock.release()
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM received: handled like Ctrl-C (a checkpoint is saved)."""
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`_Terminated` (a ``KeyboardInterrupt``) in the main thread."""
-
-    def handler(signum: int, frame: Any) -> None:
-        raise _Terminated()
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, progress: bool = True) -> dict[str, Any]:
     """Train per ``cfg`` into ``run_dir`` (which must hold ``config.yaml``); returns a summary.
 
@@ -250,6 +231,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
 
     from training.callbacks import ArenaEval, CheckpointEvery, Progress, SelfPlaySnapshots, save_model
     from training.evaluate import evaluate_lineups, write_report
+    from training.lifecycle import StopSignals, Terminated
     from training.opponents import SnapshotPool, sampler_from_config
     from training.policy import algo_kwargs, custom_objects
     from training.rollouts import resolve_workers
@@ -335,7 +317,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     interrupted = False
     stop_signal = None
     try:
-        with _sigterm_as_interrupt():
+        with StopSignals(at_once=True):
             if remaining > 0:
                 model.learn(
                     remaining,
@@ -345,7 +327,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
                 )
     except KeyboardInterrupt as e:
         interrupted = True
-        stop_signal = "SIGTERM" if isinstance(e, _Terminated) else "Ctrl-C"
+        stop_signal = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C"
         if bar.bar is not None:
             bar.bar.close()
     seconds = time.perf_counter() - start

@@ -40,17 +40,15 @@ Ctrl-C or SIGTERM stop after the current iteration with a checkpoint (a second o
 
 from __future__ import annotations
 
-import contextlib
-import csv
 import json
 import shutil
-import signal
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from training.lifecycle import EvalRecord, StopSignals
 from training.rllib.ppo_config import local_cpus, model_config, ppo_training_kwargs
 from training.train_config import ConfigError, n_steps
 
@@ -203,33 +201,6 @@ def start_ray(cfg: TrainConfig) -> bool:
     return True
 
 
-class _StopRequest:
-    """Ctrl-C (SIGINT) and SIGTERM while training: the first asks to stop after the current iteration (then a
-    checkpoint is saved), a second one raises ``KeyboardInterrupt`` at once. Signals are handled in the main
-    thread only; elsewhere they are left alone."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._previous: dict[int, Any] = {}
-
-    def _handler(self, signum: int, frame: Any) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        name = signal.Signals(signum).name
-        print(f"\n{name}: stopping after this iteration with a checkpoint (again to stop at once)", file=sys.stderr)
-
-    def __enter__(self) -> _StopRequest:
-        with contextlib.suppress(ValueError):  # not the main thread
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._previous[sig] = signal.signal(sig, self._handler)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, previous in self._previous.items():
-            signal.signal(sig, previous)
-
-
 def _save_module(algo: Any, folder: Path) -> Path:
     """The learner's current RLModule as an RLModule checkpoint in ``folder`` (replaced)."""
     if folder.exists():
@@ -260,40 +231,24 @@ def _metric(result: Mapping[str, Any], *keys: str) -> float | None:
 
 
 class _Evaluator:
-    """Arena evaluations of the current module against every line-up; rows to ``eval.csv``; the best
-    first-line-up score's module copied to ``best_model/``."""
+    """Arena evaluations of the current module against every line-up, recorded by
+    :class:`~training.lifecycle.EvalRecord` (``eval.csv``); the best first-line-up score's module copied to
+    ``best_model/``."""
 
     def __init__(self, cfg: TrainConfig, run_dir: Path) -> None:
         self.cfg, self.run_dir = cfg, run_dir
-        self.csv_path = run_dir / "eval.csv"
-        self.best, self.latest = float("inf"), None
-        if self.csv_path.is_file():
-            with self.csv_path.open() as f:
-                rows = list(csv.DictReader(f))
-            firsts = [float(r["mean_penalty"]) for r in rows if rows and r["lineup"] == rows[0]["lineup"]]
-            if firsts:
-                self.best, self.latest = min(firsts), firsts[-1]
+        self.record = EvalRecord(run_dir)
 
     def __call__(self, algo: Any, steps: int) -> list[dict[str, Any]]:
         import training.rllib.rllib_agents  # noqa: F401
-        from training.evaluate import EVAL_FIELDS, evaluate_lineups
+        from training.evaluate import evaluate_lineups
 
         start = time.perf_counter()
         folder = _save_module(algo, self.run_dir / "last_eval")
         game = self.cfg.env.game_kwargs()
         cfg = self.cfg
         rows = evaluate_lineups(f"rllib:{folder}", cfg.eval.opponents, cfg.eval.games, game, cfg.train.seed)
-        seconds = time.perf_counter() - start
-        new = not self.csv_path.is_file()
-        with self.csv_path.open("a", newline="") as f:
-            writer = csv.DictWriter(f, EVAL_FIELDS, extrasaction="ignore")
-            if new:
-                writer.writeheader()
-            for row in rows:
-                writer.writerow({"step": steps, "seconds": round(seconds, 2), **row})
-        self.latest = float(rows[0]["mean_penalty"])
-        if self.latest < self.best:
-            self.best = self.latest
+        if self.record.add(steps, time.perf_counter() - start, rows):
             best = self.run_dir / "best_model"
             if best.exists():
                 shutil.rmtree(best)
@@ -404,7 +359,7 @@ def _loop(
     start, start_steps = time.perf_counter(), steps
     bar = tqdm(total=cfg.train.total_timesteps, initial=steps, unit="step", dynamic_ncols=True, disable=not progress)
     interrupted = timed_out = False
-    with _StopRequest() as stop:
+    with StopSignals(at_once=False) as stop:
         try:
             while steps < cfg.train.total_timesteps:
                 if stop.requested:
@@ -447,8 +402,8 @@ def _loop(
                     for row in rows:
                         writer.add_scalar(f"eval/{row['lineup']}/mean_penalty", row["mean_penalty"], steps)
                         writer.add_scalar(f"eval/{row['lineup']}/win_share", row["win_share"], steps)
-                if evaluator.latest is not None:
-                    post["eval"] = f"{evaluator.latest:.2f}"
+                if evaluator.record.latest is not None:
+                    post["eval"] = f"{evaluator.record.latest:.2f}"
                 bar.set_postfix(post, refresh=False)
                 if steps >= due["checkpoint"]:
                     due["checkpoint"] = (steps // every["checkpoint"] + 1) * every["checkpoint"]
