@@ -58,7 +58,7 @@ docs: install
 	$(PY) -m sphinx -q -E -n -W --keep-going -b html docs site
 
 lint: install
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
 
 bench: install
 	$(PY) benchmarks/env_throughput.py

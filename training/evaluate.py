@@ -261,7 +261,14 @@ def write_report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[
         f"- model: `{model.name}`; best during training: `best_model.zip`",
         "",
     ]
-    lines += final_evaluations(cfg, run_dir, f"ppo:{model}")
+    return finish_report(cfg, run_dir, f"ppo:{model}", lines)
+
+
+def finish_report(cfg: TrainConfig, run_dir: Path, spec: str, header: list[str]) -> Path:
+    """The end of a run, both backends: ``report.md`` holds ``header`` (the backend's lines about the run) and the
+    :func:`final_evaluations` of the agent ``spec`` (which write ``final_eval.csv`` and ``learning_curve.png``);
+    the report is printed to stderr too. Returns the path of ``report.md``."""
+    lines = [*header, *final_evaluations(cfg, run_dir, spec)]
     path = run_dir / "report.md"
     path.write_text("\n".join(lines))
     print("\n".join(lines), file=sys.stderr)

@@ -258,7 +258,7 @@ class _Evaluator:
 
 def _report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[str, Any]) -> Path:
     """``report.md``, ``final_eval.csv`` and ``learning_curve.png`` of an RLlib run (the SB3 report's layout)."""
-    from training.evaluate import final_evaluations
+    from training.evaluate import finish_report
 
     r = cfg.ray
     lines = [
@@ -274,11 +274,7 @@ def _report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[str, 
         f"- model: `{model.name}` (play it as `rllib:{model}`); best during training: `best_model`",
         "",
     ]
-    lines += final_evaluations(cfg, run_dir, f"rllib:{model}")
-    path = run_dir / "report.md"
-    path.write_text("\n".join(lines))
-    print("\n".join(lines), file=sys.stderr)
-    return path
+    return finish_report(cfg, run_dir, f"rllib:{model}", lines)
 
 
 def train_rllib(
