@@ -146,8 +146,7 @@ def test_ray_section_with_sb3_backend_is_an_error(tmp_path: Path) -> None:
 def test_shipped_rllib_configs_load() -> None:
     import ray
 
-    from training.rllib.ppo_config import ppo_training_kwargs
-    from training.train_config import num_envs, train_batch_size
+    from training.train_config import num_envs, ppo_training_kwargs, train_batch_size
 
     cfg = load_config(ROOT / "configs" / "rllib_ppo_4p.yaml")
     assert cfg.train.backend == "rllib" and cfg.ray.num_env_runners == 2 and num_envs(cfg) == 128

@@ -49,8 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from training.lifecycle import EvalRecord, StopSignals
-from training.rllib.ppo_config import local_cpus, model_config, ppo_training_kwargs
-from training.train_config import ConfigError, n_steps
+from training.train_config import ConfigError, local_cpus, model_config, n_steps, ppo_training_kwargs
 
 if TYPE_CHECKING:
     from training.train_config import TrainConfig
