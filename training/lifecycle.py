@@ -47,7 +47,7 @@ class StopSignals:
     Args:
         at_once: ``True`` (the SB3 backend): SIGTERM raises :class:`Terminated`, a ``KeyboardInterrupt``, where the
             run is, and Ctrl-C keeps Python's own ``KeyboardInterrupt``. ``False`` (the RLlib backend): the first
-            of either sets :attr:`requested` (the run stops after its current iteration; a line on stderr says
+            of either sets ``requested`` (the run stops after its current iteration; a line on stderr says
             so) and a second raises ``KeyboardInterrupt`` at once.
 
     Attributes:

@@ -20,6 +20,7 @@ import numpy as np
 
 __all__ = [
     "LABEL_WIDTH",
+    "Plotter",
     "RESULT_FILES",
     "check_new_file",
     "check_results_folder",
