@@ -20,8 +20,8 @@ import numpy as np
 
 __all__ = [
     "LABEL_WIDTH",
-    "Plotter",
     "RESULT_FILES",
+    "Plotter",
     "check_new_file",
     "check_results_folder",
     "league_note",
