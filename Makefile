@@ -38,16 +38,16 @@ train: install
 # and 6 (the same with more tables of three greedy), stage 7 (the three target line-ups at equal weight, with the
 # hand-and-table card features) and stage 8 (the same with tables of stage 6, the champion it had to beat).
 champion: install
-	$(PY) -m training.champion configs/baseline_ppo_4p.yaml --set train.vec_env=batched --set train.max_minutes=null \
+	$(PY) -m training.train_champion configs/baseline_ppo_4p.yaml --set train.vec_env=batched --set train.max_minutes=null \
 		--set train.total_timesteps=9420800 --out sixnimmt_env/weights/default_ppo_4p.npz --force
-	$(PY) -m training.champion configs/champion.yaml --out sixnimmt_env/weights/champion_v1.npz --force
-	$(PY) -m training.champion configs/champion_league.yaml --out sixnimmt_env/weights/champion_v2.npz --force
-	$(PY) -m training.champion configs/champion_mc_league.yaml --out sixnimmt_env/weights/champion_v3.npz --force
-	$(PY) -m training.champion configs/champion_table_league.yaml --out sixnimmt_env/weights/champion_v4.npz --force
-	$(PY) -m training.champion configs/champion_greedy_league.yaml --out sixnimmt_env/weights/champion_v5.npz --force
-	$(PY) -m training.champion configs/champion_greedy_league_2.yaml --out sixnimmt_env/weights/champion_v6.npz --force
-	$(PY) -m training.champion configs/champion_features_league.yaml --out sixnimmt_env/weights/champion_v7.npz --force
-	$(PY) -m training.champion configs/champion_features_league_2.yaml --force
+	$(PY) -m training.train_champion configs/champion.yaml --out sixnimmt_env/weights/champion_v1.npz --force
+	$(PY) -m training.train_champion configs/champion_league.yaml --out sixnimmt_env/weights/champion_v2.npz --force
+	$(PY) -m training.train_champion configs/champion_mc_league.yaml --out sixnimmt_env/weights/champion_v3.npz --force
+	$(PY) -m training.train_champion configs/champion_table_league.yaml --out sixnimmt_env/weights/champion_v4.npz --force
+	$(PY) -m training.train_champion configs/champion_greedy_league.yaml --out sixnimmt_env/weights/champion_v5.npz --force
+	$(PY) -m training.train_champion configs/champion_greedy_league_2.yaml --out sixnimmt_env/weights/champion_v6.npz --force
+	$(PY) -m training.train_champion configs/champion_features_league.yaml --out sixnimmt_env/weights/champion_v7.npz --force
+	$(PY) -m training.train_champion configs/champion_features_league_2.yaml --force
 
 test: install
 	$(PY) -m pytest -q -n 2
@@ -58,7 +58,7 @@ docs: install
 	$(PY) -m sphinx -q -E -n -W --keep-going -b html docs site
 
 lint: install
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
 
 bench: install
 	$(PY) benchmarks/env_throughput.py

@@ -194,9 +194,9 @@ def train_rate(config: str, steps: int) -> float:
     import torch
     from sb3_contrib import MaskablePPO
 
-    import training.agent  # noqa: F401  (ppo: specs)
-    from training.config import load_config
+    import training.ppo_agents  # noqa: F401  (ppo: specs)
     from training.policy import algo_kwargs
+    from training.train_config import load_config
     from training.vec import build_vec_env
 
     cfg = load_config(config)

@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from training.config import TrainConfig, load_config
+from training.train_config import TrainConfig, load_config
 
 
 def measure_rllib(cfg: TrainConfig, iterations: int) -> dict[str, float]:

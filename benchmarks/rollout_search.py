@@ -234,9 +234,9 @@ def distill(args: argparse.Namespace) -> int:
     import torch
     from gymnasium import spaces
 
-    from training.champion import write_weights
     from training.distill import Labels, fit_policy
     from training.policy import CardPolicy, NumpyCardActor, load_actor
+    from training.train_champion import write_weights
 
     out = Path(args.out)
     if out.exists() and not args.force:

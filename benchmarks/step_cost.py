@@ -48,10 +48,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 import torch
 from sb3_contrib import MaskablePPO
 
-import training.agent  # noqa: F401  (ppo: specs)
-from training.config import load_config
+import training.ppo_agents  # noqa: F401  (ppo: specs)
 from training.opponents import sampler_from_config
 from training.policy import algo_kwargs
+from training.train_config import load_config
 from training.vec import build_vec_env
 
 

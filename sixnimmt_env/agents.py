@@ -414,7 +414,7 @@ def registered_factories() -> dict[str, tuple[Callable[[str], Agent], str]]:
 
 PLUGIN_GROUP = "sixnimmt.agents"
 """Entry-point group of agent plugins: an entry named after a spec prefix (``ppo``) points to the module whose
-import registers it (``training.agent``), so ``make_agent("ppo:model.zip")`` works without ``sixnimmt_env``
+import registers it (``training.ppo_agents``), so ``make_agent("ppo:model.zip")`` works without ``sixnimmt_env``
 importing torch until such a spec is asked for."""
 
 

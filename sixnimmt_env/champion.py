@@ -5,7 +5,7 @@ The weights (``champion.npz`` beside this module, package data) are the actor of
 ``configs/champion_league.yaml``, ``configs/champion_mc_league.yaml``, ``configs/champion_table_league.yaml``,
 ``configs/champion_greedy_league.yaml``, ``configs/champion_greedy_league_2.yaml``,
 ``configs/champion_features_league.yaml`` and ``configs/champion_features_league_2.yaml``;
-``python -m training.champion`` reproduces and exports them (``docs/champion.md``: budget,
+``python -m training.train_champion`` reproduces and exports them (``docs/champion.md``: budget,
 strength tables). The agent is deterministic: it plays the legal action of the highest logit.
 
 ==================  ==============================================================
@@ -15,7 +15,7 @@ spec                agent
 ``champion:NAME``   the same network with shipped baseline weights, by name
                     (:data:`BASELINES`: ``default-ppo``, ``stage-1`` .. ``stage-8``, ``games``)
 ``champion:PATH``   the same network with the weights of another ``.npz`` written by
-                    :func:`training.champion.export` (to try new weights before shipping)
+                    :func:`training.train_champion.export` (to try new weights before shipping)
 ==================  ==============================================================
 
 ``make_agent("champion")`` finds the spec through the ``sixnimmt.agents`` entry point

@@ -76,14 +76,14 @@ same seed plays the same episodes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
 
 from sixnimmt_env.agents import Agent, make_agent
-from sixnimmt_env.engine import NOOP, NUM_ACTIONS, PlayerView, State
+from sixnimmt_env.engine import NOOP, NUM_ACTIONS, PlayerView
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY, RENDER_MODES, action_index, parallel_env
 from sixnimmt_env.registration import ENV_ID
 from sixnimmt_env.render import render_table, step_events
@@ -128,61 +128,49 @@ _NOOP_MASK = np.zeros(NUM_ACTIONS, bool)
 _NOOP_MASK[NOOP] = True
 _NOOP_MASK.setflags(write=False)
 
-_SEAT_KEYS = frozenset({"seat", "must_act", "hand", "legal_actions"})
-"""View keys that differ between seats; every other key of :class:`~sixnimmt_env.engine.PlayerView` is public."""
+
+class Seated(NamedTuple):
+    """An agent played inside the env: its seat, the ParallelEnv's agent name for it, the agent, and its
+    :meth:`ObservationAgent.act_observation` (``None`` for an agent that decides on views only)."""
+
+    seat: int
+    name: str
+    agent: Agent
+    act_observation: Callable[..., int] | None
 
 
-class _TableViews:
-    """The opponents' views of one state: each public value is computed once and shared by every seat's view.
+def seated(names: Sequence[str], agents: Iterable[tuple[int, Agent]]) -> list[Seated]:
+    """``(seat, agent)`` pairs as :class:`Seated` entries (``names``: the ParallelEnv's agent names, seat order)."""
+    return [Seated(seat, names[seat], agent, getattr(agent, "act_observation", None)) for seat, agent in agents]
 
-    The values are :class:`~sixnimmt_env.engine.PlayerView`'s (the same lists and
-    ints); agents only read their view (the :class:`~sixnimmt_env.agents.Agent`
-    protocol), so sharing them between the seats of one step is safe.
+
+def opponent_actions(
+    parallel: Any,
+    observations: Mapping[str, Mapping[str, np.ndarray]],
+    opponents: Sequence[Seated],
+    actions: dict[str, int],
+    rng: np.random.Generator,
+) -> dict[str, int]:
+    """Put into the joint action ``actions`` (by agent name) the action of every in-env opponent that has a
+    decision in ``observations`` (the ParallelEnv's last ones: the no-op 108 is legal only without one); returns
+    ``actions``. The one opponent turn of :class:`SingleSeatEnv` and of RLlib's self-play env.
+
+    An :class:`ObservationAgent` decides on its seat's encoded observation and mask, any other agent on its
+    seat's :class:`~sixnimmt_env.engine.PlayerView` of ``parallel.game_state`` (computed on read).
     """
-
-    __slots__ = ("public", "state")
-
-    def __init__(self, state: State) -> None:
-        self.state = state
-        self.public: dict[str, Any] = {}
-
-    def value(self, key: str) -> Any:
-        try:
-            return self.public[key]
-        except KeyError:
-            value = self.public[key] = PlayerView(self.state, 0)[key]
-            return value
-
-
-class _OpponentView(Mapping[str, Any]):
-    """One opponent's read-only view (the keys and values of :class:`~sixnimmt_env.engine.PlayerView`),
-    computed on first read; public values come from the step's :class:`_TableViews`."""
-
-    __slots__ = ("_own", "_seat", "_table")
-
-    def __init__(self, table: _TableViews, seat: int) -> None:
-        self._table = table
-        self._seat = seat
-        self._own: dict[str, Any] = {}
-
-    def __getitem__(self, key: str) -> Any:
-        if key in _SEAT_KEYS:
-            own = self._own
-            if key not in own:
-                own[key] = PlayerView(self._table.state, self._seat)[key]
-            return own[key]
-        if key in _PUBLIC_KEYS:
-            return self._table.value(key)
-        raise KeyError(key)
-
-    def __iter__(self) -> Any:
-        return iter(PlayerView._KEYS)
-
-    def __len__(self) -> int:
-        return len(PlayerView._KEYS)
-
-
-_PUBLIC_KEYS = frozenset(PlayerView._KEYS) - _SEAT_KEYS
+    state = None
+    for seat, name, agent, act_observation in opponents:
+        ob = observations[name]
+        mask = ob["action_mask"]
+        if mask[NOOP]:
+            continue
+        if act_observation is not None:
+            actions[name] = int(act_observation(ob["observation"], mask, rng))
+        else:
+            if state is None:
+                state = parallel.game_state
+            actions[name] = int(agent.act(PlayerView(state, seat), rng))
+    return actions
 
 
 OpponentsArg = str | Sequence[str | Agent] | OpponentSampler | Callable[[np.random.Generator, int], Sequence[Agent]]
@@ -274,7 +262,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         self.action_space = gym.spaces.Discrete(NUM_ACTIONS)
         self.learner_seat = 0 if learner_seat == "random" else int(learner_seat)
         self._seat_agents: list[Agent | None] = [None] * n
-        self._opponents: list[tuple[int, str, Agent, Callable[..., int] | None]] = []
+        self._opponents: list[Seated] = []
         self._obs = np.zeros(self.observation_space.shape, np.float32)
         self._mask = _NOOP_MASK.copy()
         self._done = True
@@ -332,11 +320,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         for k, agent in enumerate(drawn, start=1):
             seats[(self.learner_seat + k) % n] = agent
         self._seat_agents = seats
-        self._opponents = [
-            (seat, self.agent_names[seat], agent, getattr(agent, "act_observation", None))
-            for seat, agent in enumerate(seats)
-            if agent is not None
-        ]
+        self._opponents = seated(self.agent_names, ((seat, a) for seat, a in enumerate(seats) if a is not None))
         self._steps = []
         observations, _ = self.parallel.reset(seed=int(rng.integers(2**63 - 1)), options=options)
         self._absorb(observations)
@@ -429,26 +413,11 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
     def _play(self, learner_action: int) -> tuple[float, bool]:
         """One ParallelEnv step: the learner's action and every opponent's (no-op without a decision).
 
-        Opponents with a decision get a view (:class:`_OpponentView`, computed
-        lazily and sharing the public values of this state), or, if they are
-        :class:`ObservationAgent`\\ s, their seat's encoded observation and mask.
+        Opponents with a decision play as :func:`opponent_actions` says.
         """
-        rng = self.np_random
-        observations = self._observations
         actions = dict.fromkeys(self.agent_names, NOOP)
         actions[self.agent_names[self.learner_seat]] = learner_action
-        table = None
-        for seat, name, agent, act_observation in self._opponents:
-            ob = observations[name]
-            mask = ob["action_mask"]
-            if mask[NOOP]:  # the no-op is legal only without a decision
-                continue
-            if act_observation is not None:
-                actions[name] = int(act_observation(ob["observation"], mask, rng))
-            else:
-                if table is None:
-                    table = _TableViews(self.parallel.game_state)
-                actions[name] = int(agent.act(_OpponentView(table, seat), rng))
+        opponent_actions(self.parallel, self._observations, self._opponents, actions, self.np_random)
         observations, rewards, terminations, truncations, _ = self.parallel.step(actions)
         if self.render_mode is not None:
             self._steps.append(self.parallel.last_step())

@@ -49,9 +49,10 @@ keys of :class:`sixnimmt_env.engine.PlayerView`: ``hand`` (sorted cards),
 ``rows`` (4 lists of cards), ``totals`` and ``round_penalties`` (bullheads,
 seat order), ``phase``, ``revealed`` (cards revealed this turn, by seat),
 ``legal_actions`` (action indices), ``must_act``, ``chooser``, ``seen``,
-``piles``, ``display``, ``turn``, ``round``, ... Its values are computed on
-first access (:class:`AgentInfo`), and so is each agent's entry of the
-``infos`` dict (:class:`AgentInfos`), so unused infos cost nothing.
+``piles``, ``display``, ``turn``, ``round``, ... Each step builds these
+plain dicts for every agent (a snapshot of that step: about 20 µs per agent,
+and on the compiled backend the engine state rebuilt once); the default
+``"empty"`` builds nothing.
 
 **Rewards** (per step, in bullheads): ``reward="penalty"`` gives each agent
 minus the bullheads it took in that step (R8, R9), so an episode's return is
@@ -116,9 +117,8 @@ episode, and the copy continues exactly as the original with the same actions
 
 from __future__ import annotations
 
-import functools
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -181,164 +181,6 @@ ENV_OPTIONS = ("reward", "illegal_action", "render_mode", "backend", "infos")
 """Keyword arguments of the environment besides the :class:`GameConfig` fields."""
 
 _POSITION_KEYS = ("hands", "rows", "totals", "display", "drafted")
-_new_dict = dict.__new__
-
-
-# --------------------------------------------------------------------------- infos
-
-
-class _LazyDict(dict):
-    """A plain ``dict`` whose entries are made from ``_state`` on first use (:class:`AgentInfo`, :class:`AgentInfos`).
-
-    A subclass gives ``_lazy_keys`` (the keys that can still be made while ``_state`` is set), ``__missing__``
-    (make one entry) and ``_fill`` (make every entry, then set ``_state`` to ``None``). Every ``dict`` method that
-    uses the dict as a whole (iteration, ``len``, ``==``, ``repr``, copying, changing it) fills it first, after
-    which it is an ordinary ``dict``; pickling and copying give a plain ``dict``.
-    """
-
-    __slots__ = ("_state",)
-    _state: State | LazyState | None
-    _lazy_keys: Any
-
-    def _fill(self) -> None:
-        raise NotImplementedError
-
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-    def __contains__(self, key: object) -> bool:
-        return dict.__contains__(self, key) or (self._state is not None and key in self._lazy_keys)
-
-    def __reduce__(self) -> tuple[type, tuple[dict[str, Any]]]:
-        self._fill()
-        return dict, (dict(dict.items(self)),)
-
-    def __copy__(self) -> dict[str, Any]:
-        self._fill()
-        return dict(dict.items(self))
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        import copy
-
-        self._fill()
-        return copy.deepcopy(dict(dict.items(self)), memo)
-
-
-_VIEW_KEYS = frozenset(PlayerView._KEYS)
-
-
-class AgentInfo(_LazyDict):
-    """One agent's readable view as a plain ``dict`` (keys of :class:`engine.PlayerView`).
-
-    Built empty; a key is computed the first time it is read (``info["hand"]``),
-    and every key as soon as the dict is used as a whole (iteration, ``len``,
-    ``==``, ``repr``, copying, changing it). It then behaves as an ordinary
-    ``dict`` holding a snapshot of that step's state. ``state`` is the
-    engine's :class:`State` or, in the compiled backend, a
-    :class:`~sixnimmt_env.backends.compiled.LazyState` that builds it from that step's arrays when first needed.
-    """
-
-    __slots__ = ("_seat",)
-    _lazy_keys = _VIEW_KEYS
-
-    def __init__(self, state: State | LazyState, seat: int) -> None:
-        self._state = state
-        self._seat = seat
-
-    def _fill(self) -> None:
-        state = self._state
-        if state is not None:
-            self._state = None
-            view = PlayerView(state if type(state) is State else state.get(), self._seat)
-            for key in view:
-                if not dict.__contains__(self, key):
-                    dict.__setitem__(self, key, view[key])
-
-    def __missing__(self, key: str) -> Any:
-        state = self._state
-        if state is not None and key in _VIEW_KEYS:
-            value = PlayerView(state if type(state) is State else state.get(), self._seat)[key]
-            dict.__setitem__(self, key, value)
-            return value
-        raise KeyError(key)
-
-
-class AgentInfos(_LazyDict):
-    """The ``infos`` of one step: a plain ``dict`` ``{agent: AgentInfo}`` whose entries are made on first use.
-
-    ``infos["player_1"]`` builds only that agent's :class:`AgentInfo`; iterating,
-    ``len``, ``==``, ``repr``, copying or changing the dict builds every entry
-    first, after which it is an ordinary ``dict``.
-    """
-
-    __slots__ = ("_seat_of",)
-
-    def __init__(self, state: State | LazyState, seat_of: Mapping[str, int]) -> None:
-        self._state = state
-        self._seat_of = seat_of
-
-    @property
-    def _lazy_keys(self) -> Mapping[str, int]:
-        return self._seat_of
-
-    def _fill(self) -> None:
-        state = self._state
-        if state is not None:
-            self._state = None
-            for name, seat in self._seat_of.items():
-                if not dict.__contains__(self, name):
-                    dict.__setitem__(self, name, AgentInfo(state, seat))
-
-    def __missing__(self, key: str) -> AgentInfo:
-        state = self._state
-        if state is not None and key in self._seat_of:
-            value = AgentInfo(state, self._seat_of[key])
-            dict.__setitem__(self, key, value)
-            return value
-        raise KeyError(key)
-
-
-def _filled(name: str) -> Callable[..., Any]:
-    method = getattr(dict, name)
-
-    @functools.wraps(method)
-    def wrapper(self: _LazyDict, *args: Any, **kwargs: Any) -> Any:
-        self._fill()
-        for arg in args:  # e.g. info == other_info: dict's C code reads the other's entries directly
-            if isinstance(arg, _LazyDict):
-                arg._fill()
-        return method(self, *args, **kwargs)
-
-    return wrapper
-
-
-for _name in (
-    "__iter__",
-    "__len__",
-    "__eq__",
-    "__ne__",
-    "__repr__",
-    "__reversed__",
-    "__or__",
-    "__ror__",
-    "__ior__",
-    "__setitem__",
-    "__delitem__",
-    "keys",
-    "values",
-    "items",
-    "copy",
-    "pop",
-    "popitem",
-    "setdefault",
-    "update",
-    "clear",
-):
-    setattr(_LazyDict, _name, _filled(_name))
-_LazyDict.__hash__ = None  # type: ignore[assignment]
 
 
 # --------------------------------------------------------------------------- environment
@@ -383,7 +225,7 @@ class SixNimmtParallelEnv(ParallelEnv):
             nothing, as in the Gymnasium env.
         infos: ``"empty"`` (default: ``infos[agent] == {}``, which every
             tensor-based library can store) or ``"view"`` (the agent's
-            readable view, :class:`AgentInfo`); :meth:`view` gives the same
+            readable view as a plain ``dict``); :meth:`view` gives the same
             view on demand.
         render_mode: ``None``, ``"ansi"`` (:meth:`render` returns the table as
             text), ``"human"`` (:meth:`render` prints it) or ``"rgb_array"``
@@ -514,7 +356,7 @@ class SixNimmtParallelEnv(ParallelEnv):
 
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
-    ) -> tuple[dict[str, dict[str, np.ndarray]], AgentInfos]:
+    ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, Any]]]:
         """Start a new episode.
 
         Args:
@@ -573,11 +415,12 @@ class SixNimmtParallelEnv(ParallelEnv):
         }  # (the compiled backend's observations have extra rows below the n seats': its snapshot)
 
     def _infos(self, state: State | LazyState) -> dict[str, dict[str, Any]]:
-        """The infos of a step: ``{agent: {}}`` (``infos="empty"``) or the lazy readable views (``"view"``)."""
+        """The infos of a step: ``{agent: {}}`` (``infos="empty"``) or each agent's readable view of ``state`` as a
+        plain ``dict`` (``"view"``: :class:`~sixnimmt_env.engine.PlayerView`'s keys and values)."""
         if self._view_infos:
-            infos = _new_dict(AgentInfos)  # AgentInfos(state, self._seat_of) without the __init__ call
-            infos._state, infos._seat_of = state, self._seat_of
-            return infos
+            if type(state) is not State:
+                state = state.get()  # the compiled backend's snapshot: the engine state, built once for every agent
+            return {name: dict(PlayerView(state, seat)) for seat, name in enumerate(self._names)}
         return {name: {} for name in self._names}
 
     def _action_list(self, actions: Any) -> tuple[list[int], bool]:
@@ -667,7 +510,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         dict[str, float],
         dict[str, bool],
         dict[str, bool],
-        AgentInfos,
+        dict[str, dict[str, Any]],
     ]:
         """Apply one joint action: one action per live agent (Python or numpy integers).
 

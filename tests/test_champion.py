@@ -1,4 +1,4 @@
-"""The shipped ``champion`` agent (sixnimmt_env/champion.py, training/champion.py; issue 13)."""
+"""The shipped ``champion`` agent (sixnimmt_env/champion.py, training/train_champion.py; issue 13)."""
 
 from __future__ import annotations
 
@@ -135,9 +135,9 @@ def test_export_matches_the_torch_policy_and_never_overwrites(tmp_path: Path) ->
     pytest.importorskip("torch")
     from sb3_contrib import MaskablePPO
 
-    from training.agent import PolicyAgent
-    from training.champion import export, main
     from training.policy import CardPolicy
+    from training.ppo_agents import PolicyAgent
+    from training.train_champion import export, main
 
     env = gymnasium.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["greedy"] * 3, episode="round")
     model = MaskablePPO(CardPolicy, env, seed=1, policy_kwargs={"net_arch": [32, 16]})
@@ -161,7 +161,7 @@ def test_export_matches_the_torch_policy_and_never_overwrites(tmp_path: Path) ->
 
 
 def test_write_weights_replaces_nothing_with_arrays_that_do_not_load(tmp_path: Path) -> None:
-    from training.champion import write_weights
+    from training.train_champion import write_weights
 
     arrays = {k: v for k, v in np.load(WEIGHTS).items() if k != "meta"}
     out = write_weights(arrays, tmp_path / "w.npz", {"source": "test", "steps": 7})
@@ -211,7 +211,7 @@ def test_a_training_config_can_train_against_the_champion(tmp_path: Path) -> Non
     pytest.importorskip("torch")
     from sb3_contrib.common.maskable.utils import get_action_masks
 
-    from training.config import load_config
+    from training.train_config import load_config
     from training.vec import build_vec_env
 
     cfg = load_config(
@@ -294,10 +294,10 @@ def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path, net_arc
     import torch
     from sb3_contrib import MaskablePPO
 
-    from training.agent import PolicyAgent
-    from training.config import ConfigError
     from training.policy import CardPolicy
+    from training.ppo_agents import PolicyAgent
     from training.train import init_policy
+    from training.train_config import ConfigError
     from training.vec_env import SixNimmtVecEnv
 
     env = SixNimmtVecEnv(1, seed=0, num_players=4, episode="round")
@@ -329,7 +329,7 @@ def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path, net_arc
 
 
 def test_champion_command_refuses_a_bad_override(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from training.champion import main
+    from training.train_champion import main
 
     out = tmp_path / "w.npz"
     assert main(["configs/smoke.yaml", "--set", "train.win_bonus=-1", "--out", str(out)]) == 2
@@ -355,7 +355,7 @@ def test_champion_command_refuses_a_bad_override(tmp_path: Path, capsys: pytest.
     ],
 )
 def test_league_config_checks_its_init_weights_before_training(override: str, message: str) -> None:
-    from training.config import ConfigError, load_config
+    from training.train_config import ConfigError, load_config
 
     assert load_config("configs/champion_league.yaml").train.init_from == str(WEIGHTS_DIR / "champion_v1.npz")
     wide = load_config("configs/champion_league.yaml", ["algo.policy_kwargs.net_arch=[256, 256]"])
@@ -365,7 +365,7 @@ def test_league_config_checks_its_init_weights_before_training(override: str, me
 
 
 def test_an_init_from_that_is_not_a_checkpoint_is_refused_when_the_config_loads() -> None:
-    from training.config import ConfigError, load_config
+    from training.train_config import ConfigError, load_config
 
     readme = Path.cwd() / "README.md"  # --set paths are relative to the current folder
     with pytest.raises(ConfigError, match=rf"'{readme}': neither an SB3 checkpoint \(a .zip holding policy.pth\)"):
@@ -373,7 +373,7 @@ def test_an_init_from_that_is_not_a_checkpoint_is_refused_when_the_config_loads(
 
 
 def test_weights_with_hand_attention_write_format_2_and_play_their_attention(tmp_path: Path) -> None:
-    from training.champion import write_weights
+    from training.train_champion import write_weights
 
     arrays = {k: v for k, v in np.load(WEIGHTS).items() if k != "meta"}
     gen = np.random.default_rng(8)
@@ -409,7 +409,7 @@ def test_weights_with_hand_attention_write_format_2_and_play_their_attention(tmp
 
 def test_whole_game_weights_load_and_come_from_their_config() -> None:
     """sixnimmt_env/weights/champion_games.npz: stage 8 continued on whole games (configs/champion_games.yaml)."""
-    from training.config import load_config
+    from training.train_config import load_config
 
     actor, meta = read_weights(GAMES_WEIGHTS)
     assert meta["config"] == "configs/champion_games.yaml" and meta["steps"] == 43_379_712

@@ -1,4 +1,4 @@
-"""Training configs (training/config.py): inheritance, paths relative to the config file, baseline names, and the
+"""Training configs (training/train_config.py): inheritance, paths relative to the config file, baseline names, and the
 saved config of a run folder."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from sixnimmt_env.champion import BASELINES, WEIGHTS
-from training.config import ConfigError, dump_config, load_config
+from training.train_config import ConfigError, dump_config, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
@@ -122,7 +122,7 @@ def test_baselines_are_reachable_by_name_from_any_folder(tmp_path: Path) -> None
     code = (
         "import sys\n"
         "from sixnimmt_env.agents import make_agent\n"
-        "from training.config import load_config\n"
+        "from training.train_config import load_config\n"
         f"cfg = load_config({str(cfg)!r})\n"
         "print(cfg.train.init_from)\n"
         "agent = make_agent(cfg.opponents[0].agent)\n"

@@ -123,7 +123,7 @@ def test_fit_learns_the_teacher(tmp_path: Path) -> None:
     init_policy(fresh, path)
     for (name, a), b in zip(model.policy.state_dict().items(), fresh.policy.state_dict().values(), strict=True):
         assert torch.equal(a, b), name
-    from training.config import ConfigError
+    from training.train_config import ConfigError
 
     other = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [32]}, n_steps=16, batch_size=16)
     with pytest.raises(ConfigError, match="its policy differs from the config's"):
@@ -146,7 +146,7 @@ def test_fit_learns_the_teacher(tmp_path: Path) -> None:
     ],
 )
 def test_distill_config_errors_name_the_key(override: list[str], message: str) -> None:
-    from training.config import ConfigError, load_config
+    from training.train_config import ConfigError, load_config
 
     with pytest.raises(ConfigError, match=message):
         load_config(Path(__file__).parent.parent / "configs" / "smoke.yaml", override)

@@ -74,7 +74,7 @@ def _assert_same_step(ref: SixNimmtParallelEnv, comp: SixNimmtParallelEnv, out_r
             got = obs_comp[name][key]
             assert got.shape == o[key].shape and got.dtype == o[key].dtype, (name, key)
             np.testing.assert_array_equal(got, o[key], err_msg=f"{name} {key}")
-    assert dict(out_ref[-1]) == dict(out_comp[-1])  # every AgentInfo in full
+    assert dict(out_ref[-1]) == dict(out_comp[-1])  # every agent's info in full
     assert ref.agents == comp.agents
     assert comp.game_state == ref.game_state  # piles in taken order, stock, everything
     np.testing.assert_array_equal(comp.state(), ref.state())
@@ -229,7 +229,7 @@ def test_returned_arrays_are_fresh_and_never_changed_later() -> None:
     assert kept[0][0]["player_0"]["action_mask"].dtype == np.int8
 
 
-def test_infos_are_lazy_plain_dicts_of_that_steps_view() -> None:
+def test_infos_are_plain_dicts_of_that_steps_view() -> None:
     par_env = parallel_env(num_players=3, backend="compiled")
     _, infos0 = par_env.reset(options=E2)
     _, rewards, _, _, infos1 = par_env.step({"player_0": 50, "player_1": 60, "player_2": 14})

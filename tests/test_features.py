@@ -220,8 +220,8 @@ def test_a_checkpoint_saved_as_training_features_card_policy_loads(tmp_path, mon
     from sb3_contrib import MaskablePPO
 
     import training.features
-    from training.agent import load_policy_agent
     from training.policy import custom_objects
+    from training.ppo_agents import load_policy_agent
 
     env = gym.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["greedy"] * 3, episode="round")
     model = MaskablePPO(CardPolicy, env, seed=0, policy_kwargs={"net_arch": [16]})
@@ -240,7 +240,7 @@ def test_a_checkpoint_saved_as_training_features_card_policy_loads(tmp_path, mon
 def test_numpy_actor_matches_torch_for_card_features_mlp(tmp_path):
     from sb3_contrib import MaskablePPO
 
-    from training.agent import PolicyAgent
+    from training.ppo_agents import PolicyAgent
     from training.vec_env import SixNimmtVecEnv
 
     env = SixNimmtVecEnv(4, opponents=["random", "random", "random"], seed=1, num_players=4, episode="round")
@@ -262,8 +262,8 @@ def test_numpy_actor_matches_torch_for_card_features_mlp(tmp_path):
 
 
 def test_config_names_the_policy_and_rejects_unknown_ones(tmp_path):
-    from training.config import ConfigError, load_config
     from training.policy import algo_kwargs
+    from training.train_config import ConfigError, load_config
 
     cfg = load_config("configs/smoke.yaml", ["algo.policy=card"])
     assert algo_kwargs(cfg)["policy"] is CardPolicy
@@ -278,7 +278,7 @@ def test_config_names_the_policy_and_rejects_unknown_ones(tmp_path):
 def test_numpy_card_actor_matches_the_torch_card_policy():
     from sb3_contrib import MaskablePPO
 
-    from training.agent import PolicyAgent
+    from training.ppo_agents import PolicyAgent
     from training.vec_env import SixNimmtVecEnv
 
     env = SixNimmtVecEnv(16, opponents=["greedy", "random", "lowest"], seed=2, num_players=4, episode="round")
@@ -322,8 +322,8 @@ def test_hand_attention_policy_starts_as_the_weights_it_loads_and_learns_to_diff
     from sb3_contrib import MaskablePPO
 
     from sixnimmt_env.champion import WEIGHTS, load_champion
-    from training.agent import PolicyAgent
     from training.policy import HandAttentionHead, load_actor
+    from training.ppo_agents import PolicyAgent
     from training.vec_env import SixNimmtVecEnv
 
     env = SixNimmtVecEnv(16, opponents=["greedy", "random", "lowest"], seed=4, num_players=4, episode="round")
@@ -355,8 +355,8 @@ def test_hand_attention_policy_starts_as_the_weights_it_loads_and_learns_to_diff
 
 
 def test_hand_attention_needs_the_card_policy_and_heads_that_divide_its_units():
-    from training.config import ConfigError, load_config
     from training.policy import HandAttentionHead, algo_kwargs
+    from training.train_config import ConfigError, load_config
 
     cfg = load_config("configs/smoke.yaml", ["algo.policy=card", "algo.policy_kwargs.hand_attention_heads=4"])
     assert algo_kwargs(cfg)["policy_kwargs"]["hand_attention_heads"] == 4

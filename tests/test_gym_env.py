@@ -11,10 +11,10 @@ import pytest
 from gymnasium.utils.env_checker import check_env, data_equivalence
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-import sixnimmt_env  # noqa: F401  (registers sixnimmt/SixNimmt-v0)
+import sixnimmt_env  # registers sixnimmt/SixNimmt-v0
 from sixnimmt_env.agents import GreedyAgent
 from sixnimmt_env.engine import CHOOSE_ROW, NOOP, ROW_ACTION
-from sixnimmt_env.gym_env import ENV_ID, SingleSeatEnv, make_env
+from sixnimmt_env.gym_env import ENV_ID, SingleSeatEnv, make_env, opponent_actions, seated
 from sixnimmt_env.observation import OBS_SIZE, SLICES
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
 
@@ -264,3 +264,37 @@ def test_non_integer_actions_are_refused_and_change_nothing():
         np.testing.assert_array_equal(env.unwrapped._obs, obs)
     _, reward, _, _, info = env.step(np.array(legal))  # what MaskablePPO.predict returns
     assert not info.get("illegal_action") and reward <= 0
+
+
+class _HighestOnMask:
+    """An observation agent (:class:`sixnimmt_env.gym_env.ObservationAgent`) that plays its highest legal action;
+    its ``act`` must not be called."""
+
+    def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
+        raise AssertionError("an observation agent decides on its observation")
+
+    def act_observation(self, observation: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
+        assert observation.shape == (OBS_SIZE,)
+        return int(np.flatnonzero(mask)[-1])
+
+
+def test_opponent_actions_fill_the_deciders_of_the_joint_action() -> None:
+    """The one opponent turn: view agents get their seat's view, observation agents their observation and mask;
+    a seat without a decision (its no-op legal) keeps the no-op; the learner's entry is left as it is."""
+    par = sixnimmt_env.parallel_env(num_players=3, row_choice="player", illegal_action="raise")
+    hands = [[51, 90], [61, 91], [5, 92]]
+    observations, _ = par.reset(options={"hands": hands, "rows": [[10, 11, 12, 13, 14], [50], [60], [70]]})
+    opponents = seated(par.possible_agents, [(1, GreedyAgent()), (2, _HighestOnMask())])
+    assert [(o.seat, o.name) for o in opponents] == [(1, "player_1"), (2, "player_2")]
+    assert opponents[0].act_observation is None and opponents[1].act_observation is not None
+    rng = np.random.default_rng(0)
+    actions = opponent_actions(par, observations, opponents, {"player_0": 50, "player_1": NOOP, "player_2": NOOP}, rng)
+    greedy = GreedyAgent().act(par.view("player_1"), rng)
+    assert actions == {"player_0": 50, "player_1": greedy, "player_2": 91}  # card 92 is action 91
+    assert greedy in (60, 90)
+    # player_2's 5 is lower than every row (R9): only player_2 chooses a row, the others keep the no-op
+    observations, _, _, _, _ = par.step({"player_0": 50, "player_1": 60, "player_2": 4})
+    assert par.game_state.phase == CHOOSE_ROW
+    opponents = seated(par.possible_agents, [(1, GreedyAgent()), (2, GreedyAgent())])
+    actions = opponent_actions(par, observations, opponents, dict.fromkeys(par.possible_agents, NOOP), rng)
+    assert actions["player_0"] == actions["player_1"] == NOOP and ROW_ACTION <= actions["player_2"] < ROW_ACTION + 4

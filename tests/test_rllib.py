@@ -26,7 +26,7 @@ from sixnimmt_env.rllib_env import (
     masked_aec_env,
     masked_parallel_env,
 )
-from training.config import ConfigError, load_config
+from training.train_config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "rllib_smoke.yaml"
@@ -146,8 +146,7 @@ def test_ray_section_with_sb3_backend_is_an_error(tmp_path: Path) -> None:
 def test_shipped_rllib_configs_load() -> None:
     import ray
 
-    from training.config import num_envs, train_batch_size
-    from training.rllib.config import ppo_training_kwargs
+    from training.train_config import num_envs, ppo_training_kwargs, train_batch_size
 
     cfg = load_config(ROOT / "configs" / "rllib_ppo_4p.yaml")
     assert cfg.train.backend == "rllib" and cfg.ray.num_env_runners == 2 and num_envs(cfg) == 128
@@ -229,7 +228,7 @@ def test_rllib_ppo_shared_policy_with_action_masking(local_ray, wrapper: str) ->
 def test_league_env_seats_rewards_and_seeds() -> None:
     """The league env: the learner and the snapshot seats are RLlib agents mapped to their modules, the other
     seats play inside; each agent's rewards sum to minus its seat's bullheads (R8, R9); same seed, same game."""
-    from training.rllib.league import LEARNER_MODULE, LeagueEnv, league_mapping
+    from training.rllib.self_play import LEARNER_MODULE, LeagueEnv, league_mapping
 
     config = {
         "game": {"num_players": 4, "episode": "round"},
@@ -278,7 +277,7 @@ def test_league_snapshot_module_plays_seats_and_is_not_trained(local_ray, tmp_pa
     module changes."""
     from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_MODULE_STEPS_SAMPLED
 
-    from training.rllib.league import LEARNER_MODULE, push_slots, snapshot_into_slot
+    from training.rllib.self_play import LEARNER_MODULE, push_slots, snapshot_into_slot
     from training.rllib.train import algorithm_config, register_envs
 
     cfg = load_config(_write(tmp_path, {"ray": {"num_env_runners": 1, "num_envs_per_env_runner": 2}}))
@@ -424,8 +423,8 @@ def test_rllib_agent_numpy_actor_matches_module(tmp_path: Path) -> None:
     from gymnasium import spaces
 
     from sixnimmt_env.rllib_env import masked_space
-    from training.rllib.agent import RLlibAgent, load_rllib_agent
     from training.rllib.module import CardRLModule
+    from training.rllib.rllib_agents import RLlibAgent, load_rllib_agent
 
     box = spaces.Box(0.0, 1.0, (OBS_SIZE,), np.float32)
     for policy in ("card", "MlpPolicy"):

@@ -10,10 +10,10 @@ import pytest
 import torch
 from sb3_contrib import MaskablePPO
 
-from training.config import ConfigError, load_config
 from training.policy import algo_kwargs
 from training.rollouts import AsyncMaskablePPO, RolloutWorkers, resolve_workers, rollout_processes, worker_seed
 from training.train import train
+from training.train_config import ConfigError, load_config
 from training.vec import build_vec_env
 
 ROOT = Path(__file__).resolve().parents[1]

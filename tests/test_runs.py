@@ -25,8 +25,8 @@ from sixnimmt_env.arena.report import LABEL_WIDTH, league_note, plot_results, sh
 from sixnimmt_env.gym_env import make_env
 from sixnimmt_env.records import read_records, replay
 from training import evaluate as evaluate_module
-from training.config import ConfigError, load_config
 from training.train import run_lock
+from training.train_config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.yaml"

@@ -24,10 +24,10 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from sixnimmt_env.gym_env import make_env
 from sixnimmt_env.observation import OBS_SIZE
-from training.agent import load_policy_agent, observation_from_view
-from training.config import ConfigError, load_config
 from training.evaluate import evaluate_agents
 from training.opponents import sampler_from_config
+from training.ppo_agents import load_policy_agent, observation_from_view
+from training.train_config import ConfigError, load_config
 from training.vec import EnvFactory, WorkerVecEnv, build_vec_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +135,7 @@ def test_config_errors_name_the_key_before_anything_starts(override: list[str], 
 def test_every_vec_env_name_has_a_builder(tmp_path: Path) -> None:
     import typing
 
-    from training.config import TrainSection
+    from training.train_config import TrainSection
     from training.vec import VEC_ENV_BUILDERS
 
     assert set(VEC_ENV_BUILDERS) == set(typing.get_args(typing.get_type_hints(TrainSection)["vec_env"]))
@@ -455,7 +455,7 @@ def test_config_beats_three_greedy(tmp_path: Path, config: str) -> None:
 
 
 def test_integral_floats_are_accepted_for_integer_keys():
-    from training.config import ConfigError, load_config
+    from training.train_config import ConfigError, load_config
 
     cfg = load_config(ROOT / "configs" / "smoke.yaml", ["train.total_timesteps=1e4"])
     assert cfg.train.total_timesteps == 10_000 and isinstance(cfg.train.total_timesteps, int)
@@ -468,7 +468,7 @@ def test_ppo_specs_load_through_the_entry_point_without_importing_training_first
     code = (
         "import sys\n"
         "from sixnimmt_env.agents import make_agent\n"
-        "assert 'training.agent' not in sys.modules\n"
+        "assert 'training.ppo_agents' not in sys.modules\n"
         "try:\n"
         "    make_agent('ppo:/nonexistent/model.zip')\n"
         "except ValueError as e:\n"
@@ -505,7 +505,7 @@ def test_algo_section_defaults_are_maskable_ppos_and_the_env_section_is_game_con
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
     from sixnimmt_env.engine import GameConfig
-    from training.config import TRAINING_GAME_DEFAULTS, AlgoSection, EnvSection, PolicyKwargs
+    from training.train_config import TRAINING_GAME_DEFAULTS, AlgoSection, EnvSection, PolicyKwargs
 
     ppo = inspect.signature(MaskablePPO.__init__).parameters
     for name in AlgoSection.model_fields:
@@ -530,7 +530,7 @@ def test_algo_section_defaults_are_maskable_ppos_and_the_env_section_is_game_con
 
 @pytest.mark.parametrize("path", sorted(Path(__file__).parent.parent.glob("configs/*.yaml")), ids=lambda p: p.name)
 def test_a_dumped_config_reloads_to_the_same_config(path: Path, tmp_path: Path) -> None:
-    from training.config import dump_config
+    from training.train_config import dump_config
 
     cfg = load_config(path)
     dump_config(cfg, tmp_path / "config.yaml")
@@ -559,7 +559,7 @@ def test_the_snapshot_pool_keeps_the_newest_snapshots(tmp_path: Path) -> None:
     assert pool.prune() == pool.paths and not (folder / "snapshot_100.zip").exists()
 
 
-@pytest.mark.parametrize("module", ["training.train", "training.champion"])
+@pytest.mark.parametrize("module", ["training.train", "training.train_champion"])
 def test_training_commands_run_numpy_with_one_blas_thread(module: str) -> None:
     """The training commands set OPENBLAS_NUM_THREADS=1 before numpy loads (the policy opponents' forward passes
     run on the training process's core; a second BLAS thread only contends), unless the user set it."""

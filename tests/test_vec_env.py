@@ -19,10 +19,10 @@ from sixnimmt_env.engine import DONE, NOOP, SELECT, GameConfig, State, step, vie
 from sixnimmt_env.observation import OBS_SIZE, SLICES, action_mask, encode
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
 from sixnimmt_env.rewards import rewards
-from training.agent import PolicyAgent
-from training.config import load_config
 from training.opponents import MixtureSampler
 from training.policy import algo_kwargs
+from training.ppo_agents import PolicyAgent
+from training.train_config import load_config
 from training.vec import build_vec_env
 from training.vec_env import SixNimmtVecEnv
 
@@ -285,8 +285,8 @@ def test_table_draw_fills_every_opponent_seat_with_one_draw(tmp_path: Path) -> N
 
 
 def test_opponent_draw_config_reaches_the_sampler() -> None:
-    from training.config import ConfigError
     from training.opponents import sampler_from_config
+    from training.train_config import ConfigError
 
     smoke = ROOT / "configs" / "smoke.yaml"
     assert sampler_from_config(load_config(smoke)).draw == "seat"
@@ -409,7 +409,7 @@ def test_relative_reward_adds_the_mean_of_the_others_bullheads(episode: str) -> 
 
 
 def test_win_bonus_config_is_batched_only() -> None:
-    from training.config import ConfigError
+    from training.train_config import ConfigError
 
     smoke = Path(__file__).parent.parent / "configs" / "smoke.yaml"
     cfg = load_config(smoke, ["train.vec_env=batched", "train.win_bonus=5"])
@@ -421,7 +421,7 @@ def test_win_bonus_config_is_batched_only() -> None:
 
 
 def test_reward_config_reaches_the_batched_and_the_gymnasium_envs() -> None:
-    from training.config import ConfigError
+    from training.train_config import ConfigError
     from training.vec import build_vec_env
 
     smoke = Path(__file__).parent.parent / "configs" / "smoke.yaml"

@@ -6,7 +6,6 @@ the schedule does not depend on ``n_envs``.
 
 from __future__ import annotations
 
-import csv
 import shutil
 import time
 from collections.abc import Callable
@@ -17,9 +16,9 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 from tqdm import tqdm
 
-from training.agent import save_obs_norm
-from training.evaluate import EVAL_FIELDS
+from training.lifecycle import EvalRecord
 from training.opponents import SnapshotPool
+from training.ppo_agents import save_obs_norm
 
 
 def _vec_normalize(model: Any) -> VecNormalize | None:
@@ -98,40 +97,31 @@ class ArenaEval(_Every):
             ``mean_penalty``; the first row is the first line-up).
     """
 
-    FIELDS = EVAL_FIELDS
-
     def __init__(self, every: int, run_dir: Path, evaluate: Callable[[Path], list[dict[str, Any]]]) -> None:
         super().__init__(every)
         self.run_dir = run_dir
         self.evaluate = evaluate
-        self.csv_path = run_dir / "eval.csv"
-        self.best = float("inf")
-        self.latest: float | None = None
-        if self.csv_path.is_file():  # resume: keep the best score so far
-            with self.csv_path.open() as f:
-                rows = list(csv.DictReader(f))
-            firsts = [float(r["mean_penalty"]) for r in rows if r["lineup"] == rows[0]["lineup"]] if rows else []
-            if firsts:
-                self.best, self.latest = min(firsts), firsts[-1]
+        self.record = EvalRecord(run_dir)
+
+    @property
+    def best(self) -> float:
+        """The lowest first-line-up mean penalty so far (:class:`training.lifecycle.EvalRecord`)."""
+        return self.record.best
+
+    @property
+    def latest(self) -> float | None:
+        """The latest first-line-up mean penalty, ``None`` before any evaluation."""
+        return self.record.latest
 
     def fire(self) -> None:
         start = time.perf_counter()
         path = save_model(self.model, self.run_dir / "last_eval.zip")
         rows = self.evaluate(path)
-        seconds = time.perf_counter() - start
-        new = not self.csv_path.is_file()
-        with self.csv_path.open("a", newline="") as f:
-            writer = csv.DictWriter(f, self.FIELDS, extrasaction="ignore")
-            if new:
-                writer.writeheader()
-            for row in rows:
-                writer.writerow({"step": self.num_timesteps, "seconds": round(seconds, 2), **row})
+        improved = self.record.add(self.num_timesteps, time.perf_counter() - start, rows)
         for row in rows:
             self.logger.record(f"eval/{row['lineup']}/mean_penalty", row["mean_penalty"])
             self.logger.record(f"eval/{row['lineup']}/win_share", row["win_share"])
-        self.latest = float(rows[0]["mean_penalty"])
-        if self.latest < self.best:
-            self.best = self.latest
+        if improved:
             shutil.copyfile(path, self.run_dir / "best_model.zip")
             norm = path.with_name(path.stem + ".obsnorm.npz")
             if norm.is_file():

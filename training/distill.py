@@ -13,7 +13,7 @@ policy that searches nothing:
    teacher's distribution over the legal actions, the critic by regression on minus the bullheads still to come
    (the return of a round episode, as the PPO reward counts it).
 
-A training config's ``distill:`` section (:class:`training.config.DistillSection`) runs both steps on the run's
+A training config's ``distill:`` section (:class:`training.train_config.DistillSection`) runs both steps on the run's
 fresh policy before PPO (:func:`distill_into`, called by :func:`training.train.train`); the labels and the figures
 go to ``RUN/distill/``.
 """
@@ -34,7 +34,7 @@ from sixnimmt_env.engine import NUM_ACTIONS, GameConfig
 from sixnimmt_env.observation import OBS_SIZE
 
 if TYPE_CHECKING:
-    from training.config import TrainConfig
+    from training.train_config import TrainConfig
 
 
 @dataclass

@@ -7,11 +7,11 @@ Usage::
     python -m training.evaluate --agents ppo:a.zip,ppo:b.zip,greedy,mc:16 --games 2000
 
 The first forms seat the checkpoint (as the ``ppo:PATH`` agent of
-:mod:`training.agent`) with the listed opponents (default: ``greedy`` in every
+:mod:`training.ppo_agents`) with the listed opponents (default: ``greedy`` in every
 other seat); the last lists every seat. The checkpoint may also be an RLlib
 checkpoint folder (a run's ``final_model/``, played as ``rllib:PATH``, see
-:mod:`training.rllib.agent`), or name its kind: ``ppo:PATH``, ``rllib:PATH``. Seats rotate over games (the arena's
-rule), so every agent plays every seat equally often.
+:mod:`training.rllib.rllib_agents`), or name its kind: ``ppo:PATH``, ``rllib:PATH``. Seats rotate over games
+(the arena's rule), so every agent plays every seat equally often.
 
 Rules: by default the game the (first) checkpoint was trained on: the rules
 stored in the checkpoint by training, else the ``config.yaml`` of its run
@@ -51,12 +51,12 @@ from sixnimmt_env.agents import Agent, make_agent, parse_lineup
 from sixnimmt_env.arena import markdown_table, run_arena, write_results
 from sixnimmt_env.arena.report import short_labels
 from sixnimmt_env.engine import GameConfig
-from training.agent import PolicyAgent
+from training.ppo_agents import PolicyAgent
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from training.config import TrainConfig
+    from training.train_config import TrainConfig
 
 
 class CountingAgent:
@@ -105,7 +105,7 @@ def evaluate_agents(
     Raises:
         ValueError: an unknown spec, a bad checkpoint (missing, corrupt, wrong observation size).
     """
-    import training.agent  # noqa: F401  (ppo: prefix)
+    import training.ppo_agents  # noqa: F401  (ppo: prefix)
 
     kwargs = {"episode": "round", **(game or {}), "num_players": len(specs)}
     config = GameConfig(**kwargs)
@@ -216,22 +216,6 @@ def plot_learning_curve(eval_csv: Path, out: Path) -> Path | None:
     return out
 
 
-EVAL_FIELDS = (
-    "step",
-    "lineup",
-    "games",
-    "mean_penalty",
-    "ci95",
-    "opponents_mean_penalty",
-    "opponents_ci95",
-    "win_share",
-    "mean_rank",
-    "illegal_actions",
-    "seconds",
-)
-"""Columns of a run's ``eval.csv`` (both backends): one row per evaluation line-up and evaluation step."""
-
-
 def final_evaluations(cfg: TrainConfig, run_dir: Path, spec: str) -> list[str]:
     """Play the agent ``spec`` (``ppo:PATH`` or ``rllib:PATH``) against every ``eval.opponents`` line-up
     (``eval.final_games`` games each), write ``final_eval.csv`` and ``learning_curve.png`` into ``run_dir``, and
@@ -277,7 +261,14 @@ def write_report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[
         f"- model: `{model.name}`; best during training: `best_model.zip`",
         "",
     ]
-    lines += final_evaluations(cfg, run_dir, f"ppo:{model}")
+    return finish_report(cfg, run_dir, f"ppo:{model}", lines)
+
+
+def finish_report(cfg: TrainConfig, run_dir: Path, spec: str, header: list[str]) -> Path:
+    """The end of a run, both backends: ``report.md`` holds ``header`` (the backend's lines about the run) and the
+    :func:`final_evaluations` of the agent ``spec`` (which write ``final_eval.csv`` and ``learning_curve.png``);
+    the report is printed to stderr too. Returns the path of ``report.md``."""
+    lines = [*header, *final_evaluations(cfg, run_dir, spec)]
     path = run_dir / "report.md"
     path.write_text("\n".join(lines))
     print("\n".join(lines), file=sys.stderr)
@@ -324,7 +315,7 @@ def checkpoint_rules(checkpoint: str | Path) -> tuple[dict[str, Any], str] | Non
         if candidate.is_file():
             import yaml
 
-            from training.config import EnvSection
+            from training.train_config import EnvSection
 
             try:
                 raw = yaml.safe_load(candidate.read_text(encoding="utf-8"))

@@ -5,7 +5,7 @@ probability ``self_play.prob``) from the pool of learner snapshots; :func:`sampl
 config. Both vector env stacks (:mod:`training.vec`, :mod:`training.vec_env`) and the RLlib backend use it.
 :class:`SnapshotPool` is the pool of an SB3 run: the newest ``self_play.pool_size`` snapshot files in the run's
 ``pool/`` folder (:class:`training.callbacks.SelfPlaySnapshots` adds one every ``self_play.snapshot_every``
-steps). The RLlib league keeps its snapshots in RLModule slots instead (:mod:`training.rllib.league`).
+steps). The RLlib league keeps its snapshots in RLModule slots instead (:mod:`training.rllib.self_play`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from sixnimmt_env.agents import Agent, make_agent
-from training import agent as _ppo_agents  # noqa: F401  (registers ppo: specs in every process)
-from training.config import OPPONENT_DRAWS, TrainConfig
+from training import ppo_agents as _ppo_agents  # noqa: F401  (registers ppo: specs in every process)
+from training.train_config import OPPONENT_DRAWS, TrainConfig
 
 
 class MixtureSampler:
@@ -88,7 +88,7 @@ class MixtureSampler:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_agents"] = {}  # loaded policies stay in their process (cached by training.agent)
+        state["_agents"] = {}  # loaded policies stay in their process (cached by training.ppo_agents)
         return state
 
 

@@ -26,9 +26,9 @@ from sixnimmt_env.card_features import HAND_FEATURES
 from sixnimmt_env.champion import CardActor, read_weights
 from sixnimmt_env.engine import HAND_SIZE, NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE
-from training import config
-from training.config import TrainConfig
+from training import train_config as config
 from training.features import FEATURE_EXTRACTORS, GLOBAL_SIZE, HAND_OUTPUT_SIZE, HandFeatures
+from training.train_config import TrainConfig
 
 CARD_HIDDEN = config.CARD_HIDDEN
 """Hidden units of :class:`CardHead`'s per-card MLP (32)."""
@@ -38,7 +38,19 @@ ACTIVATION_CLASSES: dict[str, type[torch.nn.Module]] = {
     "elu": torch.nn.ELU,
     "leaky_relu": torch.nn.LeakyReLU,
 }
-"""The torch class of each name of :data:`training.config.ACTIVATIONS` (``algo.policy_kwargs.activation_fn``)."""
+"""The torch class of each name of :data:`training.train_config.ACTIVATIONS` (``algo.policy_kwargs.activation_fn``)."""
+
+
+def mlp(in_size: int, sizes: list[int], activation_fn: type[torch.nn.Module]) -> torch.nn.Sequential:
+    """The MLP both backends build (SB3's ``net_arch`` layout): ``Linear(in_size, sizes[0])``, an
+    ``activation_fn()``, ``Linear(sizes[0], sizes[1])``, ... each layer followed by the activation; empty (the
+    identity) for ``sizes == []``. The output has ``sizes[-1]`` units (``in_size`` when empty)."""
+    layers: list[torch.nn.Module] = []
+    last = in_size
+    for size in sizes:
+        layers += [torch.nn.Linear(last, size), activation_fn()]
+        last = size
+    return torch.nn.Sequential(*layers)
 
 
 class CardNetworks(torch.nn.Module):
@@ -51,17 +63,8 @@ class CardNetworks(torch.nn.Module):
 
     def __init__(self, net_arch: list[int], activation_fn: type[torch.nn.Module]) -> None:
         super().__init__()
-
-        def mlp(sizes: list[int]) -> torch.nn.Sequential:
-            layers: list[torch.nn.Module] = []
-            last = GLOBAL_SIZE
-            for size in sizes:
-                layers += [torch.nn.Linear(last, size), activation_fn()]
-                last = size
-            return torch.nn.Sequential(*layers)
-
-        self.policy_net = mlp(net_arch)
-        self.value_net = mlp(net_arch)
+        self.policy_net = mlp(GLOBAL_SIZE, net_arch, activation_fn)
+        self.value_net = mlp(GLOBAL_SIZE, net_arch, activation_fn)
         self.global_dim = net_arch[-1] if net_arch else GLOBAL_SIZE
         self.latent_dim_pi = self.global_dim + HAND_OUTPUT_SIZE - OBS_SIZE
         self.latent_dim_vf = self.global_dim
@@ -329,7 +332,7 @@ class NumpyCardActor:
 
 
 def load_actor(policy: CardPolicy, path: str | Path) -> None:
-    """Copy the actor of the weights file ``path`` (``.npz``, :func:`training.champion.export`'s) into a card
+    """Copy the actor of the weights file ``path`` (``.npz``, :func:`training.train_champion.export`'s) into a card
     policy, in place.
 
     The inverse of :meth:`NumpyCardActor.arrays`: afterwards the policy's logits are the file's (``read_weights``, whose

@@ -50,7 +50,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from sixnimmt_env.engine import NUM_ACTIONS
-from training.config import TrainConfig
+from training.train_config import TrainConfig
 from training.vec import build_vec_env
 from training.vec_env import env_indices
 
@@ -137,7 +137,7 @@ def _worker(conn: Any, job: _Job) -> None:
     """A rollout process: builds its envs and its copy of the policy, then answers commands until ``close``."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     torch.set_num_threads(1)
-    import training.agent  # noqa: F401  (ppo: specs of the opponents)
+    import training.ppo_agents  # noqa: F401  (ppo: specs of the opponents)
 
     try:
         venv = build_vec_env(job.cfg, job.monitor_dir, job.pool, first_env=job.lo)

@@ -5,7 +5,7 @@ Usage::
     python -m training.train configs/ppo_4p.yaml [--set algo.learning_rate=1e-4 ...] [--resume RUN_DIR]
 
 The config is read, overridden, type-checked and validated before anything
-starts (:mod:`training.config`). A run writes ``<output_dir>/<name>/<timestamp>/``:
+starts (:mod:`training.train_config`). A run writes ``<output_dir>/<name>/<timestamp>/``:
 
 =========================  ====================================================
 file                       content
@@ -55,7 +55,6 @@ import contextlib
 import json
 import os
 import shlex
-import signal
 import socket
 import sys
 import time
@@ -67,7 +66,7 @@ from typing import Any
 if __name__ == "__main__":  # the command: one BLAS thread before numpy loads (module docstring)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from training.config import ConfigError, TrainConfig, apply_override, dump_config, load_config
+from training.train_config import ConfigError, TrainConfig, apply_override, dump_config, load_config
 
 RESUME_OVERRIDES = ("train.total_timesteps", "train.max_minutes")
 """The keys ``--set`` may change with ``--resume``: the budget of the run."""
@@ -123,7 +122,7 @@ def last_good_checkpoint(run_dir: Path) -> tuple[Path, list[str]]:
     Raises:
         ConfigError: no checkpoint, or none that loads (naming each and why).
     """
-    from training.agent import load_policy_agent
+    from training.ppo_agents import load_policy_agent
 
     found = checkpoints(run_dir)
     if not found:
@@ -206,24 +205,6 @@ def run_lock(run_dir: Path, command: str) -> Iterator[None]:
         lock.release()
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM received: handled like Ctrl-C (a checkpoint is saved)."""
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`_Terminated` (a ``KeyboardInterrupt``) in the main thread."""
-
-    def handler(signum: int, frame: Any) -> None:
-        raise _Terminated()
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, progress: bool = True) -> dict[str, Any]:
     """Train per ``cfg`` into ``run_dir`` (which must hold ``config.yaml``); returns a summary.
 
@@ -250,6 +231,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
 
     from training.callbacks import ArenaEval, CheckpointEvery, Progress, SelfPlaySnapshots, save_model
     from training.evaluate import evaluate_lineups, write_report
+    from training.lifecycle import StopSignals, Terminated
     from training.opponents import SnapshotPool, sampler_from_config
     from training.policy import algo_kwargs, custom_objects
     from training.rollouts import resolve_workers
@@ -335,7 +317,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     interrupted = False
     stop_signal = None
     try:
-        with _sigterm_as_interrupt():
+        with StopSignals(at_once=True):
             if remaining > 0:
                 model.learn(
                     remaining,
@@ -345,7 +327,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
                 )
     except KeyboardInterrupt as e:
         interrupted = True
-        stop_signal = "SIGTERM" if isinstance(e, _Terminated) else "Ctrl-C"
+        stop_signal = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C"
         if bar.bar is not None:
             bar.bar.close()
     seconds = time.perf_counter() - start
@@ -386,7 +368,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
 def init_policy(model: Any, checkpoint: str | Path) -> None:
     """Copy the policy weights of the SB3 checkpoint ``checkpoint`` into ``model``'s policy (``train.init_from``).
 
-    A ``.npz`` file is an actor's weights (:func:`training.champion.export`, e.g. ``sixnimmt_env/champion.npz``):
+    A ``.npz`` file is an actor's weights (:func:`training.train_champion.export`, e.g. ``sixnimmt_env/champion.npz``):
     the actor is copied and the critic's MLP starts as a copy of the actor's (:func:`training.policy.load_actor`).
 
     Raises:
@@ -457,7 +439,7 @@ def _resume_config(run_dir: Path, overrides: list[str]) -> tuple[TrainConfig, li
     by the caller); returns it and a note per change."""
     import yaml
 
-    from training.config import parse_config
+    from training.train_config import parse_config
 
     for assignment in overrides:
         key = assignment.split("=", 1)[0].strip()
@@ -488,7 +470,7 @@ def _resume_config(run_dir: Path, overrides: list[str]) -> tuple[TrainConfig, li
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit code (2 for a config error or a run in use, 130 when stopped)."""
     args = _parser().parse_args(argv)
-    import training.agent  # noqa: F401  (registers the ppo: agent specs before configs are checked)
+    import training.ppo_agents  # noqa: F401  (registers the ppo: agent specs before configs are checked)
 
     command = "python -m training.train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     with contextlib.ExitStack() as stack:

@@ -23,13 +23,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor, VecNormalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from sixnimmt_env.engine import NUM_ACTIONS
-from training import agent as _ppo_agents  # noqa: F401  (registers ppo: specs in every process)
-from training.config import TrainConfig
+from training import ppo_agents as _ppo_agents  # noqa: F401  (registers ppo: specs in every process)
 from training.opponents import MixtureSampler, sampler_from_config
+from training.train_config import TrainConfig
 
 __all__ = [
     "VEC_ENV_BUILDERS",
@@ -50,7 +50,7 @@ class EnvFactory:
         sampler: the opponent sampler.
         monitor_file: the Monitor CSV path (``None``: no file).
         torch_threads: torch threads of the process the env is built in, or ``None`` to leave them (an env in
-            the learner's own process). Opponent policies decide in numpy (:class:`training.agent.PolicyAgent`);
+            the learner's own process). Opponent policies decide in numpy (:class:`training.ppo_agents.PolicyAgent`);
             1 keeps a worker process from competing with the learner for cores.
     """
 
@@ -276,9 +276,34 @@ def _subproc(req: VecEnvRequest) -> VecEnv:
 
 
 def _batched(req: VecEnvRequest) -> VecEnv:
-    from training.vec_env import build_batched  # the batched engine (numba) loads only when asked for
+    """The ``train.vec_env: batched`` builder: a :class:`SixNimmtVecEnv` of ``train.n_envs`` games in a
+    ``VecMonitor`` (``monitor/batched.monitor.csv``; ``batched-<i>.monitor.csv`` for a rollout process's share
+    whose first game is the run's game ``i``).
 
-    return build_batched(req)
+    Raises:
+        ValueError: if ``env.num_players`` lists several table sizes (one batch holds one size).
+    """
+    from training.vec_env import SixNimmtVecEnv  # the batched engine (numba) loads only when asked for
+
+    cfg = req.cfg
+    sizes = cfg.env.table_sizes()
+    if len(set(sizes)) != 1:
+        raise ValueError(f"train.vec_env 'batched' plays one table size, got env.num_players={cfg.env.num_players}")
+    venv = SixNimmtVecEnv(
+        cfg.train.n_envs,
+        opponents=req.sampler,
+        learner_seat=cfg.env.learner_seat,
+        seed=cfg.train.seed,
+        win_bonus=cfg.train.win_bonus,
+        reward=cfg.train.reward,
+        **cfg.env.game_kwargs(),
+    )
+    filename = (
+        None
+        if req.monitor_dir is None
+        else str(req.monitor_dir / ("batched" if req.first_env == 0 else f"batched-{req.first_env}"))
+    )
+    return VecMonitor(venv, filename)
 
 
 VEC_ENV_BUILDERS: dict[str, Callable[[VecEnvRequest], VecEnv]] = {
@@ -286,14 +311,14 @@ VEC_ENV_BUILDERS: dict[str, Callable[[VecEnvRequest], VecEnv]] = {
     "subproc": _subproc,
     "batched": _batched,
 }
-"""``train.vec_env`` name (the ``Literal`` of :attr:`training.config.TrainSection.vec_env`) -> builder.
+"""``train.vec_env`` name (the ``Literal`` of :attr:`training.train_config.TrainSection.vec_env`) -> builder.
 The VecEnv returned must answer ``env_method("action_masks")``
 (stacked to ``bool (n_envs, 109)``) and ``env_method("set_opponents", sampler)``."""
 
 
 def players_per_env(cfg: TrainConfig) -> list[int]:
     """Players of each of the ``train.n_envs`` training envs: env ``i`` plays ``sizes[i % len]`` of the
-    table sizes ``sizes`` (:meth:`training.config.EnvSection.table_sizes`)."""
+    table sizes ``sizes`` (:meth:`training.train_config.EnvSection.table_sizes`)."""
     sizes = cfg.env.table_sizes()
     return [sizes[i % len(sizes)] for i in range(cfg.train.n_envs)]
 

@@ -6,7 +6,7 @@ seats are played inside the batch:
 
 - the heuristic agents (``random``, ``lowest``, ``highest``, ``greedy``) by the compiled kernel of
   :mod:`sixnimmt_env.batched.agents`, with the rest of the step;
-- checkpoint and self-play opponents (:class:`training.agent.PolicyAgent`, specs ``ppo:PATH`` and
+- checkpoint and self-play opponents (:class:`training.ppo_agents.PolicyAgent`, specs ``ppo:PATH`` and
   ``ppo-sample:PATH``) and the shipped ``champion`` (:class:`sixnimmt_env.champion.ChampionAgent`) by ONE
   forward pass of their network per engine step, over the stacked observations and masks of every game where
   that opponent must act;
@@ -43,18 +43,18 @@ the last one is in ``infos[i]["terminal_observation"]``. Seeds: ``seed=`` at con
 streams and the generator that draws seats, opponents and sampled policy actions); later resets continue the
 streams. Same seed, same episodes for the same learner actions.
 
-``train.vec_env: batched`` in a training config builds it (:func:`build_batched`, registered in
+``train.vec_env: batched`` in a training config builds it (``training.vec``'s builder, registered in
 :data:`training.vec.VEC_ENV_BUILDERS`); ``train.n_envs`` is then B.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from gymnasium import spaces
-from stable_baselines3.common.vec_env import VecEnv, VecMonitor
+from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from sixnimmt_env import agents as ref_agents
@@ -68,13 +68,10 @@ from sixnimmt_env.gym_env import check_learner_options
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
 from sixnimmt_env.rewards import check_reward_mode
 from sixnimmt_env.stats import win_shares
-from training.agent import PolicyAgent
 from training.opponents import MixtureSampler
+from training.ppo_agents import PolicyAgent
 
-if TYPE_CHECKING:
-    from training.vec import VecEnvRequest
-
-__all__ = ["SixNimmtVecEnv", "build_batched", "env_indices"]
+__all__ = ["SixNimmtVecEnv", "env_indices"]
 
 _HEURISTIC_TYPES: dict[type, int] = {
     ref_agents.RandomAgent: KINDS["random"],
@@ -460,32 +457,3 @@ class SixNimmtVecEnv(VecEnv):
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
         """No Gymnasium wrappers inside: False for every index."""
         return [False] * len(self._indices(indices))
-
-
-def build_batched(req: VecEnvRequest) -> VecEnv:
-    """The ``train.vec_env: batched`` builder: a :class:`SixNimmtVecEnv` of ``train.n_envs`` games in a
-    ``VecMonitor`` (``monitor/batched.monitor.csv``; ``batched-<i>.monitor.csv`` for a rollout process's share
-    whose first game is the run's game ``i``).
-
-    Raises:
-        ValueError: if ``env.num_players`` lists several table sizes (one batch holds one size).
-    """
-    cfg = req.cfg
-    sizes = cfg.env.table_sizes()
-    if len(set(sizes)) != 1:
-        raise ValueError(f"train.vec_env 'batched' plays one table size, got env.num_players={cfg.env.num_players}")
-    venv = SixNimmtVecEnv(
-        cfg.train.n_envs,
-        opponents=req.sampler,
-        learner_seat=cfg.env.learner_seat,
-        seed=cfg.train.seed,
-        win_bonus=cfg.train.win_bonus,
-        reward=cfg.train.reward,
-        **cfg.env.game_kwargs(),
-    )
-    filename = (
-        None
-        if req.monitor_dir is None
-        else str(req.monitor_dir / ("batched" if req.first_env == 0 else f"batched-{req.first_env}"))
-    )
-    return VecMonitor(venv, filename)

@@ -14,16 +14,14 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from sixnimmt_env.arena.plotter import PlotProcess
 
 __all__ = [
     "LABEL_WIDTH",
     "RESULT_FILES",
+    "Plotter",
     "check_new_file",
     "check_results_folder",
     "league_note",
@@ -268,8 +266,17 @@ def new_results_folder(base: str | Path) -> Path:
     return out
 
 
+class Plotter(Protocol):
+    """What :func:`write_results` asks of a plot helper (:class:`~sixnimmt_env.arena.plotter.PlotProcess`, which
+    imports this module, not the other way round)."""
+
+    def plot(self, results: dict[str, Any], path: str | Path) -> Path:
+        """Draw ``results`` (a JSON-ready results dict) to the PNG file ``path``; return the path."""
+        ...
+
+
 def write_results(
-    results: dict[str, Any], out: str | Path, overwrite: bool = False, plotter: PlotProcess | None = None
+    results: dict[str, Any], out: str | Path, overwrite: bool = False, plotter: Plotter | None = None
 ) -> dict[str, Path]:
     """Write ``results.json``, ``results.md`` and ``results.png`` to directory ``out`` (created); returns the paths.
 

@@ -1,3 +1,4 @@
-"""Ray RLlib as a second training backend (``train.backend: rllib``): :mod:`.config` (checks, before Ray
-starts), :mod:`.module` (the card policy as an RLModule), :mod:`.train` (the run), :mod:`.agent`
+"""Ray RLlib as a second training backend (``train.backend: rllib``): its config checks and PPO settings are in
+:mod:`training.train_config` (checked before Ray starts), :mod:`.module` (the card policy as an RLModule),
+:mod:`.train` (the run), :mod:`.self_play` (self-play through the policy mapping), :mod:`.rllib_agents`
 (``rllib:PATH`` agents, no Ray started)."""

@@ -24,7 +24,7 @@ key             meaning
 
 The networks are the SB3 card policy's modules (same classes, same initialisation), so
 :class:`training.policy.NumpyCardActor` runs a trained module's actor in numpy
-(:mod:`training.rllib.agent`).
+(:mod:`training.rllib.rllib_agents`).
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ from ray.rllib.utils.torch_utils import FLOAT_MIN
 from sixnimmt_env.engine import NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE
 from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY
-from training.config import RLLIB_POLICIES
 from training.features import HandFeatures
-from training.policy import ACTIVATION_CLASSES, CardHead, CardNetworks
+from training.policy import ACTIVATION_CLASSES, CardHead, CardNetworks, mlp
+from training.train_config import RLLIB_POLICIES
 
 
 def _init(module: torch.nn.Module, gain: float) -> None:
@@ -62,17 +62,8 @@ class _MlpNetworks(torch.nn.Module):
 
     def __init__(self, net_arch: list[int], activation_fn: type[torch.nn.Module]) -> None:
         super().__init__()
-
-        def mlp() -> torch.nn.Sequential:
-            layers: list[torch.nn.Module] = []
-            last = OBS_SIZE
-            for size in net_arch:
-                layers += [torch.nn.Linear(last, size), activation_fn()]
-                last = size
-            return torch.nn.Sequential(*layers)
-
-        self.policy_net = mlp()
-        self.value_net = mlp()
+        self.policy_net = mlp(OBS_SIZE, net_arch, activation_fn)
+        self.value_net = mlp(OBS_SIZE, net_arch, activation_fn)
         self.latent_dim_pi = self.latent_dim_vf = net_arch[-1] if net_arch else OBS_SIZE
 
     def forward_actor(self, features: torch.Tensor) -> torch.Tensor:

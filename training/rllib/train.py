@@ -5,8 +5,8 @@ game, the opponents and self-play mean what they mean for SB3. Without self-play
 single-seat env (:func:`sixnimmt_env.gym_env.make_env`) in
 :class:`sixnimmt_env.rllib_env.ActionMaskObservation`, its opponent seats drawn per episode from the
 ``opponents`` mixture by :class:`training.opponents.MixtureSampler`. With ``self_play.enabled`` the run is
-RLlib multi-agent, a league (:mod:`training.rllib.league`): the learner's seat and snapshot seats are
-RLlib agents of :class:`~training.rllib.league.LeagueEnv` (the mixture's opponents still play inside
+RLlib multi-agent, a league (:mod:`training.rllib.self_play`): the learner's seat and snapshot seats are
+RLlib agents of :class:`~training.rllib.self_play.LeagueEnv` (the mixture's opponents still play inside
 the env), mapped by the ``policy_mapping_fn`` to the trained module or to one of ``self_play.pool_size``
 snapshot modules that are never trained; every ``self_play.snapshot_every`` steps the learner's weights
 go into the next snapshot slot (the oldest replaced) and an opponent seat is a snapshot with
@@ -40,27 +40,24 @@ Ctrl-C or SIGTERM stop after the current iteration with a checkpoint (a second o
 
 from __future__ import annotations
 
-import contextlib
-import csv
 import json
 import shutil
-import signal
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from training.config import ConfigError, n_steps
-from training.rllib.config import local_cpus, model_config, ppo_training_kwargs
+from training.lifecycle import EvalRecord, StopSignals
+from training.train_config import ConfigError, local_cpus, model_config, n_steps, ppo_training_kwargs
 
 if TYPE_CHECKING:
-    from training.config import TrainConfig
+    from training.train_config import TrainConfig
 
 ENV_NAME = "sixnimmt-single-seat"
 """The name :func:`train_rllib` registers :func:`training_env` under (``ray.tune.registry.register_env``)."""
 LEAGUE_ENV_NAME = "sixnimmt-league"
-"""The name of the self-play env creator (:func:`training.rllib.league.league_env`)."""
+"""The name of the self-play env creator (:func:`training.rllib.self_play.league_env`)."""
 
 
 def training_env(config: Mapping[str, Any]) -> Any:
@@ -72,7 +69,7 @@ def training_env(config: Mapping[str, Any]) -> Any:
     """
     import torch
 
-    import training.rllib.agent  # noqa: F401  (rllib: specs of self-play snapshots, in every worker)
+    import training.rllib.rllib_agents  # noqa: F401  (rllib: specs of self-play snapshots, in every worker)
     from sixnimmt_env.gym_env import make_env
     from sixnimmt_env.rllib_env import ActionMaskObservation
 
@@ -87,8 +84,8 @@ def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
     """The ``PPOConfig`` of ``cfg`` (env, runners, learners, the RLModule, PPO settings, seed).
 
     Without self-play: the single-seat env (:data:`ENV_NAME`) and one module. With ``self_play.enabled``:
-    the league (:mod:`training.rllib.league`): :data:`LEAGUE_ENV_NAME`, the learner's module and
-    ``self_play.pool_size`` snapshot modules mapped by :func:`~training.rllib.league.league_mapping`, the
+    the league (:mod:`training.rllib.self_play`): :data:`LEAGUE_ENV_NAME`, the learner's module and
+    ``self_play.pool_size`` snapshot modules mapped by :func:`~training.rllib.self_play.league_mapping`, the
     learner's module alone trained; ``filled`` snapshot slots hold a snapshot already (a resumed run).
     """
     from ray.rllib.algorithms.ppo import PPOConfig
@@ -96,8 +93,8 @@ def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
     from training.opponents import sampler_from_config
-    from training.rllib.league import LEARNER_MODULE, league_mapping, module_ids
     from training.rllib.module import CardRLModule
+    from training.rllib.self_play import LEARNER_MODULE, league_mapping, module_ids
 
     r = cfg.ray
     base = {
@@ -157,7 +154,7 @@ def register_envs() -> None:
     """Register the env creators of both set-ups with Ray (:data:`ENV_NAME`, :data:`LEAGUE_ENV_NAME`)."""
     from ray.tune.registry import register_env
 
-    from training.rllib.league import league_env
+    from training.rllib.self_play import league_env
 
     register_env(ENV_NAME, training_env)
     register_env(LEAGUE_ENV_NAME, league_env)
@@ -203,33 +200,6 @@ def start_ray(cfg: TrainConfig) -> bool:
     return True
 
 
-class _StopRequest:
-    """Ctrl-C (SIGINT) and SIGTERM while training: the first asks to stop after the current iteration (then a
-    checkpoint is saved), a second one raises ``KeyboardInterrupt`` at once. Signals are handled in the main
-    thread only; elsewhere they are left alone."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._previous: dict[int, Any] = {}
-
-    def _handler(self, signum: int, frame: Any) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        name = signal.Signals(signum).name
-        print(f"\n{name}: stopping after this iteration with a checkpoint (again to stop at once)", file=sys.stderr)
-
-    def __enter__(self) -> _StopRequest:
-        with contextlib.suppress(ValueError):  # not the main thread
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._previous[sig] = signal.signal(sig, self._handler)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, previous in self._previous.items():
-            signal.signal(sig, previous)
-
-
 def _save_module(algo: Any, folder: Path) -> Path:
     """The learner's current RLModule as an RLModule checkpoint in ``folder`` (replaced)."""
     if folder.exists():
@@ -260,40 +230,24 @@ def _metric(result: Mapping[str, Any], *keys: str) -> float | None:
 
 
 class _Evaluator:
-    """Arena evaluations of the current module against every line-up; rows to ``eval.csv``; the best
-    first-line-up score's module copied to ``best_model/``."""
+    """Arena evaluations of the current module against every line-up, recorded by
+    :class:`~training.lifecycle.EvalRecord` (``eval.csv``); the best first-line-up score's module copied to
+    ``best_model/``."""
 
     def __init__(self, cfg: TrainConfig, run_dir: Path) -> None:
         self.cfg, self.run_dir = cfg, run_dir
-        self.csv_path = run_dir / "eval.csv"
-        self.best, self.latest = float("inf"), None
-        if self.csv_path.is_file():
-            with self.csv_path.open() as f:
-                rows = list(csv.DictReader(f))
-            firsts = [float(r["mean_penalty"]) for r in rows if rows and r["lineup"] == rows[0]["lineup"]]
-            if firsts:
-                self.best, self.latest = min(firsts), firsts[-1]
+        self.record = EvalRecord(run_dir)
 
     def __call__(self, algo: Any, steps: int) -> list[dict[str, Any]]:
-        import training.rllib.agent  # noqa: F401
-        from training.evaluate import EVAL_FIELDS, evaluate_lineups
+        import training.rllib.rllib_agents  # noqa: F401
+        from training.evaluate import evaluate_lineups
 
         start = time.perf_counter()
         folder = _save_module(algo, self.run_dir / "last_eval")
         game = self.cfg.env.game_kwargs()
         cfg = self.cfg
         rows = evaluate_lineups(f"rllib:{folder}", cfg.eval.opponents, cfg.eval.games, game, cfg.train.seed)
-        seconds = time.perf_counter() - start
-        new = not self.csv_path.is_file()
-        with self.csv_path.open("a", newline="") as f:
-            writer = csv.DictWriter(f, EVAL_FIELDS, extrasaction="ignore")
-            if new:
-                writer.writeheader()
-            for row in rows:
-                writer.writerow({"step": steps, "seconds": round(seconds, 2), **row})
-        self.latest = float(rows[0]["mean_penalty"])
-        if self.latest < self.best:
-            self.best = self.latest
+        if self.record.add(steps, time.perf_counter() - start, rows):
             best = self.run_dir / "best_model"
             if best.exists():
                 shutil.rmtree(best)
@@ -303,7 +257,7 @@ class _Evaluator:
 
 def _report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[str, Any]) -> Path:
     """``report.md``, ``final_eval.csv`` and ``learning_curve.png`` of an RLlib run (the SB3 report's layout)."""
-    from training.evaluate import final_evaluations
+    from training.evaluate import finish_report
 
     r = cfg.ray
     lines = [
@@ -319,11 +273,7 @@ def _report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[str, 
         f"- model: `{model.name}` (play it as `rllib:{model}`); best during training: `best_model`",
         "",
     ]
-    lines += final_evaluations(cfg, run_dir, f"rllib:{model}")
-    path = run_dir / "report.md"
-    path.write_text("\n".join(lines))
-    print("\n".join(lines), file=sys.stderr)
-    return path
+    return finish_report(cfg, run_dir, f"rllib:{model}", lines)
 
 
 def train_rllib(
@@ -345,7 +295,7 @@ def train_rllib(
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
-    from training.rllib.league import push_slots
+    from training.rllib.self_play import push_slots
 
     done = {"steps": 0, "iterations": 0, "seconds": 0.0, "snapshots": 0}
     if resume_from is not None:
@@ -393,7 +343,7 @@ def _loop(
         NUM_ENV_STEPS_SAMPLED,
     )
 
-    from training.rllib.league import LEARNER_MODULE, snapshot_into_slot
+    from training.rllib.self_play import LEARNER_MODULE, snapshot_into_slot
 
     evaluator = _Evaluator(cfg, run_dir)
     steps, iterations = int(done["steps"]), int(done["iterations"])
@@ -404,7 +354,7 @@ def _loop(
     start, start_steps = time.perf_counter(), steps
     bar = tqdm(total=cfg.train.total_timesteps, initial=steps, unit="step", dynamic_ncols=True, disable=not progress)
     interrupted = timed_out = False
-    with _StopRequest() as stop:
+    with StopSignals(at_once=False) as stop:
         try:
             while steps < cfg.train.total_timesteps:
                 if stop.requested:
@@ -447,8 +397,8 @@ def _loop(
                     for row in rows:
                         writer.add_scalar(f"eval/{row['lineup']}/mean_penalty", row["mean_penalty"], steps)
                         writer.add_scalar(f"eval/{row['lineup']}/win_share", row["win_share"], steps)
-                if evaluator.latest is not None:
-                    post["eval"] = f"{evaluator.latest:.2f}"
+                if evaluator.record.latest is not None:
+                    post["eval"] = f"{evaluator.record.latest:.2f}"
                 bar.set_postfix(post, refresh=False)
                 if steps >= due["checkpoint"]:
                     due["checkpoint"] = (steps // every["checkpoint"] + 1) * every["checkpoint"]

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python -m training.champion [CONFIG] [--set KEY=VALUE ...] [--out sixnimmt_env/champion.npz] [--force]
-    python -m training.champion --export runs/champion/<stamp>/final_model.zip [--out PATH] [--force]
+    python -m training.train_champion [CONFIG] [--set KEY=VALUE ...] [--out sixnimmt_env/champion.npz] [--force]
+    python -m training.train_champion --export runs/champion/<stamp>/final_model.zip [--out PATH] [--force]
 
 The first form trains the config (``python -m training.train``, a new run folder under ``runs/``), then
 writes the final model's actor as numpy weights to ``--out``. The default config is the last stage,
@@ -80,9 +80,9 @@ def export(checkpoint: str | Path, out: str | Path, force: bool = False, meta: d
 
     Raises:
         ValueError: ``out`` exists and ``force`` is false, or the checkpoint is not a card policy
-            (errors of :func:`training.agent.load_policy`).
+            (errors of :func:`training.ppo_agents.load_policy`).
     """
-    from training.agent import load_policy
+    from training.ppo_agents import load_policy
 
     out = Path(out)
     if out.exists() and not force:
@@ -122,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     from sixnimmt_env.cli import parser_kwargs
     from training.train import add_overrides_option
 
-    p = argparse.ArgumentParser(**parser_kwargs("training.champion"), description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(**parser_kwargs("training.train_champion"), description=__doc__.split("\n\n")[0])
     p.add_argument(
         "config",
         nargs="?",
@@ -146,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     checkpoint = args.export
     meta: dict[str, Any] = {}
     if checkpoint is None:
-        from training.config import ConfigError, load_config
         from training.train import main as train_main
+        from training.train_config import ConfigError, load_config
 
         try:
             cfg = load_config(args.config, args.overrides)

@@ -30,7 +30,7 @@ import torch
 from sixnimmt_env.agents import register_agent
 from sixnimmt_env.engine import NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE
-from training.agent import PolicyAgent
+from training.ppo_agents import PolicyAgent
 
 __all__ = ["RLlibAgent", "load_module", "load_rllib_agent", "module_dir"]
 
@@ -99,7 +99,7 @@ def load_module(path: str | Path) -> Any:
 class RLlibAgent(PolicyAgent):
     """An :class:`~sixnimmt_env.agents.Agent` backed by a trained :class:`~training.rllib.module.CardRLModule`.
 
-    The same decisions as :class:`training.agent.PolicyAgent` (masked argmax, or a Gumbel-max sample
+    The same decisions as :class:`training.ppo_agents.PolicyAgent` (masked argmax, or a Gumbel-max sample
     from the masked softmax with ``sample=True``); the card policy's actor is copied to numpy
     (:class:`training.policy.NumpyCardActor`), the MLP runs through torch.
 

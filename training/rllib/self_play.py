@@ -30,6 +30,7 @@ from gymnasium import spaces
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS
+from sixnimmt_env.gym_env import Seated, opponent_actions, seated
 from sixnimmt_env.pettingzoo_env import parallel_env
 from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY, masked_space
 from training.opponents import MixtureSampler
@@ -97,7 +98,7 @@ class LeagueEnv(MultiAgentEnv):
         self.action_spaces = dict.fromkeys(self.possible_agents, spaces.Discrete(NUM_ACTIONS))
         self._rng = np.random.default_rng()
         self._seat_agent: dict[int, str] = {}  # seat -> RLlib agent id
-        self._inside: list[tuple[int, Any]] = []  # (seat, agent) played inside the env
+        self._inside: list[Seated] = []  # the agents played inside the env
         self._pending: dict[str, float] = {}
         self._last: dict[str, dict[str, np.ndarray]] = {}
 
@@ -119,13 +120,14 @@ class LeagueEnv(MultiAgentEnv):
         opt = self.learner_seat_option
         learner = int(rng.integers(n)) if opt == "random" else int(opt)
         self._seat_agent = {learner: f"learner_{learner}"}
-        self._inside = []
+        inside = []
         for k in range(1, n):
             seat = (learner + k) % n
             if self.filled and rng.random() < self.prob:
                 self._seat_agent[seat] = f"{slot_module(int(rng.integers(self.filled)))}_{seat}"
             else:
-                self._inside.append((seat, self.mixture(rng, 1)[0]))
+                inside.append((seat, self.mixture(rng, 1)[0]))
+        self._inside = seated(self.names, inside)
         self.agents = list(self._seat_agent.values())
         self._pending = dict.fromkeys(self.agents, 0.0)
         self._last = {}
@@ -173,11 +175,7 @@ class LeagueEnv(MultiAgentEnv):
         for seat, agent_id in self._seat_agent.items():
             if agent_id in action_dict:
                 actions[self.names[seat]] = int(action_dict[agent_id])
-        for seat, agent in self._inside:
-            name = self.names[seat]
-            mask = self._observations[name]["action_mask"]
-            if not mask[NOOP]:
-                actions[name] = int(agent.act(self.parallel.view(name), self._rng))
+        opponent_actions(self.parallel, self._observations, self._inside, actions, self._rng)
         observations, rewards, terminations, truncations, _ = self.parallel.step(actions)
         for seat, agent_id in self._seat_agent.items():
             self._pending[agent_id] += float(rewards.get(self.names[seat], 0.0))
@@ -202,7 +200,7 @@ def league_env(config: Mapping[str, Any]) -> LeagueEnv:
     """RLlib env creator of :class:`LeagueEnv` (sets torch's threads to ``config["torch_threads"]``)."""
     import torch
 
-    import training.rllib.agent  # noqa: F401  (rllib: opponent specs, in every worker)
+    import training.rllib.rllib_agents  # noqa: F401  (rllib: opponent specs, in every worker)
 
     torch.set_num_threads(int(config.get("torch_threads", 1)))
     return LeagueEnv(config)

@@ -41,7 +41,7 @@ train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              ``torch_threads``, ``init_from`` (an SB3 checkpoint whose policy
              weights start a new run, e.g. a distilled policy of
              :mod:`training.distill`, a ``.npz`` actor written by
-             :func:`training.champion.export`, or the name of a shipped one,
+             :func:`training.train_champion.export`, or the name of a shipped one,
              :data:`sixnimmt_env.champion.BASELINES`; ignored by ``--resume``),
              ``win_bonus`` (bullheads added to the learner's reward at the end
              of an episode it wins, a tie for lowest split; ``vec_env: batched``
@@ -59,7 +59,7 @@ distill      ``enabled`` (default false), ``samples``, ``decisions``, ``games``,
 eval         ``every`` (steps), ``opponents`` (list of comma-separated line-ups,
              the first one picks ``best_model.zip``), ``games``, ``final_games``
 checkpoint   ``every`` (steps)
-ray          ``train.backend: rllib`` only (:mod:`training.rllib.config`):
+ray          ``train.backend: rllib`` only (:data:`ALGO_TO_RLLIB`):
              ``address``, ``num_cpus``, ``object_store_mb``,
              ``num_env_runners``, ``num_envs_per_env_runner``, ``num_learners``,
              CPUs/GPUs per env runner and per learner
@@ -75,7 +75,7 @@ Paths in a config file (``train.init_from``, the ``PATH`` of agent specs such as
 ``train.backend`` is ``sb3`` (default: MaskablePPO) or ``rllib`` (Ray RLlib's PPO,
 :mod:`training.rllib`); with ``rllib`` the ``algo`` keys set are checked by
 :func:`_check_rllib` (a subset of MaskablePPO's; the names mean what they mean for SB3;
-:mod:`training.rllib.config` translates them).
+:data:`ALGO_TO_RLLIB` translates them).
 
 ``--set a.b=value`` overrides (:func:`apply_override`) are parsed as YAML and applied to the merged mapping
 before validation, so they are checked the same way; their paths are relative to the current folder.
@@ -241,7 +241,7 @@ class AlgoSection(Section):
     (``tests/test_training.py`` pins them to MaskablePPO's signature). ``seed``, ``device``, ``verbose`` and
     ``tensorboard_log`` are set by :mod:`training.train` from the ``train`` section.
 
-    With ``train.backend: rllib`` (:mod:`training.rllib.config`) a subset applies; there ``policy`` defaults to
+    With ``train.backend: rllib`` (:data:`ALGO_TO_RLLIB`) a subset applies; there ``policy`` defaults to
     ``card`` and ``n_steps`` to :data:`DEFAULT_N_STEPS` when the config does not set them.
     """
 
@@ -327,7 +327,31 @@ class CheckpointSection(Section):
 
 
 class RaySection(Section):
-    """Ray and RLlib resources (``train.backend: rllib``; see :mod:`training.rllib.config`)."""
+    """Ray and RLlib resources (``train.backend: rllib``), the ``ray`` section:
+
+    =============================  ==============================================================
+    key                            meaning
+    =============================  ==============================================================
+    ``address``                    ``null`` (default): start a local Ray inside the process;
+                                   ``auto`` or ``HOST:PORT`` (or ``ray://HOST:PORT``): join a
+                                   running cluster (``ray start --head`` / ``ray start --address``)
+    ``num_cpus``                   CPUs of the local Ray (default: what the runners and learners
+                                   ask for); not with ``address``
+    ``object_store_mb``            object store of the local Ray in MB (default 200); not with
+                                   ``address`` unless left at 200
+    ``num_env_runners``            remote env runners (0: sample in the training process)
+    ``num_envs_per_env_runner``    envs stepped together by each runner (one forward per step)
+    ``num_learners``               remote learners (0: learn in the training process)
+    ``num_cpus_per_env_runner``,   resources each runner / learner reserves
+    ``num_gpus_per_env_runner``,
+    ``num_cpus_per_learner``,
+    ``num_gpus_per_learner``
+    =============================  ==============================================================
+
+    With ``rllib`` the envs are ``max(num_env_runners, 1) x num_envs_per_env_runner``, so the
+    SB3-only keys ``train.n_envs``, ``train.vec_env``, ``train.n_workers`` and
+    ``train.normalize_obs`` must stay at their defaults.
+    """
 
     address: str | None = None
     num_cpus: Count | None = None
@@ -628,7 +652,7 @@ RLLIB_ALGO_KEYS = (
     "vf_coef",
     "max_grad_norm",
 )
-"""Keys allowed in ``algo`` with ``train.backend: rllib`` (:mod:`training.rllib.config` maps each to RLlib's)."""
+"""Keys allowed in ``algo`` with ``train.backend: rllib`` (:data:`ALGO_TO_RLLIB` maps each to RLlib's)."""
 RLLIB_POLICY_KWARGS = ("net_arch", "activation_fn")
 """Keys allowed in ``algo.policy_kwargs`` with ``train.backend: rllib``."""
 RLLIB_POLICIES = ("card", "MlpPolicy")
@@ -664,8 +688,79 @@ def cpus_needed(cfg: TrainConfig) -> float:
     return r.num_env_runners * r.num_cpus_per_env_runner + r.num_learners * r.num_cpus_per_learner
 
 
+ALGO_TO_RLLIB = {
+    "learning_rate": "lr",
+    "n_steps": "rollout_fragment_length",
+    "batch_size": "minibatch_size",
+    "n_epochs": "num_epochs",
+    "gamma": "gamma",
+    "gae_lambda": "lambda_",
+    "clip_range": "clip_param",
+    "ent_coef": "entropy_coeff",
+    "vf_coef": "vf_loss_coeff",
+    "max_grad_norm": "grad_clip",
+}
+"""``algo`` keys (SB3 names) and the RLlib PPO setting each sets (:func:`ppo_training_kwargs`).
+
+The ``algo`` section keeps the SB3 names, each mapped to RLlib's PPO setting:
+
+===================  ===========================  =========================================
+``algo`` key         RLlib                        meaning
+===================  ===========================  =========================================
+``policy``           the RLModule                 ``card`` (default) or ``MlpPolicy``
+                                                  (:mod:`training.rllib.module`)
+``policy_kwargs``    ``model_config``             ``net_arch`` (list), ``activation_fn``
+``learning_rate``    ``lr``
+``n_steps``          ``rollout_fragment_length``  steps per env per iteration; the train
+                                                  batch is ``n_steps`` x all envs
+``batch_size``       ``minibatch_size``
+``n_epochs``         ``num_epochs``
+``gamma``            ``gamma``
+``gae_lambda``       ``lambda_``
+``clip_range``       ``clip_param``
+``ent_coef``         ``entropy_coeff``
+``vf_coef``          ``vf_loss_coeff``
+``max_grad_norm``    ``grad_clip``
+===================  ===========================  =========================================
+
+A key left out takes MaskablePPO's default (the defaults of :class:`AlgoSection`), not RLlib's
+(whose ``lr`` is 5e-5, ``lambda_`` 1.0, ``clip_param`` 0.3), but ``policy`` (``card``) and ``n_steps``
+(:data:`DEFAULT_N_STEPS`); and the loss is SB3's
+(``use_kl_loss: False``, no value-loss clipping), so one ``algo`` section means the same on both backends.
+"""
+
+
+def local_cpus(cfg: TrainConfig) -> int:
+    """CPUs given to a local Ray: ``ray.num_cpus``, or what the env runners and learners reserve (at least 1)."""
+    if cfg.ray.num_cpus is not None:
+        return cfg.ray.num_cpus
+    return max(1, int(-(-cpus_needed(cfg) // 1)))
+
+
+def model_config(cfg: TrainConfig) -> dict[str, Any]:
+    """The RLModule's ``model_config`` (:mod:`training.rllib.module`) from ``algo.policy`` / ``policy_kwargs``."""
+    pk = cfg.algo.policy_kwargs
+    return {
+        "policy": rllib_policy(cfg),
+        "net_arch": [64, 64] if pk.net_arch is None else list(pk.net_arch),
+        "activation": pk.activation_fn,
+    }
+
+
+def ppo_training_kwargs(cfg: TrainConfig) -> dict[str, Any]:
+    """``PPOConfig.training`` keyword arguments of ``cfg.algo`` (keys not set: SB3's defaults), the train
+    batch, and SB3's PPO loss: no KL penalty, no value-loss clipping."""
+    per_learner = train_batch_size(cfg) // max(cfg.ray.num_learners, 1)
+    out: dict[str, Any] = {"train_batch_size_per_learner": per_learner, "use_kl_loss": False, "vf_clip_param": 1e9}
+    for key, name in ALGO_TO_RLLIB.items():
+        if key != "n_steps":
+            out[name] = getattr(cfg.algo, key)
+    out["minibatch_size"] = min(out["minibatch_size"], per_learner)
+    return out
+
+
 def _check_rllib(cfg: TrainConfig, source: str) -> None:
-    """The checks of ``train.backend: rllib`` (:mod:`training.rllib.config`), before Ray starts.
+    """The checks of ``train.backend: rllib`` (:data:`ALGO_TO_RLLIB`), before Ray starts.
 
     Raises:
         ConfigError: naming ``source`` and the key.
@@ -783,7 +878,7 @@ def check_agent_spec(spec: str, key: str, source: str) -> None:
 
     ``ppo:PATH`` specs are checked for an existing file only (loading waits until the run starts). Other
     prefixes are built by :func:`sixnimmt_env.agents.make_agent`, which imports an installed plugin's module
-    (e.g. ``training.agent`` for ``ppo-sample:``) when its prefix is asked for.
+    (e.g. ``training.ppo_agents`` for ``ppo-sample:``) when its prefix is asked for.
     """
     from sixnimmt_env.agents import make_agent
 
@@ -856,7 +951,7 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
     elif cfg.train.init_from is not None and not _is_sb3_checkpoint(cfg.train.init_from):
         raise ConfigError(
             f"{source}: key 'train.init_from' {cfg.train.init_from!r}: neither an SB3 checkpoint (a .zip holding "
-            "policy.pth) nor a .npz actor (python -m training.champion --export)"
+            "policy.pth) nor a .npz actor (python -m training.train_champion --export)"
         )
     d = cfg.distill
     if d.enabled:

@@ -1,0 +1,120 @@
+"""A training run's lifecycle, written once for both backends (SB3, :mod:`training.train`; Ray RLlib,
+:mod:`training.rllib.train`): how a stop signal ends the run, and the record of the evaluations during training.
+
+- :class:`StopSignals`: SIGTERM (``timeout``, a job scheduler) and Ctrl-C while the run trains. Either way the run
+  saves a checkpoint and writes its report; the backend says whether the signal stops it at once (SB3's loop can
+  stop anywhere) or after the current iteration (RLlib's iteration runs on Ray's workers).
+- :class:`EvalRecord`: ``eval.csv`` of the run folder (one row per line-up and evaluation), the latest and the
+  best mean penalty of the first line-up (read back on ``--resume``), and whether a new evaluation is the best so
+  far (the backend then keeps that model as ``best_model``).
+
+The networks both backends build are :mod:`training.policy`'s (:func:`training.policy.mlp`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+EVAL_FIELDS = (
+    "step",
+    "lineup",
+    "games",
+    "mean_penalty",
+    "ci95",
+    "opponents_mean_penalty",
+    "opponents_ci95",
+    "win_share",
+    "mean_rank",
+    "illegal_actions",
+    "seconds",
+)
+"""Columns of a run's ``eval.csv`` (both backends): one row per evaluation line-up and evaluation step."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM received by a run that stops at once: handled like Ctrl-C (a checkpoint is saved)."""
+
+
+class StopSignals:
+    """Ctrl-C (SIGINT) and SIGTERM while a run trains, handled in the main thread (elsewhere left alone).
+
+    Args:
+        at_once: ``True`` (the SB3 backend): SIGTERM raises :class:`Terminated`, a ``KeyboardInterrupt``, where the
+            run is, and Ctrl-C keeps Python's own ``KeyboardInterrupt``. ``False`` (the RLlib backend): the first
+            of either sets ``requested`` (the run stops after its current iteration; a line on stderr says
+            so) and a second raises ``KeyboardInterrupt`` at once.
+
+    Attributes:
+        requested: a stop was asked for (``at_once=False`` only).
+    """
+
+    def __init__(self, at_once: bool) -> None:
+        self.at_once = at_once
+        self.requested = False
+        self._previous: dict[int, Any] = {}
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.at_once:
+            raise Terminated()
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        name = signal.Signals(signum).name
+        print(f"\n{name}: stopping after this iteration with a checkpoint (again to stop at once)", file=sys.stderr)
+
+    def __enter__(self) -> StopSignals:
+        signals = (signal.SIGTERM,) if self.at_once else (signal.SIGINT, signal.SIGTERM)
+        with contextlib.suppress(ValueError):  # not the main thread
+            for sig in signals:
+                self._previous[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous.clear()
+
+
+class EvalRecord:
+    """The evaluations during training: rows appended to ``run_dir/eval.csv`` (:data:`EVAL_FIELDS`) and the
+    scores of the first line-up (mean bullheads per game, lower is better).
+
+    Attributes:
+        csv_path: ``run_dir/eval.csv``.
+        best: the lowest first-line-up mean penalty so far (``inf`` before any), read from ``eval.csv`` on resume.
+        latest: the latest first-line-up mean penalty (``None`` before any).
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.csv_path = run_dir / "eval.csv"
+        self.best = float("inf")
+        self.latest: float | None = None
+        if self.csv_path.is_file():  # resume: keep the best score so far
+            with self.csv_path.open() as f:
+                rows = list(csv.DictReader(f))
+            firsts = [float(r["mean_penalty"]) for r in rows if r["lineup"] == rows[0]["lineup"]] if rows else []
+            if firsts:
+                self.best, self.latest = min(firsts), firsts[-1]
+
+    def add(self, step: int, seconds: float, rows: Sequence[dict[str, Any]]) -> bool:
+        """Append one evaluation's ``rows`` (result rows with at least ``lineup`` and ``mean_penalty``, the first
+        line-up first) at env step ``step``, which took ``seconds``; returns whether the first line-up's score is
+        the best so far (lower than every earlier one)."""
+        new = not self.csv_path.is_file()
+        with self.csv_path.open("a", newline="") as f:
+            writer = csv.DictWriter(f, EVAL_FIELDS, extrasaction="ignore")
+            if new:
+                writer.writeheader()
+            for row in rows:
+                writer.writerow({"step": step, "seconds": round(seconds, 2), **row})
+        self.latest = float(rows[0]["mean_penalty"])
+        if self.latest < self.best:
+            self.best = self.latest
+            return True
+        return False
