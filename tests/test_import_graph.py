@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from sixnimmt_env import agents
-from sixnimmt_env.batched.arena import supports
+from sixnimmt_env.batched.fast_arena import supports
 from sixnimmt_env.batched.kinds import EXACT_AGENT_CLASSES, KINDS
 
 _SPEC = importlib.util.spec_from_file_location(

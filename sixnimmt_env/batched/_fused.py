@@ -1,4 +1,4 @@
-"""The compiled loop behind :func:`sixnimmt_env.batched.arena.play_games` (imported on first use: it loads numba).
+"""The compiled loop behind :func:`sixnimmt_env.batched.fast_arena.play_games` (imported on first use: it loads numba).
 
 A game is held in a few small local arrays (hands, the light rows, the draft display) and played turn after turn
 with the kernel's rules (:func:`~sixnimmt_env.batched.kernel.play_turn`, :func:`~.kernel.target_row`, the deal of

@@ -2,7 +2,7 @@
 
 :mod:`sixnimmt_env.engine` is the readable specification; this module is its one compiled twin. The batched engine
 (:mod:`.core`), the compiled single-game backend (:mod:`.single`), the learner tables (:mod:`.learner`), the arena's
-heuristic games (:mod:`~sixnimmt_env.batched.arena`), the ``mc:N`` rollouts (:mod:`.mc`), the vectorised agents
+heuristic games (:mod:`~sixnimmt_env.batched.fast_arena`), the ``mc:N`` rollouts (:mod:`.mc`), the vectorised agents
 (:mod:`~sixnimmt_env.batched.agents`) and the card features (:mod:`..card_features`) call it; none of them places a
 card, picks a target row or books a penalty by itself. A rule changes here and in the engine, and the parity tests
 compare the two.

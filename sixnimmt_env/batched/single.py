@@ -26,7 +26,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.backends import OK, OVER, PENALTIES  # the step codes of every env backend
 from sixnimmt_env.batched.kernel import (
     BULL,
     C_LOGIC,
@@ -44,6 +43,7 @@ from sixnimmt_env.batched.kernel import (
     random_below,
     step_game,
 )
+from sixnimmt_env.batched.params import OK, OVER, PENALTIES  # the step codes of every env backend
 from sixnimmt_env.engine import (
     HAND_SIZE,
     NOOP,
