@@ -154,8 +154,8 @@ def _batched_recorded(job: Job, agents: Sequence[Agent], start: int, stop: int) 
     them (the same deals, agents and random streams, so the same results), with a game record of each: the
     state of every unfinished game is read (:meth:`BatchedGames.get_state`) before and after every step."""
     from sixnimmt_env.batched.agents import KINDS, HeuristicPlayers
-    from sixnimmt_env.batched.fast_arena import spec_of, streams
     from sixnimmt_env.batched.core import BatchedGames
+    from sixnimmt_env.batched.fast_arena import spec_of, streams
 
     config = job.config
     n = config.num_players
