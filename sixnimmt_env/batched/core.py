@@ -26,18 +26,16 @@ from numba import njit
 
 from sixnimmt_env.batched.kernel import (
     BULL,
-    C_LOGIC,
     CHOOSE_ROW,
     DONE,
     DRAFT,
     SELECT,
     GameArrays,
     config_vector,
-    encode_drafted,
-    encode_public,
-    encode_seat,
+    encode_all,
     is_legal,
     legal_mask,
+    mask_all,
     new_arrays,
     new_games,
     step_game,
@@ -63,9 +61,10 @@ __all__ = ["BULL", "CHOOSE_ROW", "DONE", "DRAFT", "SELECT", "BatchedGames", "ref
 @njit(cache=True)
 def _first_illegal(S: GameArrays, cfg: np.ndarray, actions: np.ndarray) -> int:
     n = cfg[0]
+    scratch = np.empty(NUM_ACTIONS, np.int8)
     for b in range(actions.shape[0]):
         for s in range(n):
-            if not is_legal(S, cfg, b, s, actions[b, s]):
+            if not is_legal(S, cfg, b, s, actions[b, s], scratch):
                 return b * n + s
     return -1
 
@@ -115,54 +114,6 @@ def _seats(seats: np.ndarray, batch_size: int, num_players: int) -> np.ndarray:
         bad = seats[(seats < 0) | (seats >= num_players)][0]
         raise ValueError(f"seats must be in 0..{num_players - 1}, got {int(bad)}")
     return seats
-
-
-@njit(cache=True)
-def _observe_all(S: GameArrays, cfg: np.ndarray, out: np.ndarray) -> None:
-    n = cfg[0]
-    for b in range(out.shape[0]):
-        base = out[b, 0]
-        base[:] = 0.0
-        encode_public(S, cfg, b, base)
-        for s in range(1, n):
-            o = out[b, s]
-            for i in range(OBS_SIZE):  # an explicit loop: slice assignment would check for overlap and copy
-                o[i] = base[i]
-        for s in range(n):
-            encode_seat(S, cfg, b, s, out[b, s])
-    if cfg[C_LOGIC]:  # a pass of its own (see kernel.encode_drafted)
-        for b in range(out.shape[0]):
-            for s in range(n):
-                encode_drafted(S, cfg, b, s, out[b, s])
-
-
-@njit(cache=True)
-def _observe_seats(S: GameArrays, cfg: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
-    for b in range(out.shape[0]):
-        o = out[b]
-        o[:] = 0.0
-        encode_public(S, cfg, b, o)
-        encode_seat(S, cfg, b, seats[b], o)
-    if cfg[C_LOGIC]:  # a pass of its own (see kernel.encode_drafted)
-        for b in range(out.shape[0]):
-            encode_drafted(S, cfg, b, seats[b], out[b])
-
-
-@njit(cache=True)
-def _mask_all(S: GameArrays, cfg: np.ndarray, out: np.ndarray) -> None:
-    for b in range(out.shape[0]):
-        for s in range(cfg[0]):
-            m = out[b, s]
-            m[:] = 0
-            legal_mask(S, cfg, b, s, m)
-
-
-@njit(cache=True)
-def _mask_seats(S: GameArrays, cfg: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
-    for b in range(out.shape[0]):
-        m = out[b]
-        m[:] = 0
-        legal_mask(S, cfg, b, seats[b], m)
 
 
 # --------------------------------------------------------------------------- the Python face
@@ -234,6 +185,9 @@ class BatchedGames:
         self.pile, self.display, self.revealed, self.round_pen, self.totals, self.chooser = self.arrays[7:13]
         self.turn, self.round, self.drafter = self.arrays[13:]
         self._penalties = np.zeros((B, n), np.int32)
+        self._games = np.arange(B, dtype=np.int64)  # the (game, seat) rows of observe() and legal_mask()
+        self._every_game = np.repeat(self._games, n)
+        self._every_seat = np.tile(np.arange(n, dtype=np.int64), B)
         self.deal_rng = np.zeros(B, np.uint64)
         self.deals = np.zeros((B, 0, n * HAND_SIZE + NUM_ROWS), np.int16)
         self.deal_next = np.zeros(B, np.int32)
@@ -429,10 +383,10 @@ class BatchedGames:
         B, n = self.batch_size, self.num_players
         if seats is None:
             out = _output(out, (B, n, OBS_SIZE), (np.float32,), "observe")
-            _observe_all(self.arrays, self.cfg, out)
+            encode_all(self.arrays, self.cfg, self._every_game, self._every_seat, out.reshape(B * n, OBS_SIZE))
         else:
             out = _output(out, (B, OBS_SIZE), (np.float32,), "observe")
-            _observe_seats(self.arrays, self.cfg, _seats(seats, B, n), out)
+            encode_all(self.arrays, self.cfg, self._games, _seats(seats, B, n), out)
         return out
 
     def legal_mask(self, out: np.ndarray | None = None, seats: np.ndarray | None = None) -> np.ndarray:
@@ -448,10 +402,10 @@ class BatchedGames:
         B, n = self.batch_size, self.num_players
         if seats is None:
             out = _output(out, (B, n, NUM_ACTIONS), (np.int8, np.bool_), "legal_mask")
-            _mask_all(self.arrays, self.cfg, out)
+            mask_all(self.arrays, self.cfg, self._every_game, self._every_seat, out.reshape(B * n, NUM_ACTIONS))
         else:
             out = _output(out, (B, NUM_ACTIONS), (np.int8, np.bool_), "legal_mask")
-            _mask_seats(self.arrays, self.cfg, _seats(seats, B, n), out)
+            mask_all(self.arrays, self.cfg, self._games, _seats(seats, B, n), out)
         return out
 
     def legal_mask_of(self, b: int, seat: int) -> np.ndarray:

@@ -43,8 +43,9 @@ field              shape, dtype      meaning
 =================  ================  ==========================================================
 
 :func:`step_game` applies one joint action to game ``b`` (R5-R14, V2); :func:`deal` sets up a round (R3, R14);
-:func:`legal_mask` and :func:`is_legal` give the legal actions; :func:`encode_public` and :func:`encode_seat`
-write the observation (:mod:`sixnimmt_env.observation`'s layout).
+:func:`legal_mask` is the legal actions (:func:`is_legal` reads it, :func:`mask_all` writes it for many seats);
+:func:`encode_all` writes observations (the layout of :mod:`sixnimmt_env.observation_layout`, as
+:func:`sixnimmt_env.observation.encode`).
 
 **Compiled-code cache.** Every function is compiled with ``cache=True`` and the kernel's functions are inlined into
 their callers (``inline="always"``). Numba checks a cached function against its own source file only, so after
@@ -92,12 +93,38 @@ from sixnimmt_env.engine import (
     BULLHEADS,
     HAND_SIZE,
     NOOP,
+    NUM_ACTIONS,
     NUM_CARDS,
     NUM_ROWS,
     ROW_ACTION,
     ROW_LIMIT,
 )
-from sixnimmt_env.observation import OBS_SIZE, SLICES
+from sixnimmt_env.observation_layout import (
+    BULLHEAD_ROW_SCALE,
+    CARD_SCALE,
+    COUNT_SCALE,
+    O_CHOOSER,
+    O_DISPLAY,
+    O_DRAFTED_BY,
+    O_HAND,
+    O_MUST_ACT,
+    O_NUM_PLAYERS,
+    O_PHASE,
+    O_REVEALED,
+    O_ROUND,
+    O_ROUND_PEN,
+    O_ROW_BULL,
+    O_ROW_END,
+    O_ROW_LEN,
+    O_ROWS,
+    O_SEAT_PRESENT,
+    O_SEEN,
+    O_TOTALS,
+    O_TURN,
+    OBS_SIZE,
+    ROW_LENGTH_SCALE,
+    SCORE_SCALE,
+)
 
 SELECT, CHOOSE_ROW, DRAFT, DONE = 0, 1, 2, 3
 """Phase codes of the ``phase`` array: indices into ``engine.PHASES``."""
@@ -615,28 +642,6 @@ def step_game(
 
 
 @njit(cache=True, inline="always")
-def is_legal(S: GameArrays, cfg: np.ndarray, b: int, seat: int, a: int) -> bool:
-    """Whether action ``a`` is legal for ``seat`` in game ``b`` (as ``engine.legal_actions``; any action of a
-    finished game counts as legal: it is ignored)."""
-    phase, hand, hand_len, display, chooser = S.phase, S.hand, S.hand_len, S.display, S.chooser
-    p = phase[b]
-    if p == DONE:
-        return True
-    if p == SELECT:
-        if a < 0 or a >= NUM_CARDS:
-            return False
-        for j in range(hand_len[b, seat]):  # noqa: SIM110 (numba: no generator in any())
-            if hand[b, seat, j] == a + 1:
-                return True
-        return False
-    if seat != chooser[b]:
-        return a == NOOP
-    if p == CHOOSE_ROW:
-        return ROW_ACTION <= a < ROW_ACTION + NUM_ROWS
-    return 0 <= a < NUM_CARDS and display[b, a + 1]
-
-
-@njit(cache=True, inline="always")
 def legal_mask(S: GameArrays, cfg: np.ndarray, b: int, seat: int, m: np.ndarray) -> None:
     """Write the 0/1 legal-action mask of ``seat`` in game ``b`` into the zeroed vector ``m`` (109,) (as
     ``observation.action_mask``; all zeros when the game is over)."""
@@ -659,6 +664,20 @@ def legal_mask(S: GameArrays, cfg: np.ndarray, b: int, seat: int, m: np.ndarray)
 
 
 @njit(cache=True, inline="always")
+def is_legal(S: GameArrays, cfg: np.ndarray, b: int, seat: int, a: int, scratch: np.ndarray) -> bool:
+    """Whether action ``a`` is legal for ``seat`` in game ``b``: its entry of :func:`legal_mask` (written into
+    ``scratch``, ``int8 (109,)``, overwritten), the one definition of the legal actions in compiled code. Any action
+    of a finished game counts as legal: it is ignored."""
+    if S.phase[b] == DONE:
+        return True
+    if a < 0 or a >= NUM_ACTIONS:
+        return False
+    scratch[:] = 0
+    legal_mask(S, cfg, b, seat, scratch)
+    return scratch[a] != 0
+
+
+@njit(cache=True, inline="always")
 def decides(S: GameArrays, b: int, s: int) -> bool:
     """Whether seat ``s`` of game ``b`` has a real decision now (every seat in card selection, else the chooser)."""
     phase, chooser = S.phase, S.chooser
@@ -669,25 +688,6 @@ def decides(S: GameArrays, b: int, s: int) -> bool:
 
 
 # --------------------------------------------------------------------------- observations
-
-O_HAND = SLICES["hand"].start
-O_ROWS = SLICES["rows"].start
-O_ROW_LEN = SLICES["row_lengths"].start
-O_ROW_END = SLICES["row_ends"].start
-O_ROW_BULL = SLICES["row_bullheads"].start
-O_SEEN = SLICES["seen"].start
-O_REVEALED = SLICES["revealed"].start
-O_PHASE = SLICES["phase"].start
-O_MUST_ACT = SLICES["must_act"].start
-O_CHOOSER = SLICES["chooser"].start
-O_DISPLAY = SLICES["display"].start
-O_TOTALS = SLICES["totals"].start
-O_ROUND_PEN = SLICES["round_penalties"].start
-O_SEAT_PRESENT = SLICES["seat_present"].start
-O_TURN = SLICES["turn"].start
-O_ROUND = SLICES["round"].start
-O_NUM_PLAYERS = SLICES["num_players"].start
-O_DRAFTED_BY = SLICES["drafted_by"].start
 
 
 @njit(cache=True, inline="always")
@@ -703,11 +703,11 @@ def encode_public(S: GameArrays, cfg: np.ndarray, b: int, o: np.ndarray) -> None
             continue
         for j in range(k):
             c = rows[b, r, j]
-            o[O_ROWS + r * ROW_LIMIT + j] = c / 104.0
+            o[O_ROWS + r * ROW_LIMIT + j] = c / CARD_SCALE
             o[O_SEEN + c - 1] = 1.0
-        o[O_ROW_LEN + r] = k / 5.0
-        o[O_ROW_END + r] = row_end[b, r] / 104.0
-        o[O_ROW_BULL + r] = row_bull[b, r] / 10.0
+        o[O_ROW_LEN + r] = k / ROW_LENGTH_SCALE
+        o[O_ROW_END + r] = row_end[b, r] / CARD_SCALE
+        o[O_ROW_BULL + r] = row_bull[b, r] / BULLHEAD_ROW_SCALE
     for c in range(1, NUM_CARDS + 1):
         if pile[b, c] >= 0:
             o[O_SEEN + c - 1] = 1.0
@@ -719,9 +719,9 @@ def encode_public(S: GameArrays, cfg: np.ndarray, b: int, o: np.ndarray) -> None
         for c in range(1, cfg[C_DECK] + 1):
             if display[b, c]:
                 o[O_DISPLAY + c - 1] = 1.0
-    o[O_TURN] = turn[b] / 10.0
-    o[O_ROUND] = rnd[b] / 10.0
-    o[O_NUM_PLAYERS] = n / 10.0
+    o[O_TURN] = turn[b] / COUNT_SCALE
+    o[O_ROUND] = rnd[b] / COUNT_SCALE
+    o[O_NUM_PLAYERS] = n / COUNT_SCALE
 
 
 @njit(cache=True, inline="always")
@@ -739,9 +739,9 @@ def encode_seat(S: GameArrays, cfg: np.ndarray, b: int, seat: int, o: np.ndarray
         o[O_HAND + hand[b, seat, j] - 1] = 1.0
     for k in range(n):
         s = (seat + k) % n
-        o[O_REVEALED + k] = revealed[b, s] / 104.0
-        o[O_TOTALS + k] = totals[b, s] / 66.0
-        o[O_ROUND_PEN + k] = round_pen[b, s] / 66.0
+        o[O_REVEALED + k] = revealed[b, s] / CARD_SCALE
+        o[O_TOTALS + k] = totals[b, s] / SCORE_SCALE
+        o[O_ROUND_PEN + k] = round_pen[b, s] / SCORE_SCALE
         o[O_SEAT_PRESENT + k] = 1.0
     ch = chooser[b]
     o[O_MUST_ACT] = 1.0 if (p == SELECT or (p != DONE and ch == seat)) else 0.0
@@ -763,15 +763,47 @@ def encode_drafted(S: GameArrays, cfg: np.ndarray, b: int, seat: int, o: np.ndar
     for c in range(1, cfg[C_DECK] + 1):
         d = drafter[b, c]
         if d >= 0:
-            o[O_DRAFTED_BY + c - 1] = ((d - seat) % n + 1) / 10.0
+            o[O_DRAFTED_BY + c - 1] = ((d - seat) % n + 1) / COUNT_SCALE
 
 
-@njit(cache=True, inline="always")
-def encode(S: GameArrays, cfg: np.ndarray, b: int, seat: int, o: np.ndarray) -> None:
-    """Write ``seat``'s observation of game ``b`` into ``o`` (OBS_SIZE,) (zeroed here): ``observation.encode``."""
-    for i in range(OBS_SIZE):
-        o[i] = 0.0
-    encode_public(S, cfg, b, o)
-    encode_seat(S, cfg, b, seat, o)
-    if cfg[C_LOGIC]:
-        encode_drafted(S, cfg, b, seat, o)
+@njit(cache=True)
+def encode_all(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
+    """Write the observation of seat ``seats[i]`` of game ``games[i]`` into ``out[i]`` for every ``i``: value for
+    value :func:`sixnimmt_env.observation.encode` (the layout of :mod:`sixnimmt_env.observation_layout`).
+
+    ``games``, ``seats``: integer arrays ``(K,)``; ``out``: ``float32 (K, OBS_SIZE)``, every entry written. The
+    compiled encoder's one call sequence: every fast path observes through it. Rows of one game that follow one
+    another share that game's public pieces: :func:`encode_public` writes them once, the other rows copy them,
+    then :func:`encode_seat` adds each seat's own pieces (and, in the logic variant, :func:`encode_drafted` in a
+    pass of its own).
+    """
+    K = games.shape[0]
+    i = 0
+    while i < K:
+        b = games[i]
+        j = i + 1
+        while j < K and games[j] == b:
+            j += 1
+        base = out[i]
+        base[:] = 0.0
+        encode_public(S, cfg, b, base)
+        for r in range(i + 1, j):
+            o = out[r]
+            for x in range(OBS_SIZE):  # an explicit loop: slice assignment would check for overlap and copy
+                o[x] = base[x]
+        for r in range(i, j):
+            encode_seat(S, cfg, b, seats[r], out[r])
+        i = j
+    if cfg[C_LOGIC]:  # a pass of its own (see encode_drafted)
+        for r in range(K):
+            encode_drafted(S, cfg, games[r], seats[r], out[r])
+
+
+@njit(cache=True)
+def mask_all(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
+    """Write the legal-action mask of seat ``seats[i]`` of game ``games[i]`` into ``out[i]`` (``int8`` or ``bool``
+    ``(K, 109)``, every entry written) for every ``i``: :func:`legal_mask` on each row."""
+    for i in range(games.shape[0]):
+        m = out[i]
+        m[:] = 0
+        legal_mask(S, cfg, games[i], seats[i], m)

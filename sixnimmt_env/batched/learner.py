@@ -26,16 +26,13 @@ from numba import njit
 from sixnimmt_env.batched.agents import HeuristicPlayers, heuristic_game_actions
 from sixnimmt_env.batched.core import BatchedGames
 from sixnimmt_env.batched.kernel import (
-    C_LOGIC,
     C_N,
     DONE,
     SELECT,
     GameArrays,
     decides,
-    encode_drafted,
-    encode_public,
-    encode_seat,
-    legal_mask,
+    encode_all,
+    mask_all,
     new_games,
     step_game,
 )
@@ -103,26 +100,6 @@ def _pending(S: GameArrays, ext: np.ndarray, active: np.ndarray, games: np.ndarr
                 seats[k] = s
                 k += 1
     return k
-
-
-@njit(cache=True)
-def _observe_pairs(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
-    for i in range(games.shape[0]):
-        o = out[i]
-        o[:] = 0.0
-        encode_public(S, cfg, games[i], o)
-        encode_seat(S, cfg, games[i], seats[i], o)
-    if cfg[C_LOGIC]:  # a pass of its own (see kernel.encode_drafted)
-        for i in range(games.shape[0]):
-            encode_drafted(S, cfg, games[i], seats[i], out[i])
-
-
-@njit(cache=True)
-def _mask_pairs(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
-    for i in range(games.shape[0]):
-        m = out[i]
-        m[:] = 0
-        legal_mask(S, cfg, games[i], seats[i], m)
 
 
 def _agent_streams(seed: int | None, count: int) -> np.ndarray:
@@ -208,11 +185,11 @@ class LearnerTables:
     def observe_pairs(self, games: np.ndarray, seats: np.ndarray) -> np.ndarray:
         """``float32 (len(games), 506)``: the observation of seat ``seats[i]`` in game ``games[i]`` (= ``encode``)."""
         out = np.empty((len(games), OBS_SIZE), np.float32)
-        _observe_pairs(self.games.arrays, self.games.cfg, games, seats, out)
+        encode_all(self.games.arrays, self.games.cfg, games, seats, out)
         return out
 
     def mask_pairs(self, games: np.ndarray, seats: np.ndarray) -> np.ndarray:
         """``bool (len(games), 109)``: the legal-action masks of those seats (= ``action_mask``)."""
         out = np.empty((len(games), NUM_ACTIONS), np.int8)
-        _mask_pairs(self.games.arrays, self.games.cfg, games, seats, out)
+        mask_all(self.games.arrays, self.games.cfg, games, seats, out)
         return out.view(np.bool_)

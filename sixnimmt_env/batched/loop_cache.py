@@ -34,7 +34,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 SOURCES = (
     "engine.py",
-    "observation.py",
+    "observation_layout.py",
     "batched/kinds.py",
     "batched/params.py",
     "batched/kernel.py",

@@ -28,17 +28,15 @@ from numba import njit
 
 from sixnimmt_env.batched.kernel import (
     BULL,
-    C_LOGIC,
     C_N,
     CHOOSE_ROW,
     DONE,
     GameArrays,
     config_vector,
-    encode_drafted,
-    encode_public,
-    encode_seat,
+    encode_all,
     is_legal,
     legal_mask,
+    mask_all,
     new_games,
     random_below,
     step_game,
@@ -55,7 +53,7 @@ from sixnimmt_env.engine import (
     GameConfig,
     State,
 )
-from sixnimmt_env.observation import OBS_SIZE
+from sixnimmt_env.observation_layout import MAX_SEATS, OBS_SIZE
 
 # snapshot layout (integers), for n seats
 _PHASE, _CHOOSER, _TURN, _ROUND, _ROWS = 0, 1, 2, 3, 4
@@ -234,6 +232,11 @@ def _track_piles(pile: np.ndarray, taken_at: np.ndarray) -> None:
             taken_at[c] = clock
 
 
+_GAME_0 = np.zeros(MAX_SEATS, np.int64)
+_SEATS = np.arange(MAX_SEATS, dtype=np.int64)
+"""Every seat of game 0: the rows :func:`_outputs` observes (numba compiles global arrays in as constants)."""
+
+
 @njit(cache=True, inline="always")
 def _outputs(S: GameArrays, cfg: np.ndarray, taken_at: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> None:
     """Write the observations with the snapshot below them (see :func:`step_and_observe`) and the masks."""
@@ -243,21 +246,8 @@ def _outputs(S: GameArrays, cfg: np.ndarray, taken_at: np.ndarray, obs: np.ndarr
     n = cfg[C_N]
     snap = obs[n:].reshape(-1)  # every entry below is written: zero only the tail past the snapshot
     snap[_HANDS + HAND_SIZE * n + 4 * n + 4 * _PILE_SIZE :] = 0.0
-    base = obs[0]  # the shared pieces, copied whole into every other seat's row
-    base[:] = 0.0
-    encode_public(S, cfg, 0, base)
-    for s in range(1, n):
-        o = obs[s]
-        for i in range(OBS_SIZE):
-            o[i] = base[i]
-    for s in range(n):
-        encode_seat(S, cfg, 0, s, obs[s])
-    if cfg[C_LOGIC]:  # a pass of its own (see kernel.encode_drafted)
-        for s in range(n):
-            encode_drafted(S, cfg, 0, s, obs[s])
-    masks[:] = 0
-    for s in range(n):
-        legal_mask(S, cfg, 0, s, masks[s])
+    encode_all(S, cfg, _GAME_0[:n], _SEATS[:n], obs[:n])
+    mask_all(S, cfg, _GAME_0[:n], _SEATS[:n], masks)
     snap[_PHASE] = phase[0]
     snap[_CHOOSER] = chooser[0]
     snap[_TURN] = turn[0]
@@ -297,16 +287,18 @@ def step_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, masks:
         masks: ``int8 (n, 109)``, filled with the seats' masks after the step.
 
     Returns:
-        The first seat (``>= 0``, in seat order) whose action is illegal: then nothing changed and ``obs`` and
-        ``masks`` are not written. Else :data:`OVER` if the game is over, :data:`PENALTIES` if a seat took
-        bullheads, else :data:`OK` (``penalties`` holds the bullheads each seat took, R8, R9).
+        The first seat (``>= 0``, in seat order) whose action is illegal: then nothing changed, ``obs`` is not
+        written and ``masks`` holds garbage (its first row served the check). Else :data:`OVER` if the game is
+        over, :data:`PENALTIES` if a seat took bullheads, else :data:`OK` (``penalties`` holds the bullheads each
+        seat took, R8, R9).
 
     Output arrays are passed in rather than returned: numba boxes a returned array in about 0.5 µs.
     """
     S, cfg, actions, pen, deal_next, rng, taken_at = _unpack(buf)
     n = cfg[C_N]
+    scratch = masks[0]  # written after the step: scratch space for the check
     for s in range(n):
-        if not is_legal(S, cfg, 0, s, actions[0, s]):
+        if not is_legal(S, cfg, 0, s, actions[0, s], scratch):
             return s
     deck = np.empty(NUM_CARDS, np.int16)
     step_game(S, cfg, 0, actions, pen, deck, deals, deal_next, rng)
