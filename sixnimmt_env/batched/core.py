@@ -150,6 +150,88 @@ def reference_deals(config: GameConfig, rngs: Sequence[np.random.Generator], rou
     return out
 
 
+def load_state(S: GameArrays, b: int, state: State) -> None:
+    """Write the reference-engine ``state`` (any phase) into game ``b`` of the arrays ``S``: the one conversion from
+    a :class:`State` to the kernel's arrays (the batched engine's :meth:`BatchedGames.set_state` and the compiled
+    backend's :meth:`sixnimmt_env.batched.single.SingleGame.load` call it). ``state`` must be a state of the rules
+    the arrays are played under; nothing is checked."""
+    S.phase[b] = PHASES.index(state.phase)
+    S.hand[b] = 0
+    S.rows[b] = 0
+    S.row_len[b] = 0
+    S.row_end[b] = 0
+    S.row_bull[b] = 0
+    S.pile[b] = -1
+    S.display[b] = False
+    S.drafter[b] = -1
+    for s, cards in enumerate(state.drafted):
+        S.drafter[b, list(cards)] = s
+    for s, h in enumerate(state.hands):
+        S.hand[b, s, : len(h)] = h
+        S.hand_len[b, s] = len(h)
+        for c in state.piles[s]:
+            S.pile[b, c] = s
+    for r, row in enumerate(state.rows):
+        S.rows[b, r, : len(row)] = row
+        S.row_len[b, r] = len(row)
+        S.row_end[b, r] = row[-1]
+        S.row_bull[b, r] = sum(BULL[c] for c in row)
+    S.display[b, list(state.display)] = True
+    S.revealed[b] = state.revealed
+    S.round_pen[b] = state.round_penalties
+    S.totals[b] = state.totals
+    S.chooser[b] = state.chooser
+    S.turn[b] = state.turn
+    S.round[b] = state.round
+
+
+def state_of(S: GameArrays, config: GameConfig, b: int, taken_at: np.ndarray | None = None) -> State:
+    """Game ``b`` of the arrays ``S`` as a reference-engine :class:`State`: the one conversion back (the batched
+    engine's :meth:`BatchedGames.get_state` and the compiled backend's snapshots call it).
+
+    Args:
+        S: the arrays; config: the rules they are played under; b: the game.
+        taken_at: optional ``int (105,)``: ``taken_at[c]`` the step at which card ``c`` entered its penalty pile (the
+            compiled backend keeps it); each pile is then in that order (ties ascending), else ascending.
+
+    The stock holds the cards of the deck that are nowhere else, ascending, as the reference engine keeps it.
+    """
+    n = config.num_players
+    phase = int(S.phase[b])
+    hands = tuple(tuple(S.hand[b, s, : S.hand_len[b, s]].tolist()) for s in range(n))
+    rows = tuple(tuple(S.rows[b, r, : S.row_len[b, r]].tolist()) for r in range(NUM_ROWS))
+    rows = rows if all(rows) else ()
+    pile = S.pile[b]
+    held = np.flatnonzero(pile >= 0)
+    if taken_at is not None:
+        held = held[np.lexsort((held, taken_at[held]))]  # by the step taken, then ascending within a row
+    piles: list[list[int]] = [[] for _ in range(n)]
+    for c, seat in zip(held.tolist(), pile[held].tolist(), strict=True):
+        piles[seat].append(c)
+    display = tuple(np.flatnonzero(S.display[b]).tolist())
+    revealed = tuple(S.revealed[b].tolist())
+    used = {c for h in hands for c in h} | {c for r in rows for c in r} | set(held.tolist()) | set(display)
+    if phase == CHOOSE_ROW:
+        used |= set(revealed)
+    stock = tuple(c for c in range(1, config.deck_size + 1) if c not in used)
+    return State(
+        config,
+        PHASES[phase],
+        hands,
+        rows,
+        tuple(map(tuple, piles)),
+        tuple(S.round_pen[b].tolist()),
+        tuple(S.totals[b].tolist()),
+        stock,
+        display,
+        revealed,
+        int(S.chooser[b]),
+        int(S.turn[b]),
+        int(S.round[b]),
+        tuple(tuple(np.flatnonzero(S.drafter[b] == s).tolist()) for s in range(n)),
+    )
+
+
 class BatchedGames:
     """B games of one :class:`GameConfig`, advanced together by compiled kernels (`RULES.md`, V1, V2).
 
@@ -255,7 +337,7 @@ class BatchedGames:
         return which
 
     def set_state(self, b: int, state: State) -> None:
-        """Load a reference-engine state (any phase) into slot ``b``, e.g. a hand-made position.
+        """Load a reference-engine state (any phase) into slot ``b``, e.g. a hand-made position (:func:`load_state`).
 
         Raises:
             ValueError: if ``state.config`` differs from this batch's config, or ``b`` is out of range.
@@ -264,66 +346,11 @@ class BatchedGames:
             raise ValueError(f"state.config {state.config!r} differs from the batch's config {self.config!r}")
         if not 0 <= b < self.batch_size:
             raise ValueError(f"game index {b} is outside 0..{self.batch_size - 1}")
-        self.phase[b] = PHASES.index(state.phase)
-        self.hand[b] = 0
-        self.rows[b] = 0
-        self.row_len[b] = 0
-        self.pile[b] = -1
-        self.display[b] = False
-        self.drafter[b] = -1
-        for s, cards in enumerate(state.drafted):
-            self.drafter[b, list(cards)] = s
-        for s, h in enumerate(state.hands):
-            self.hand[b, s, : len(h)] = h
-            self.hand_len[b, s] = len(h)
-            for c in state.piles[s]:
-                self.pile[b, c] = s
-        self.row_end[b] = 0
-        self.row_bull[b] = 0
-        for r, row in enumerate(state.rows):
-            self.rows[b, r, : len(row)] = row
-            self.row_len[b, r] = len(row)
-            self.row_end[b, r] = row[-1]
-            self.row_bull[b, r] = sum(BULL[c] for c in row)
-        self.display[b, list(state.display)] = True
-        self.revealed[b] = state.revealed
-        self.round_pen[b] = state.round_penalties
-        self.totals[b] = state.totals
-        self.chooser[b] = state.chooser
-        self.turn[b] = state.turn
-        self.round[b] = state.round
+        load_state(self.arrays, b, state)
 
     def get_state(self, b: int) -> State:
-        """Slot ``b`` as a reference-engine :class:`State` (each penalty pile sorted ascending)."""
-        n = self.num_players
-        phase = int(self.phase[b])
-        hands = tuple(tuple(int(c) for c in self.hand[b, s, : self.hand_len[b, s]]) for s in range(n))
-        rows = tuple(tuple(int(c) for c in self.rows[b, r, : self.row_len[b, r]]) for r in range(NUM_ROWS))
-        rows = rows if all(rows) else ()
-        piles = tuple(tuple(int(c) for c in np.flatnonzero(self.pile[b] == s)) for s in range(n))
-        display = tuple(int(c) for c in np.flatnonzero(self.display[b]))
-        revealed = tuple(int(c) for c in self.revealed[b])
-        used = {c for h in hands for c in h} | {c for r in rows for c in r} | {c for p in piles for c in p}
-        used |= set(display)
-        if phase == CHOOSE_ROW:
-            used |= set(revealed)
-        stock = tuple(c for c in range(1, self.config.deck_size + 1) if c not in used)
-        return State(
-            self.config,
-            PHASES[phase],
-            hands,
-            rows,
-            piles,
-            tuple(int(x) for x in self.round_pen[b]),
-            tuple(int(x) for x in self.totals[b]),
-            stock,
-            display,
-            revealed,
-            int(self.chooser[b]),
-            int(self.turn[b]),
-            int(self.round[b]),
-            tuple(tuple(int(c) for c in np.flatnonzero(self.drafter[b] == s)) for s in range(n)),
-        )
+        """Slot ``b`` as a reference-engine :class:`State` (each penalty pile sorted ascending, :func:`state_of`)."""
+        return state_of(self.arrays, self.config, b)
 
     # ----------------------------------------------------------------- play
 
