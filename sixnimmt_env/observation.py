@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from sixnimmt_env import observation_layout as layout  # the offsets: layout.O_<PIECE>
 from sixnimmt_env.engine import (
     BULLHEADS,
     CHOOSE_ROW,
@@ -62,28 +63,11 @@ from sixnimmt_env.engine import (
     legal_actions,
     seen_cards,
 )
-from sixnimmt_env.observation_layout import (  # the layout: pieces, offsets, scales (re-exported)
+from sixnimmt_env.observation_layout import (  # the layout: pieces, scales (re-exported)
     BULLHEAD_ROW_SCALE,
     CARD_SCALE,
     COUNT_SCALE,
     MAX_SEATS,
-    O_CHOOSER,
-    O_DISPLAY,
-    O_DRAFTED_BY,
-    O_HAND,
-    O_MUST_ACT,
-    O_NUM_PLAYERS,
-    O_PHASE,
-    O_REVEALED,
-    O_ROUND,
-    O_ROW_BULL,
-    O_ROW_END,
-    O_ROW_LEN,
-    O_ROWS,
-    O_SEAT_PRESENT,
-    O_SEEN,
-    O_TOTALS,
-    O_TURN,
     OBS_SIZE,
     PIECES,
     ROW_LENGTH_SCALE,
@@ -218,10 +202,10 @@ def action_mask(state: State, seat: int) -> np.ndarray:
 # --------------------------------------------------------------------------- fast batched encoder
 
 # The public pieces rows..seen are contiguous: they are written to seat 0's vector and copied to the others at once.
-_PUBLIC_BLOCK = slice(O_ROWS, SLICES["seen"].stop)
-_SEEN_AT = O_SEEN - 1  # card c is seen at _SEEN_AT + c
+_PUBLIC_BLOCK = slice(layout.O_ROWS, SLICES["seen"].stop)
+_SEEN_AT = layout.O_SEEN - 1  # card c is seen at _SEEN_AT + c
 # phase, must_act and chooser are contiguous too.
-_PHASE_BLOCK = slice(O_PHASE, SLICES["chooser"].stop)
+_PHASE_BLOCK = slice(layout.O_PHASE, SLICES["chooser"].stop)
 assert SLICES["row_lengths"].start == SLICES["rows"].stop and SLICES["seen"].start == SLICES["row_bullheads"].stop
 assert SLICES["must_act"].start == SLICES["phase"].stop and SLICES["chooser"].start == SLICES["must_act"].stop
 
@@ -261,7 +245,7 @@ class BatchEncoder:
         self._bases = [i * OBS_SIZE for i in range(n)]
         self._mbases = [i * NUM_ACTIONS for i in range(n)]
         self._seats = range(n)
-        self._hand_at = [b + O_HAND - 1 for b in self._bases]  # card c of seat i is at _hand_at[i] + c
+        self._hand_at = [b + layout.O_HAND - 1 for b in self._bases]  # card c of seat i is at _hand_at[i] + c
         self._mask_at = [b - 1 for b in self._mbases]
         # Seat-relative pieces: a doubled vector v + v viewed as an (n, n) matrix whose row i is v rotated by i,
         # copied into the observations at once. totals and round_penalties are adjacent: one (2, 2n) buffer.
@@ -269,11 +253,13 @@ class BatchEncoder:
         self._rev_flat = memoryview(self._rev_buf).cast("B").cast("f")
         size = self._rev_buf.itemsize
         self._rev_rotated = np.lib.stride_tricks.as_strided(self._rev_buf, (n, n), (size, size))
-        self._rev_target = self._obs[:, O_REVEALED : O_REVEALED + n]
+        self._rev_target = self._obs[:, layout.O_REVEALED : layout.O_REVEALED + n]
         self._score_buf = np.zeros((2, 2 * n), np.float32)
         self._score_flat = memoryview(self._score_buf).cast("B").cast("f")
         self._score_rotated = np.lib.stride_tricks.as_strided(self._score_buf, (n, 2, n), (size, 2 * n * size, size))
-        self._score_target = self._obs[:, O_TOTALS : O_TOTALS + 2 * MAX_SEATS].reshape(n, 2, MAX_SEATS)[:, :, :n]
+        self._score_target = self._obs[:, layout.O_TOTALS : layout.O_TOTALS + 2 * MAX_SEATS].reshape(n, 2, MAX_SEATS)[
+            :, :, :n
+        ]
         self._choose_masks = []
         for chooser in range(n):
             mask = np.zeros((n, NUM_ACTIONS), np.int8)
@@ -289,9 +275,9 @@ class BatchEncoder:
                 block[:, _PHASE_INDEX[phase]] = 1.0
                 for i in range(n):
                     must_act = phase == SELECT or (phase in (CHOOSE_ROW, DRAFT) and chooser == i)
-                    block[i, O_MUST_ACT - O_PHASE] = float(must_act)
+                    block[i, layout.O_MUST_ACT - layout.O_PHASE] = float(must_act)
                     if chooser >= 0:
-                        block[i, O_CHOOSER - O_PHASE + (chooser - i) % n] = 1.0
+                        block[i, layout.O_CHOOSER - layout.O_PHASE + (chooser - i) % n] = 1.0
                 self._phase_blocks[phase, chooser] = block
         self._row_bull = [0] * NUM_ROWS
         self._state: State | None = None
@@ -350,7 +336,7 @@ class BatchEncoder:
     def _write_row(self, r: int, row: tuple[int, ...], old_length: int) -> None:
         """Write row ``r`` into seat 0's vector (rows, row_lengths, row_ends, row_bullheads)."""
         flat = self._flat
-        base = O_ROWS + r * ROW_LIMIT
+        base = layout.O_ROWS + r * ROW_LIMIT
         bull = 0
         for j, c in enumerate(row):
             flat[base + j] = _CARD_VALUE[c]
@@ -358,11 +344,11 @@ class BatchEncoder:
         for j in range(len(row), old_length):
             flat[base + j] = 0.0
         if row:
-            flat[O_ROW_LEN + r] = _LENGTH_VALUE[len(row)]
-            flat[O_ROW_END + r] = _CARD_VALUE[row[-1]]
-            flat[O_ROW_BULL + r] = bull / BULLHEAD_ROW_SCALE
+            flat[layout.O_ROW_LEN + r] = _LENGTH_VALUE[len(row)]
+            flat[layout.O_ROW_END + r] = _CARD_VALUE[row[-1]]
+            flat[layout.O_ROW_BULL + r] = bull / BULLHEAD_ROW_SCALE
         else:
-            flat[O_ROW_LEN + r] = flat[O_ROW_END + r] = flat[O_ROW_BULL + r] = 0.0
+            flat[layout.O_ROW_LEN + r] = flat[layout.O_ROW_END + r] = flat[layout.O_ROW_BULL + r] = 0.0
         self._row_bull[r] = bull
 
     def reset(self, state: State) -> None:
@@ -375,14 +361,14 @@ class BatchEncoder:
         for r, row in enumerate(state.rows):
             self._write_row(r, row, 0)
         for c in seen_cards(state):
-            flat[O_SEEN + c - 1] = 1.0
+            flat[layout.O_SEEN + c - 1] = 1.0
         for c in state.display:
-            flat[O_DISPLAY + c - 1] = 1.0
+            flat[layout.O_DISPLAY + c - 1] = 1.0
         for k in range(n):
-            flat[O_SEAT_PRESENT + k] = 1.0
-        flat[O_TURN] = state.turn / COUNT_SCALE
-        flat[O_ROUND] = state.round / COUNT_SCALE
-        flat[O_NUM_PLAYERS] = n / COUNT_SCALE
+            flat[layout.O_SEAT_PRESENT + k] = 1.0
+        flat[layout.O_TURN] = state.turn / COUNT_SCALE
+        flat[layout.O_ROUND] = state.round / COUNT_SCALE
+        flat[layout.O_NUM_PLAYERS] = n / COUNT_SCALE
         obs[1:] = obs[0]  # every piece written so far is public
         self._obs[:, _PHASE_BLOCK] = self._phase_blocks[state.phase, state.chooser]
         self._set_revealed(state.revealed)
@@ -392,11 +378,11 @@ class BatchEncoder:
         for i, hand in enumerate(state.hands):
             b, mb = self._bases[i], self._mbases[i]
             for c in hand:
-                flat[b + O_HAND + c - 1] = 1.0
+                flat[b + layout.O_HAND + c - 1] = 1.0
                 mflat[mb + c - 1] = 1
         for s, cards in enumerate(state.drafted):  # draft picks change only in a draft step, which resets
             for i in self._seats if cards else ():
-                at, value = self._bases[i] + O_DRAFTED_BY - 1, ((s - i) % n + 1) / COUNT_SCALE
+                at, value = self._bases[i] + layout.O_DRAFTED_BY - 1, ((s - i) % n + 1) / COUNT_SCALE
                 for c in cards:
                     flat[at + c] = value
         self._state = state
@@ -435,16 +421,16 @@ class BatchEncoder:
                 k = len(prev)
                 if len(row) > k and row[k - 1] == prev[-1]:
                     # Cards were appended: a card still in place proves the row was not taken (R8, R10).
-                    base = O_ROWS + r * ROW_LIMIT
+                    base = layout.O_ROWS + r * ROW_LIMIT
                     bull = self._row_bull[r]
                     for j in range(k, len(row)):
                         c = row[j]
                         flat[base + j] = _CARD_VALUE[c]
                         bull += BULLHEADS[c]
                     self._row_bull[r] = bull
-                    flat[O_ROW_LEN + r] = _LENGTH_VALUE[len(row)]
-                    flat[O_ROW_END + r] = _CARD_VALUE[row[-1]]
-                    flat[O_ROW_BULL + r] = bull / BULLHEAD_ROW_SCALE
+                    flat[layout.O_ROW_LEN + r] = _LENGTH_VALUE[len(row)]
+                    flat[layout.O_ROW_END + r] = _CARD_VALUE[row[-1]]
+                    flat[layout.O_ROW_BULL + r] = bull / BULLHEAD_ROW_SCALE
                 else:
                     self._write_row(r, row, k)
         obs[1:, _PUBLIC_BLOCK] = obs[0, _PUBLIC_BLOCK]
@@ -456,7 +442,7 @@ class BatchEncoder:
         if state.phase != old.phase or state.chooser != old.chooser:
             obs[:, _PHASE_BLOCK] = self._phase_blocks[state.phase, state.chooser]
         if state.turn != old.turn:
-            obs[:, O_TURN] = state.turn / COUNT_SCALE
+            obs[:, layout.O_TURN] = state.turn / COUNT_SCALE
         self._state = state
 
 
