@@ -45,7 +45,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "sixnimmt_env.registration",
         ),
     ),
-    ("observation", ("sixnimmt_env.observation", "sixnimmt_env.render")),
+    ("observation", ("sixnimmt_env.observation_layout", "sixnimmt_env.observation", "sixnimmt_env.render")),
     ("kernel", ("sixnimmt_env.batched.params", "sixnimmt_env.batched.kernel")),
     ("batched", ("sixnimmt_env.batched", "sixnimmt_env.batched.*", "sixnimmt_env.card_features")),
     ("env-backends", ("sixnimmt_env.backends", "sixnimmt_env.backends.*")),

@@ -68,12 +68,16 @@ from sixnimmt_env.observation_layout import (  # the layout: pieces, scales (re-
     CARD_SCALE,
     COUNT_SCALE,
     MAX_SEATS,
-    OBS_SIZE,
-    PIECES,
     ROW_LENGTH_SCALE,
     SCORE_SCALE,
-    SLICES,
 )
+
+PIECES: tuple[tuple[str, int], ...] = layout.PIECES
+"""``(name, size)`` of each piece, in vector order (:data:`sixnimmt_env.observation_layout.PIECES`)."""
+SLICES: dict[str, slice] = layout.SLICES
+"""Where each named piece sits in the vector (:data:`sixnimmt_env.observation_layout.SLICES`)."""
+OBS_SIZE: int = layout.OBS_SIZE
+"""Length of the observation vector (506)."""
 
 __all__ = [
     "BULLHEAD_ROW_SCALE",

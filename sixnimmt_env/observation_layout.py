@@ -18,7 +18,7 @@ from __future__ import annotations
 from sixnimmt_env.engine import NUM_CARDS, NUM_ROWS, PHASES, ROW_LIMIT
 
 MAX_SEATS = 10
-"""Seat slots of the seat-relative pieces: the most players a table can have (R3)."""
+"""The seat slots of every seat-relative piece, the most players a table can have (R3)."""
 
 CARD_SCALE = float(NUM_CARDS)
 """Card values are written as ``card / 104``."""

@@ -52,7 +52,7 @@ from sixnimmt_env.engine import (
 )
 from sixnimmt_env.observation import OBS_SIZE
 
-__all__ = ["BULL", "CHOOSE_ROW", "DONE", "DRAFT", "SELECT", "BatchedGames", "reference_deals"]
+__all__ = ["BULL", "CHOOSE_ROW", "DONE", "DRAFT", "SELECT", "BatchedGames", "load_state", "reference_deals", "state_of"]
 
 
 # --------------------------------------------------------------------------- batch loops

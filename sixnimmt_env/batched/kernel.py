@@ -2,7 +2,7 @@
 
 :mod:`sixnimmt_env.engine` is the readable specification; this module is its one compiled twin. The batched engine
 (:mod:`.core`), the compiled single-game backend (:mod:`.single`), the learner tables (:mod:`.learner`), the arena's
-heuristic games (:mod:`~sixnimmt_env.batched._fused`), the ``mc:N`` rollouts (:mod:`.mc`), the vectorised agents
+heuristic games (:mod:`~sixnimmt_env.batched.fast_arena`), the ``mc:N`` rollouts (:mod:`.mc`), the vectorised agents
 (:mod:`~sixnimmt_env.batched.agents`) and the card features (:mod:`..card_features`) call it; none of them deals,
 drafts, places a card, picks a target row, books a penalty or checks legality by itself. A rule changes in the
 engine (the specification) and here (its compiled twin): the parity tests (``tests/test_batched.py``,
@@ -857,7 +857,7 @@ def encode_drafted(S: GameArrays, cfg: np.ndarray, b: int, seat: int, o: np.ndar
             o[O_DRAFTED_BY + c - 1] = ((d - seat) % n + 1) / COUNT_SCALE
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def encode_all(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
     """Write the observation of seat ``seats[i]`` of game ``games[i]`` into ``out[i]`` for every ``i``: value for
     value :func:`sixnimmt_env.observation.encode` (the layout of :mod:`sixnimmt_env.observation_layout`).
@@ -890,7 +890,7 @@ def encode_all(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.ndar
             encode_drafted(S, cfg, games[r], seats[r], out[r])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mask_all(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
     """Write the legal-action mask of seat ``seats[i]`` of game ``games[i]`` into ``out[i]`` (``int8`` or ``bool``
     ``(K, 109)``, every entry written) for every ``i``: :func:`legal_mask` on each row."""
