@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from sixnimmt_env.batched import BatchedGames
 from sixnimmt_env.batched.agents import HeuristicPlayers, kind_codes
-from sixnimmt_env.batched.arena import play_games
 from sixnimmt_env.batched.core import SELECT
+from sixnimmt_env.batched.fast_arena import play_games
 from sixnimmt_env.engine import GameConfig
 from sixnimmt_env.observation import OBS_SIZE
 

@@ -34,9 +34,10 @@ drafted_by         104   seat-relative: (k + 1) / 10 where card ``i + 1`` was ta
                          kept after the card is played), 0 = not drafted this round
 =================  ====  ==========================================================
 
-:func:`encode` is the readable reference encoder; every other encoder (the
-environments' fast paths, the batched engine) must agree with it value for
-value.
+:func:`encode` is the readable reference encoder; the compiled encoder
+(:func:`sixnimmt_env.batched.kernel.encode_all`) must agree with it value for
+value. Both write the layout of :mod:`sixnimmt_env.observation_layout`
+(pieces, offsets, scales), defined once there and re-exported here.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from sixnimmt_env import observation_layout as layout  # the offsets: layout.O_<PIECE>
 from sixnimmt_env.engine import (
     BULLHEADS,
     CHOOSE_ROW,
@@ -61,47 +63,40 @@ from sixnimmt_env.engine import (
     legal_actions,
     seen_cards,
 )
-
-MAX_SEATS = 10
-CARD_SCALE = float(NUM_CARDS)
-BULLHEAD_ROW_SCALE = 10.0
-SCORE_SCALE = 66.0
-
-PIECES: tuple[tuple[str, int], ...] = (
-    ("hand", NUM_CARDS),
-    ("rows", NUM_ROWS * ROW_LIMIT),
-    ("row_lengths", NUM_ROWS),
-    ("row_ends", NUM_ROWS),
-    ("row_bullheads", NUM_ROWS),
-    ("seen", NUM_CARDS),
-    ("revealed", MAX_SEATS),
-    ("phase", len(PHASES)),
-    ("must_act", 1),
-    ("chooser", MAX_SEATS),
-    ("display", NUM_CARDS),
-    ("totals", MAX_SEATS),
-    ("round_penalties", MAX_SEATS),
-    ("seat_present", MAX_SEATS),
-    ("turn", 1),
-    ("round", 1),
-    ("num_players", 1),
-    ("drafted_by", NUM_CARDS),
+from sixnimmt_env.observation_layout import (  # the layout: pieces, scales (re-exported)
+    BULLHEAD_ROW_SCALE,
+    CARD_SCALE,
+    COUNT_SCALE,
+    MAX_SEATS,
+    ROW_LENGTH_SCALE,
+    SCORE_SCALE,
 )
-"""``(name, size)`` of each piece, in vector order."""
 
-
-def _offsets() -> dict[str, slice]:
-    out, start = {}, 0
-    for name, size in PIECES:
-        out[name] = slice(start, start + size)
-        start += size
-    return out
-
-
-SLICES: dict[str, slice] = _offsets()
-"""Where each named piece sits in the vector."""
-OBS_SIZE: int = sum(size for _, size in PIECES)
+PIECES: tuple[tuple[str, int], ...] = layout.PIECES
+"""``(name, size)`` of each piece, in vector order (:data:`sixnimmt_env.observation_layout.PIECES`)."""
+SLICES: dict[str, slice] = layout.SLICES
+"""Where each named piece sits in the vector (:data:`sixnimmt_env.observation_layout.SLICES`)."""
+OBS_SIZE: int = layout.OBS_SIZE
 """Length of the observation vector (506)."""
+
+__all__ = [
+    "BULLHEAD_ROW_SCALE",
+    "CARD_SCALE",
+    "COUNT_SCALE",
+    "MAX_SEATS",
+    "OBS_SIZE",
+    "PIECES",
+    "ROW_LENGTH_SCALE",
+    "SCORE_SCALE",
+    "SLICES",
+    "BatchEncoder",
+    "action_mask",
+    "encode",
+    "observation_from_view",
+    "observation_high",
+    "pieces",
+    "start_total_limit",
+]
 
 
 def pieces(obs: np.ndarray) -> dict[str, np.ndarray]:
@@ -125,7 +120,7 @@ def encode(state: State, seat: int, out: np.ndarray | None = None) -> np.ndarray
     for r, row in enumerate(state.rows):
         for j, c in enumerate(row):
             v["rows"][r * ROW_LIMIT + j] = c / CARD_SCALE
-        v["row_lengths"][r] = len(row) / ROW_LIMIT
+        v["row_lengths"][r] = len(row) / ROW_LENGTH_SCALE
         v["row_ends"][r] = row[-1] / CARD_SCALE
         v["row_bullheads"][r] = sum(BULLHEADS[c] for c in row) / BULLHEAD_ROW_SCALE
     for c in seen_cards(state):
@@ -143,13 +138,13 @@ def encode(state: State, seat: int, out: np.ndarray | None = None) -> np.ndarray
         v["chooser"][(state.chooser - seat) % n] = 1.0
     for c in state.display:
         v["display"][c - 1] = 1.0
-    v["turn"][0] = state.turn / 10.0
-    v["round"][0] = state.round / 10.0
-    v["num_players"][0] = n / 10.0
+    v["turn"][0] = state.turn / COUNT_SCALE
+    v["round"][0] = state.round / COUNT_SCALE
+    v["num_players"][0] = n / COUNT_SCALE
     for s, cards in enumerate(state.drafted):
         k = (s - seat) % n
         for c in cards:
-            v["drafted_by"][c - 1] = (k + 1) / 10.0
+            v["drafted_by"][c - 1] = (k + 1) / COUNT_SCALE
     return obs
 
 
@@ -197,7 +192,7 @@ def observation_high(config: GameConfig) -> np.ndarray:
         if config.end_score is not None:
             limits.append(config.num_players * start_total_limit(config) + 2)
         rounds = min(limits)
-    high[SLICES["round"]] = np.float32(rounds / 10.0)
+    high[SLICES["round"]] = np.float32(rounds / COUNT_SCALE)
     return high
 
 
@@ -210,35 +205,17 @@ def action_mask(state: State, seat: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- fast batched encoder
 
-_HAND0 = SLICES["hand"].start
-_ROWS0 = SLICES["rows"].start
-_LEN0 = SLICES["row_lengths"].start
-_END0 = SLICES["row_ends"].start
-_RBH0 = SLICES["row_bullheads"].start
-_SEEN0 = SLICES["seen"].start
-_REV0 = SLICES["revealed"].start
-_PHASE0 = SLICES["phase"].start
-_MUST0 = SLICES["must_act"].start
-_CHOOSER0 = SLICES["chooser"].start
-_DISPLAY0 = SLICES["display"].start
-_TOTALS0 = SLICES["totals"].start
-_ROUNDPEN0 = SLICES["round_penalties"].start
-_PRESENT0 = SLICES["seat_present"].start
-_TURN0 = SLICES["turn"].start
-_ROUND0 = SLICES["round"].start
-_NUMP0 = SLICES["num_players"].start
-_DRAFTED0 = SLICES["drafted_by"].start
 # The public pieces rows..seen are contiguous: they are written to seat 0's vector and copied to the others at once.
-_PUBLIC_BLOCK = slice(_ROWS0, SLICES["seen"].stop)
-_SEEN_AT = _SEEN0 - 1  # card c is seen at _SEEN_AT + c
+_PUBLIC_BLOCK = slice(layout.O_ROWS, SLICES["seen"].stop)
+_SEEN_AT = layout.O_SEEN - 1  # card c is seen at _SEEN_AT + c
 # phase, must_act and chooser are contiguous too.
-_PHASE_BLOCK = slice(_PHASE0, SLICES["chooser"].stop)
+_PHASE_BLOCK = slice(layout.O_PHASE, SLICES["chooser"].stop)
 assert SLICES["row_lengths"].start == SLICES["rows"].stop and SLICES["seen"].start == SLICES["row_bullheads"].stop
 assert SLICES["must_act"].start == SLICES["phase"].stop and SLICES["chooser"].start == SLICES["must_act"].stop
 
 # Value tables (Python floats, rounded to float32 on write exactly as numpy does in :func:`encode`).
 _CARD_VALUE = [c / CARD_SCALE for c in range(NUM_CARDS + 1)]
-_LENGTH_VALUE = [k / ROW_LIMIT for k in range(ROW_LIMIT + 1)]
+_LENGTH_VALUE = [k / ROW_LENGTH_SCALE for k in range(ROW_LIMIT + 1)]
 _PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
 _ROW_ACTION0 = NUM_ACTIONS - 1 - NUM_ROWS  # 104: first take-row action
 _NOOP_ACTION = NUM_ACTIONS - 1  # 108
@@ -272,7 +249,7 @@ class BatchEncoder:
         self._bases = [i * OBS_SIZE for i in range(n)]
         self._mbases = [i * NUM_ACTIONS for i in range(n)]
         self._seats = range(n)
-        self._hand_at = [b + _HAND0 - 1 for b in self._bases]  # card c of seat i is at _hand_at[i] + c
+        self._hand_at = [b + layout.O_HAND - 1 for b in self._bases]  # card c of seat i is at _hand_at[i] + c
         self._mask_at = [b - 1 for b in self._mbases]
         # Seat-relative pieces: a doubled vector v + v viewed as an (n, n) matrix whose row i is v rotated by i,
         # copied into the observations at once. totals and round_penalties are adjacent: one (2, 2n) buffer.
@@ -280,11 +257,13 @@ class BatchEncoder:
         self._rev_flat = memoryview(self._rev_buf).cast("B").cast("f")
         size = self._rev_buf.itemsize
         self._rev_rotated = np.lib.stride_tricks.as_strided(self._rev_buf, (n, n), (size, size))
-        self._rev_target = self._obs[:, _REV0 : _REV0 + n]
+        self._rev_target = self._obs[:, layout.O_REVEALED : layout.O_REVEALED + n]
         self._score_buf = np.zeros((2, 2 * n), np.float32)
         self._score_flat = memoryview(self._score_buf).cast("B").cast("f")
         self._score_rotated = np.lib.stride_tricks.as_strided(self._score_buf, (n, 2, n), (size, 2 * n * size, size))
-        self._score_target = self._obs[:, _TOTALS0 : _TOTALS0 + 2 * MAX_SEATS].reshape(n, 2, MAX_SEATS)[:, :, :n]
+        self._score_target = self._obs[:, layout.O_TOTALS : layout.O_TOTALS + 2 * MAX_SEATS].reshape(n, 2, MAX_SEATS)[
+            :, :, :n
+        ]
         self._choose_masks = []
         for chooser in range(n):
             mask = np.zeros((n, NUM_ACTIONS), np.int8)
@@ -300,9 +279,9 @@ class BatchEncoder:
                 block[:, _PHASE_INDEX[phase]] = 1.0
                 for i in range(n):
                     must_act = phase == SELECT or (phase in (CHOOSE_ROW, DRAFT) and chooser == i)
-                    block[i, _MUST0 - _PHASE0] = float(must_act)
+                    block[i, layout.O_MUST_ACT - layout.O_PHASE] = float(must_act)
                     if chooser >= 0:
-                        block[i, _CHOOSER0 - _PHASE0 + (chooser - i) % n] = 1.0
+                        block[i, layout.O_CHOOSER - layout.O_PHASE + (chooser - i) % n] = 1.0
                 self._phase_blocks[phase, chooser] = block
         self._row_bull = [0] * NUM_ROWS
         self._state: State | None = None
@@ -361,7 +340,7 @@ class BatchEncoder:
     def _write_row(self, r: int, row: tuple[int, ...], old_length: int) -> None:
         """Write row ``r`` into seat 0's vector (rows, row_lengths, row_ends, row_bullheads)."""
         flat = self._flat
-        base = _ROWS0 + r * ROW_LIMIT
+        base = layout.O_ROWS + r * ROW_LIMIT
         bull = 0
         for j, c in enumerate(row):
             flat[base + j] = _CARD_VALUE[c]
@@ -369,11 +348,11 @@ class BatchEncoder:
         for j in range(len(row), old_length):
             flat[base + j] = 0.0
         if row:
-            flat[_LEN0 + r] = _LENGTH_VALUE[len(row)]
-            flat[_END0 + r] = _CARD_VALUE[row[-1]]
-            flat[_RBH0 + r] = bull / BULLHEAD_ROW_SCALE
+            flat[layout.O_ROW_LEN + r] = _LENGTH_VALUE[len(row)]
+            flat[layout.O_ROW_END + r] = _CARD_VALUE[row[-1]]
+            flat[layout.O_ROW_BULL + r] = bull / BULLHEAD_ROW_SCALE
         else:
-            flat[_LEN0 + r] = flat[_END0 + r] = flat[_RBH0 + r] = 0.0
+            flat[layout.O_ROW_LEN + r] = flat[layout.O_ROW_END + r] = flat[layout.O_ROW_BULL + r] = 0.0
         self._row_bull[r] = bull
 
     def reset(self, state: State) -> None:
@@ -386,14 +365,14 @@ class BatchEncoder:
         for r, row in enumerate(state.rows):
             self._write_row(r, row, 0)
         for c in seen_cards(state):
-            flat[_SEEN0 + c - 1] = 1.0
+            flat[layout.O_SEEN + c - 1] = 1.0
         for c in state.display:
-            flat[_DISPLAY0 + c - 1] = 1.0
+            flat[layout.O_DISPLAY + c - 1] = 1.0
         for k in range(n):
-            flat[_PRESENT0 + k] = 1.0
-        flat[_TURN0] = state.turn / 10.0
-        flat[_ROUND0] = state.round / 10.0
-        flat[_NUMP0] = n / 10.0
+            flat[layout.O_SEAT_PRESENT + k] = 1.0
+        flat[layout.O_TURN] = state.turn / COUNT_SCALE
+        flat[layout.O_ROUND] = state.round / COUNT_SCALE
+        flat[layout.O_NUM_PLAYERS] = n / COUNT_SCALE
         obs[1:] = obs[0]  # every piece written so far is public
         self._obs[:, _PHASE_BLOCK] = self._phase_blocks[state.phase, state.chooser]
         self._set_revealed(state.revealed)
@@ -403,11 +382,11 @@ class BatchEncoder:
         for i, hand in enumerate(state.hands):
             b, mb = self._bases[i], self._mbases[i]
             for c in hand:
-                flat[b + _HAND0 + c - 1] = 1.0
+                flat[b + layout.O_HAND + c - 1] = 1.0
                 mflat[mb + c - 1] = 1
         for s, cards in enumerate(state.drafted):  # draft picks change only in a draft step, which resets
             for i in self._seats if cards else ():
-                at, value = self._bases[i] + _DRAFTED0 - 1, ((s - i) % n + 1) / 10.0
+                at, value = self._bases[i] + layout.O_DRAFTED_BY - 1, ((s - i) % n + 1) / COUNT_SCALE
                 for c in cards:
                     flat[at + c] = value
         self._state = state
@@ -446,16 +425,16 @@ class BatchEncoder:
                 k = len(prev)
                 if len(row) > k and row[k - 1] == prev[-1]:
                     # Cards were appended: a card still in place proves the row was not taken (R8, R10).
-                    base = _ROWS0 + r * ROW_LIMIT
+                    base = layout.O_ROWS + r * ROW_LIMIT
                     bull = self._row_bull[r]
                     for j in range(k, len(row)):
                         c = row[j]
                         flat[base + j] = _CARD_VALUE[c]
                         bull += BULLHEADS[c]
                     self._row_bull[r] = bull
-                    flat[_LEN0 + r] = _LENGTH_VALUE[len(row)]
-                    flat[_END0 + r] = _CARD_VALUE[row[-1]]
-                    flat[_RBH0 + r] = bull / BULLHEAD_ROW_SCALE
+                    flat[layout.O_ROW_LEN + r] = _LENGTH_VALUE[len(row)]
+                    flat[layout.O_ROW_END + r] = _CARD_VALUE[row[-1]]
+                    flat[layout.O_ROW_BULL + r] = bull / BULLHEAD_ROW_SCALE
                 else:
                     self._write_row(r, row, k)
         obs[1:, _PUBLIC_BLOCK] = obs[0, _PUBLIC_BLOCK]
@@ -467,7 +446,7 @@ class BatchEncoder:
         if state.phase != old.phase or state.chooser != old.chooser:
             obs[:, _PHASE_BLOCK] = self._phase_blocks[state.phase, state.chooser]
         if state.turn != old.turn:
-            obs[:, _TURN0] = state.turn / 10.0
+            obs[:, layout.O_TURN] = state.turn / COUNT_SCALE
         self._state = state
 
 

@@ -26,6 +26,24 @@ def check_reward_mode(mode: object) -> None:
         raise ValueError(f"reward must be one of {', '.join(map(repr, REWARD_MODES))}, got {mode!r}")
 
 
+def seat_reward(own: int, total: int, num_players: int, relative: bool) -> float:
+    """One seat's reward, in bullheads, for bullheads taken over one step or several (the modes are linear).
+
+    Args:
+        own: the bullheads this seat took into its penalty pile (R8, R9).
+        total: the bullheads every seat of the table took, this seat's included.
+        num_players: seats at the table (>= 2).
+        relative: the ``"relative"`` mode (else ``"penalty"``, see :func:`rewards`).
+
+    Returns:
+        ``-own`` (``"penalty"``), or ``(total - own) / (num_players - 1) - own`` (``"relative"``: the mean of the
+        others' bullheads minus one's own), a ``float``. Plain arithmetic, so that numba compiles it unchanged.
+    """
+    if relative:
+        return (total - own) / (num_players - 1) - own
+    return 0.0 - own
+
+
 def rewards(penalties: Sequence[int], mode: str) -> list[float]:
     """Each seat's reward for one step, in bullheads (``float``, seat order).
 
@@ -37,9 +55,7 @@ def rewards(penalties: Sequence[int], mode: str) -> list[float]:
     Raises:
         ValueError: an unknown ``mode``.
     """
-    if mode == "penalty":
-        return [0.0 - p for p in penalties]
-    if mode == "relative":
-        total, others = sum(penalties), len(penalties) - 1
-        return [(total - p) / others - p for p in penalties]
+    if mode in REWARD_MODES:
+        total, n, relative = sum(penalties), len(penalties), mode == "relative"
+        return [seat_reward(p, total, n, relative) for p in penalties]
     raise ValueError(f"reward mode must be one of {', '.join(map(repr, REWARD_MODES))}, got {mode!r}")

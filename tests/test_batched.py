@@ -280,7 +280,7 @@ def test_single_seat_observations_and_masks_match_all_seats() -> None:
 
 
 def test_fast_arena_games_are_reproducible_and_rotate_seats() -> None:
-    from sixnimmt_env.batched.arena import play_games, supports
+    from sixnimmt_env.batched.fast_arena import play_games, supports
 
     assert supports(["greedy", "random", ref_agents.LowestAgent()]) and not supports(["greedy", "mc:8"])
     config = GameConfig(num_players=4, episode="round")
@@ -302,7 +302,7 @@ def test_batched_games_are_a_drop_in_for_the_arena_games() -> None:
     from sixnimmt_env import seeding
     from sixnimmt_env.arena import play
     from sixnimmt_env.arena import pool as arena_pool
-    from sixnimmt_env.batched import arena as fast
+    from sixnimmt_env.batched import fast_arena as fast
 
     assert (fast.DEAL_TAG, fast.AGENT_TAG, arena_pool.TABLE_TAG) == (play.DEAL_TAG, play.AGENT_TAG, seeding.TABLE_TAG)
     config = GameConfig(num_players=3, episode="round")

@@ -19,7 +19,7 @@ import grimp
 import pytest
 
 from sixnimmt_env import agents
-from sixnimmt_env.batched.arena import supports
+from sixnimmt_env.batched.fast_arena import supports
 from sixnimmt_env.batched.kinds import EXACT_AGENT_CLASSES, KINDS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ from sixnimmt_env import engine as E
 from sixnimmt_env.batched import BatchedGames
 from sixnimmt_env.batched import kernel as K
 from sixnimmt_env.batched.agents import HeuristicPlayers, kind_codes
-from sixnimmt_env.batched.arena import play_games, streams
+from sixnimmt_env.batched.fast_arena import play_games, streams
 from sixnimmt_env.seeding import AGENT_TAG, DEAL_TAG
 
 

@@ -15,7 +15,7 @@ from sixnimmt_env.batched import loop_cache
 from sixnimmt_env.batched.params import first_states
 
 LOAD = (
-    "from sixnimmt_env.batched.arena import load, chunk_loop\n"
+    "from sixnimmt_env.batched.fast_arena import load, chunk_loop\n"
     "from sixnimmt_env.engine import GameConfig\n"
     "load(GameConfig(num_players=5))\n"
     "stats = chunk_loop().stats\n"

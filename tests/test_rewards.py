@@ -1,5 +1,5 @@
-"""The reward in one place (:func:`sixnimmt_env.rewards.rewards`): its modes, the ParallelEnv's rewards, and the
-compiled learner kernel's inline ``"penalty"`` reward checked against it on random steps."""
+"""The reward in one place (:func:`sixnimmt_env.rewards.seat_reward`): its modes, the ParallelEnv's rewards, and the
+compiled learner kernel's reward (numba's compilation of the same function) checked against it on random steps."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sixnimmt_env import engine
 from sixnimmt_env.batched.kinds import KINDS
 from sixnimmt_env.batched.learner import LearnerTables
 from sixnimmt_env.engine import GameConfig
-from sixnimmt_env.rewards import rewards
+from sixnimmt_env.rewards import rewards, seat_reward
 
 
 def test_reward_modes() -> None:
@@ -22,11 +22,21 @@ def test_reward_modes() -> None:
         rewards([0, 1], "score")
 
 
-def test_learner_kernel_reward_is_the_penalty_mode_on_random_steps() -> None:
+def test_seat_reward_is_each_seats_entry_of_rewards() -> None:
+    assert seat_reward(5, 7, 4, False) == -5.0 and seat_reward(0, 7, 4, False) == 0.0
+    assert seat_reward(1, 7, 3, True) == 2.0 and seat_reward(6, 6, 4, True) == -6.0
+    penalties = [0, 7, 2, 4, 1]
+    for mode in ("penalty", "relative"):
+        expected = [seat_reward(p, sum(penalties), 5, mode == "relative") for p in penalties]
+        assert rewards(penalties, mode) == expected
+
+
+@pytest.mark.parametrize("mode", ["penalty", "relative"])
+def test_learner_kernel_reward_is_the_reward_mode_on_random_steps(mode: str) -> None:
     # row_choice="cheapest", standard variant: no opponent-only step, so one play() call is one engine step
     config = GameConfig(num_players=4, row_choice="cheapest", max_rounds=2)
     B, n = 16, config.num_players
-    tables = LearnerTables(config, B, seed=3)
+    tables = LearnerTables(config, B, seed=3, reward=mode)
     tables.seat[:] = np.arange(B) % n
     for b in range(B):
         tables.kinds[b] = KINDS["random"]
@@ -43,8 +53,13 @@ def test_learner_kernel_reward_is_the_penalty_mode_on_random_steps() -> None:
         tables.play(actions, np.ones(B, np.bool_), reward)
         for b in range(B):
             _, penalties = engine.step(before[b], actions[b].tolist(), np.random.default_rng(1))
-            assert reward[b] == rewards(penalties, "penalty")[tables.seat[b]]
+            assert reward[b] == np.float32(rewards(penalties, mode)[tables.seat[b]])
             checked += 1
             penalised += reward[b] != 0
         tables.restart(tables.games.done)
     assert checked == 120 * B and penalised > 50
+
+
+def test_learner_tables_refuse_an_unknown_reward_mode() -> None:
+    with pytest.raises(ValueError, match="reward must be one of 'penalty', 'relative', got 'rank'"):
+        LearnerTables(GameConfig(num_players=3), 2, reward="rank")

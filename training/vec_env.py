@@ -150,7 +150,7 @@ class SixNimmtVecEnv(VecEnv):
         self.illegal_penalty = float(illegal_penalty)
         self.win_bonus = float(win_bonus)
         self.reward_mode = reward
-        self.tables = LearnerTables(self.config, B, seed)
+        self.tables = LearnerTables(self.config, B, seed, reward=reward)
         self.np_random = np.random.default_rng(seed)
         self._seed = seed
         self._externals: list[Agent] = []
@@ -372,11 +372,7 @@ class SixNimmtVecEnv(VecEnv):
         reward = self._reward
         reward[:] = 0.0
         self._joint[self._index, t.seat] = np.where(legal, actions, NOOP)
-        before = t.games.totals.astype(np.float32) if self.reward_mode == "relative" else None
-        self._play(legal.copy(), reward)
-        if before is not None:  # R8, R9: the others' bullheads of these steps, averaged (the "relative" mode)
-            taken = t.games.totals - before
-            reward += (taken.sum(axis=1) - taken[self._index, t.seat]) / (self.num_players - 1)
+        self._play(legal.copy(), reward)  # the learner's reward in this env's mode (sixnimmt_env.rewards)
         reward[illegal] = -self.illegal_penalty
         dones = t.games.done | illegal
         if self.win_bonus and dones.any():

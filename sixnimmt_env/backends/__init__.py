@@ -9,8 +9,9 @@ error reporting. Two backends implement :class:`Backend`:
 - :class:`sixnimmt_env.backends.compiled.CompiledBackend`: the numba kernels on one game
   (:class:`sixnimmt_env.batched.single.SingleGame`), one compiled call per step.
 
-This module is a leaf (no numba): the step codes below are also the codes of the compiled kernel
-(:func:`sixnimmt_env.batched.single.step_and_observe` imports them from here).
+This module loads no numba. The step codes :data:`OK`, :data:`PENALTIES` and :data:`OVER` that :meth:`Backend.step`
+returns are defined beneath both backends, in :mod:`sixnimmt_env.batched.params` (the compiled kernel
+:func:`sixnimmt_env.batched.single.step_and_observe` returns them too), and re-exported here.
 """
 
 from __future__ import annotations
@@ -20,17 +21,13 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from sixnimmt_env.batched.params import OK, OVER, PENALTIES
 from sixnimmt_env.engine import State
 
 if TYPE_CHECKING:
     from sixnimmt_env.backends.compiled import LazyState
 
-OK = -1
-"""Step code: the joint action was applied, nobody took bullheads, the game goes on."""
-PENALTIES = -2
-"""Step code: the joint action was applied and some seat took bullheads (R8, R9); the game goes on."""
-OVER = -3
-"""Step code: the joint action was applied and ended the game (or the round, with ``episode="round"``, R12)."""
+__all__ = ["OK", "OVER", "PENALTIES", "Backend"]
 
 
 class Backend(Protocol):

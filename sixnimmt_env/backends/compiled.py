@@ -49,8 +49,8 @@ class CompiledBackend:
     Args:
         config: the rules in force.
 
-    ``observations`` has extra rows below the ``n`` seats' rows: the snapshot
-    (:data:`sixnimmt_env.batched.single.SNAPSHOT`).
+    ``observations`` has extra rows below the ``n`` seats' rows: the snapshot, a copy of the game's buffer
+    (:data:`sixnimmt_env.batched.single.LAYOUT`).
     """
 
     _UNPICKLED = ("_action_row", "_penalty_row")

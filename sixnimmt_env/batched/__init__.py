@@ -5,11 +5,11 @@
 - :mod:`sixnimmt_env.batched.core`: :class:`BatchedGames`, B games in lockstep.
 - :mod:`sixnimmt_env.batched.single`: one game per compiled call (the ParallelEnv's compiled backend).
 - :mod:`sixnimmt_env.batched.agents`, :mod:`sixnimmt_env.batched.mc`: the heuristic agents and ``mc:N``.
-- :mod:`sixnimmt_env.batched.arena`: the arena's heuristic games, a chunk per compiled call.
+- :mod:`sixnimmt_env.batched.fast_arena`: the arena's heuristic games, a chunk per compiled call.
 - :mod:`sixnimmt_env.batched.learner`: one learner seat per game for the vectorised training env.
 
 ``BatchedGames`` and ``reference_deals`` are loaded on first access, so that importing a light submodule
-(:mod:`.arena`, :mod:`.kinds`) does not load numba.
+(:mod:`.fast_arena`, :mod:`.kinds`) does not load numba.
 """
 
 from __future__ import annotations

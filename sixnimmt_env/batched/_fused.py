@@ -1,12 +1,25 @@
-"""The compiled loop behind :func:`sixnimmt_env.batched.arena.play_games` (imported on first use: it loads numba).
+"""The compiled loop behind :func:`sixnimmt_env.batched.fast_arena.play_games` (imported on first use: it loads numba).
 
-A game is held in a few small local arrays (hands, the light rows, the draft display) and played turn after turn
-with the kernel's rules (:func:`~sixnimmt_env.batched.kernel.play_turn`, :func:`~.kernel.target_row`, the deal of
-:func:`~.kernel.shuffle_deck`) and the agents' decisions (:func:`~sixnimmt_env.batched.agents.card_index`,
-:func:`~.agents.row_index`, :func:`~.agents.draft_card`): the same calls, in the same order, with the same random
-draws, as :class:`~sixnimmt_env.batched.core.BatchedGames` stepped by
-:class:`~sixnimmt_env.batched.agents.HeuristicPlayers`, so the same games (tested), without keeping what only an
-observation needs (the rows' cards, the penalty piles).
+A game is held in a few small local arrays (hands, the light rows, the draft display) and played round after round
+through the kernel's functions and the batched agents' decisions, with no rule of its own:
+
+- a round's set-up: :func:`~sixnimmt_env.batched.kernel.shuffle_deck` and :func:`~.kernel.hand_out` (R3, R14), or
+  the draft (V2: :func:`~.kernel.open_display`, :func:`~.kernel.first_picker`, :func:`~.kernel.draft_into`,
+  :func:`~.kernel.next_picker`, :func:`~.kernel.rows_from_display`) with the agents'
+  :func:`~sixnimmt_env.batched.agents.draft_card`;
+- a turn: each seat's card (the agents' choice, :func:`~sixnimmt_env.batched.agents.greedy_index` for ``greedy``)
+  and :func:`~.kernel.remove_at` (R5), the low card's row (:func:`~.kernel.lowest_play`, :func:`~.kernel.target_row`,
+  :func:`~.kernel.cheapest_row`, the agents' :func:`~sixnimmt_env.batched.agents.row_index`; R9, R9a, R9b) and
+  :func:`~.kernel.play_turn` (R6-R9);
+- the end of the game: :func:`~.kernel.game_over` (R12).
+
+Numba inlines every call (``inline="always"``). Two short compositions are written out as their calls, where going
+through the composed function measured slower: :func:`~sixnimmt_env.batched.agents.card_index`'s choice of a kind
+(twice as slow through it: refcount operations on its array arguments) and the turn's low-card check
+(:func:`~.kernel.low_card_seat` and :func:`~.kernel.rule_row`, 12 % slower). These are the calls
+:class:`~sixnimmt_env.batched.core.BatchedGames` makes, in the same order and with the same random draws, when
+:class:`~sixnimmt_env.batched.agents.HeuristicPlayers` plays it, so the same games (``tests/test_batched.py``); the
+loop only leaves out what an observation needs (the rows' cards, the penalty piles, the phases).
 """
 
 from __future__ import annotations
@@ -16,70 +29,27 @@ from numba import njit
 
 from sixnimmt_env.batched.agents import draft_card, greedy_index, row_index
 from sixnimmt_env.batched.kernel import (
-    BULL,
     C_CHEAPEST,
     C_DECK,
     C_LOGIC,
     C_N,
     cheapest_row,
+    draft_into,
+    first_picker,
     game_over,
+    hand_out,
     lowest_play,
+    next_picker,
+    open_display,
     play_turn,
     random_below,
+    remove_at,
+    rows_from_display,
     shuffle_deck,
-    sort_hands,
     target_row,
 )
 from sixnimmt_env.batched.kinds import HIGHEST, LOWEST, RANDOM
 from sixnimmt_env.engine import HAND_SIZE, NUM_CARDS, NUM_ROWS
-
-
-@njit(cache=True, inline="always")
-def _draft_round(
-    cfg: np.ndarray,
-    kinds: np.ndarray,
-    g: int,
-    first: int,
-    hand: np.ndarray,
-    display: np.ndarray,
-    ends: np.ndarray,
-    lens: np.ndarray,
-    costs: np.ndarray,
-    rng: np.ndarray,
-) -> None:
-    """The logic variant's draft (V2): picks in seat order from ``first`` until every hand holds 10; the 4 cards
-    left start the rows."""
-    n = cfg[C_N]
-    size = cfg[C_DECK]
-    for c in range(1, size + 1):
-        display[c] = True
-    seat = first
-    for pick in range(n * HAND_SIZE):
-        k = pick // n
-        card = draft_card(kinds[g, seat], hand[seat], k, display, size, rng, g)
-        display[card] = False
-        j = k
-        while j > 0 and hand[seat, j - 1] > card:
-            hand[seat, j] = hand[seat, j - 1]
-            j -= 1
-        hand[seat, j] = card
-        seat = (seat + 1) % n
-    r = 0
-    for c in range(1, size + 1):
-        if display[c]:
-            display[c] = False
-            ends[r], lens[r], costs[r] = c, 1, BULL[c]
-            r += 1
-
-
-@njit(cache=True, inline="always")
-def cheapest_row_or_choice(
-    cfg: np.ndarray, kinds: np.ndarray, g: int, seat: int, costs: np.ndarray, rng: np.ndarray
-) -> int:
-    """The row a low card takes: the cheapest with ``row_choice="cheapest"`` (R9b), else its owner's choice."""
-    if cfg[C_CHEAPEST]:
-        return cheapest_row(costs)
-    return row_index(kinds[g, seat], costs, rng, g)
 
 
 @njit(cache=True)
@@ -102,7 +72,6 @@ def play_chunk(
     """
     n = cfg[C_N]
     size = cfg[C_DECK]
-    k_dealt = n * HAND_SIZE
     deck = np.zeros(NUM_CARDS, np.int64)
     hand = np.zeros((n, HAND_SIZE), np.int64)
     ends = np.zeros(NUM_ROWS, np.int64)
@@ -116,22 +85,24 @@ def play_chunk(
             totals[s] = 0
         played = 0
         while True:  # one round (R3, R11, R14)
-            if cfg[C_LOGIC]:
-                _draft_round(cfg, kinds, g, played % n, hand, display, ends, lens, costs, agent_rng)
+            if cfg[C_LOGIC]:  # the draft (V2)
+                open_display(display, size)
+                seat = first_picker(played, n)
+                for pick in range(n * HAND_SIZE):
+                    k = pick // n
+                    card = draft_card(kinds[g, seat], hand[seat], k, display, size, agent_rng, g)
+                    draft_into(display, hand[seat], k, card)
+                    seat = next_picker(seat, n)
+                rows_from_display(display, size, ends, lens, costs, None)
             else:
-                shuffle_deck(deck, size, k_dealt + NUM_ROWS, deal_rng, g)
-                sort_hands(deck, n)
-                for s in range(n):
-                    for j in range(HAND_SIZE):
-                        hand[s, j] = deck[s * HAND_SIZE + j]
-                for r in range(NUM_ROWS):
-                    c = deck[k_dealt + r]
-                    ends[r], lens[r], costs[r] = c, 1, BULL[c]
+                shuffle_deck(deck, size, n * HAND_SIZE + NUM_ROWS, deal_rng, g)
+                hand_out(deck, n, hand, ends, lens, costs, None)
             for t in range(HAND_SIZE):  # a turn (R5-R9)
                 k = HAND_SIZE - t
                 for s in range(n):
-                    # agents.card_index written out: inlined as a call, its array arguments cost refcount
-                    # operations on every turn (half the loop's time); the tests hold the two to the same games
+                    # agents.card_index written out: called here (inlined), its array arguments cost refcount
+                    # operations on every turn (half the loop's time, measured); the tests hold the two to the same
+                    # games
                     kind = kinds[g, s]
                     if kind == LOWEST:
                         j = 0
@@ -142,14 +113,13 @@ def play_chunk(
                     else:
                         j = greedy_index(hand, s, k, ends, lens, costs)
                     plays[s] = hand[s, j]
-                    # the cards after j move up one place: a loop of fixed length (a mispredicted exit of a loop of
-                    # k - 1 - j steps cost more than the moves); the places from k on hold played cards, never read
-                    for i in range(HAND_SIZE - 1):
-                        hand[s, i] = hand[s, i + (i >= j)]
+                    remove_at(hand[s], j)
+                # kernel.low_card_seat and kernel.rule_row written out as their calls: through those two functions
+                # the loop ran 12 % slower (measured)
                 low = lowest_play(plays, n)
                 r = 0
                 if target_row(ends, plays[low]) < 0:  # a low card: its row (R9, R9a, R9b)
-                    r = cheapest_row_or_choice(cfg, kinds, g, low, costs, agent_rng)
+                    r = cheapest_row(costs) if cfg[C_CHEAPEST] else row_index(kinds[g, low], costs, agent_rng, g)
                 play_turn(ends, lens, costs, None, None, plays, n, totals, r)
             played += 1
             if game_over(cfg, totals, played):  # R12

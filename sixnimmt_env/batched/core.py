@@ -26,18 +26,16 @@ from numba import njit
 
 from sixnimmt_env.batched.kernel import (
     BULL,
-    C_LOGIC,
     CHOOSE_ROW,
     DONE,
     DRAFT,
     SELECT,
     GameArrays,
     config_vector,
-    encode_drafted,
-    encode_public,
-    encode_seat,
+    encode_all,
     is_legal,
     legal_mask,
+    mask_all,
     new_arrays,
     new_games,
     step_game,
@@ -54,7 +52,7 @@ from sixnimmt_env.engine import (
 )
 from sixnimmt_env.observation import OBS_SIZE
 
-__all__ = ["BULL", "CHOOSE_ROW", "DONE", "DRAFT", "SELECT", "BatchedGames", "reference_deals"]
+__all__ = ["BULL", "CHOOSE_ROW", "DONE", "DRAFT", "SELECT", "BatchedGames", "load_state", "reference_deals", "state_of"]
 
 
 # --------------------------------------------------------------------------- batch loops
@@ -63,9 +61,10 @@ __all__ = ["BULL", "CHOOSE_ROW", "DONE", "DRAFT", "SELECT", "BatchedGames", "ref
 @njit(cache=True)
 def _first_illegal(S: GameArrays, cfg: np.ndarray, actions: np.ndarray) -> int:
     n = cfg[0]
+    scratch = np.empty(NUM_ACTIONS, np.int8)
     for b in range(actions.shape[0]):
         for s in range(n):
-            if not is_legal(S, cfg, b, s, actions[b, s]):
+            if not is_legal(S, cfg, b, s, actions[b, s], scratch):
                 return b * n + s
     return -1
 
@@ -117,54 +116,6 @@ def _seats(seats: np.ndarray, batch_size: int, num_players: int) -> np.ndarray:
     return seats
 
 
-@njit(cache=True)
-def _observe_all(S: GameArrays, cfg: np.ndarray, out: np.ndarray) -> None:
-    n = cfg[0]
-    for b in range(out.shape[0]):
-        base = out[b, 0]
-        base[:] = 0.0
-        encode_public(S, cfg, b, base)
-        for s in range(1, n):
-            o = out[b, s]
-            for i in range(OBS_SIZE):  # an explicit loop: slice assignment would check for overlap and copy
-                o[i] = base[i]
-        for s in range(n):
-            encode_seat(S, cfg, b, s, out[b, s])
-    if cfg[C_LOGIC]:  # a pass of its own (see kernel.encode_drafted)
-        for b in range(out.shape[0]):
-            for s in range(n):
-                encode_drafted(S, cfg, b, s, out[b, s])
-
-
-@njit(cache=True)
-def _observe_seats(S: GameArrays, cfg: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
-    for b in range(out.shape[0]):
-        o = out[b]
-        o[:] = 0.0
-        encode_public(S, cfg, b, o)
-        encode_seat(S, cfg, b, seats[b], o)
-    if cfg[C_LOGIC]:  # a pass of its own (see kernel.encode_drafted)
-        for b in range(out.shape[0]):
-            encode_drafted(S, cfg, b, seats[b], out[b])
-
-
-@njit(cache=True)
-def _mask_all(S: GameArrays, cfg: np.ndarray, out: np.ndarray) -> None:
-    for b in range(out.shape[0]):
-        for s in range(cfg[0]):
-            m = out[b, s]
-            m[:] = 0
-            legal_mask(S, cfg, b, s, m)
-
-
-@njit(cache=True)
-def _mask_seats(S: GameArrays, cfg: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
-    for b in range(out.shape[0]):
-        m = out[b]
-        m[:] = 0
-        legal_mask(S, cfg, b, seats[b], m)
-
-
 # --------------------------------------------------------------------------- the Python face
 
 
@@ -197,6 +148,88 @@ def reference_deals(config: GameConfig, rngs: Sequence[np.random.Generator], rou
             out[b, r, : n * HAND_SIZE] = np.concatenate(state.hands)
             out[b, r, n * HAND_SIZE :] = [row[0] for row in state.rows]
     return out
+
+
+def load_state(S: GameArrays, b: int, state: State) -> None:
+    """Write the reference-engine ``state`` (any phase) into game ``b`` of the arrays ``S``: the one conversion from
+    a :class:`State` to the kernel's arrays (the batched engine's :meth:`BatchedGames.set_state` and the compiled
+    backend's :meth:`sixnimmt_env.batched.single.SingleGame.load` call it). ``state`` must be a state of the rules
+    the arrays are played under; nothing is checked."""
+    S.phase[b] = PHASES.index(state.phase)
+    S.hand[b] = 0
+    S.rows[b] = 0
+    S.row_len[b] = 0
+    S.row_end[b] = 0
+    S.row_bull[b] = 0
+    S.pile[b] = -1
+    S.display[b] = False
+    S.drafter[b] = -1
+    for s, cards in enumerate(state.drafted):
+        S.drafter[b, list(cards)] = s
+    for s, h in enumerate(state.hands):
+        S.hand[b, s, : len(h)] = h
+        S.hand_len[b, s] = len(h)
+        for c in state.piles[s]:
+            S.pile[b, c] = s
+    for r, row in enumerate(state.rows):
+        S.rows[b, r, : len(row)] = row
+        S.row_len[b, r] = len(row)
+        S.row_end[b, r] = row[-1]
+        S.row_bull[b, r] = sum(BULL[c] for c in row)
+    S.display[b, list(state.display)] = True
+    S.revealed[b] = state.revealed
+    S.round_pen[b] = state.round_penalties
+    S.totals[b] = state.totals
+    S.chooser[b] = state.chooser
+    S.turn[b] = state.turn
+    S.round[b] = state.round
+
+
+def state_of(S: GameArrays, config: GameConfig, b: int, taken_at: np.ndarray | None = None) -> State:
+    """Game ``b`` of the arrays ``S`` as a reference-engine :class:`State`: the one conversion back (the batched
+    engine's :meth:`BatchedGames.get_state` and the compiled backend's snapshots call it).
+
+    Args:
+        S: the arrays; config: the rules they are played under; b: the game.
+        taken_at: optional ``int (105,)``: ``taken_at[c]`` the step at which card ``c`` entered its penalty pile (the
+            compiled backend keeps it); each pile is then in that order (ties ascending), else ascending.
+
+    The stock holds the cards of the deck that are nowhere else, ascending, as the reference engine keeps it.
+    """
+    n = config.num_players
+    phase = int(S.phase[b])
+    hands = tuple(tuple(S.hand[b, s, : S.hand_len[b, s]].tolist()) for s in range(n))
+    rows = tuple(tuple(S.rows[b, r, : S.row_len[b, r]].tolist()) for r in range(NUM_ROWS))
+    rows = rows if all(rows) else ()
+    pile = S.pile[b]
+    held = np.flatnonzero(pile >= 0)
+    if taken_at is not None:
+        held = held[np.lexsort((held, taken_at[held]))]  # by the step taken, then ascending within a row
+    piles: list[list[int]] = [[] for _ in range(n)]
+    for c, seat in zip(held.tolist(), pile[held].tolist(), strict=True):
+        piles[seat].append(c)
+    display = tuple(np.flatnonzero(S.display[b]).tolist())
+    revealed = tuple(S.revealed[b].tolist())
+    used = {c for h in hands for c in h} | {c for r in rows for c in r} | set(held.tolist()) | set(display)
+    if phase == CHOOSE_ROW:
+        used |= set(revealed)
+    stock = tuple(c for c in range(1, config.deck_size + 1) if c not in used)
+    return State(
+        config,
+        PHASES[phase],
+        hands,
+        rows,
+        tuple(map(tuple, piles)),
+        tuple(S.round_pen[b].tolist()),
+        tuple(S.totals[b].tolist()),
+        stock,
+        display,
+        revealed,
+        int(S.chooser[b]),
+        int(S.turn[b]),
+        int(S.round[b]),
+        tuple(tuple(np.flatnonzero(S.drafter[b] == s).tolist()) for s in range(n)),
+    )
 
 
 class BatchedGames:
@@ -234,6 +267,9 @@ class BatchedGames:
         self.pile, self.display, self.revealed, self.round_pen, self.totals, self.chooser = self.arrays[7:13]
         self.turn, self.round, self.drafter = self.arrays[13:]
         self._penalties = np.zeros((B, n), np.int32)
+        self._games = np.arange(B, dtype=np.int64)  # the (game, seat) rows of observe() and legal_mask()
+        self._every_game = np.repeat(self._games, n)
+        self._every_seat = np.tile(np.arange(n, dtype=np.int64), B)
         self.deal_rng = np.zeros(B, np.uint64)
         self.deals = np.zeros((B, 0, n * HAND_SIZE + NUM_ROWS), np.int16)
         self.deal_next = np.zeros(B, np.int32)
@@ -301,7 +337,7 @@ class BatchedGames:
         return which
 
     def set_state(self, b: int, state: State) -> None:
-        """Load a reference-engine state (any phase) into slot ``b``, e.g. a hand-made position.
+        """Load a reference-engine state (any phase) into slot ``b``, e.g. a hand-made position (:func:`load_state`).
 
         Raises:
             ValueError: if ``state.config`` differs from this batch's config, or ``b`` is out of range.
@@ -310,66 +346,11 @@ class BatchedGames:
             raise ValueError(f"state.config {state.config!r} differs from the batch's config {self.config!r}")
         if not 0 <= b < self.batch_size:
             raise ValueError(f"game index {b} is outside 0..{self.batch_size - 1}")
-        self.phase[b] = PHASES.index(state.phase)
-        self.hand[b] = 0
-        self.rows[b] = 0
-        self.row_len[b] = 0
-        self.pile[b] = -1
-        self.display[b] = False
-        self.drafter[b] = -1
-        for s, cards in enumerate(state.drafted):
-            self.drafter[b, list(cards)] = s
-        for s, h in enumerate(state.hands):
-            self.hand[b, s, : len(h)] = h
-            self.hand_len[b, s] = len(h)
-            for c in state.piles[s]:
-                self.pile[b, c] = s
-        self.row_end[b] = 0
-        self.row_bull[b] = 0
-        for r, row in enumerate(state.rows):
-            self.rows[b, r, : len(row)] = row
-            self.row_len[b, r] = len(row)
-            self.row_end[b, r] = row[-1]
-            self.row_bull[b, r] = sum(BULL[c] for c in row)
-        self.display[b, list(state.display)] = True
-        self.revealed[b] = state.revealed
-        self.round_pen[b] = state.round_penalties
-        self.totals[b] = state.totals
-        self.chooser[b] = state.chooser
-        self.turn[b] = state.turn
-        self.round[b] = state.round
+        load_state(self.arrays, b, state)
 
     def get_state(self, b: int) -> State:
-        """Slot ``b`` as a reference-engine :class:`State` (each penalty pile sorted ascending)."""
-        n = self.num_players
-        phase = int(self.phase[b])
-        hands = tuple(tuple(int(c) for c in self.hand[b, s, : self.hand_len[b, s]]) for s in range(n))
-        rows = tuple(tuple(int(c) for c in self.rows[b, r, : self.row_len[b, r]]) for r in range(NUM_ROWS))
-        rows = rows if all(rows) else ()
-        piles = tuple(tuple(int(c) for c in np.flatnonzero(self.pile[b] == s)) for s in range(n))
-        display = tuple(int(c) for c in np.flatnonzero(self.display[b]))
-        revealed = tuple(int(c) for c in self.revealed[b])
-        used = {c for h in hands for c in h} | {c for r in rows for c in r} | {c for p in piles for c in p}
-        used |= set(display)
-        if phase == CHOOSE_ROW:
-            used |= set(revealed)
-        stock = tuple(c for c in range(1, self.config.deck_size + 1) if c not in used)
-        return State(
-            self.config,
-            PHASES[phase],
-            hands,
-            rows,
-            piles,
-            tuple(int(x) for x in self.round_pen[b]),
-            tuple(int(x) for x in self.totals[b]),
-            stock,
-            display,
-            revealed,
-            int(self.chooser[b]),
-            int(self.turn[b]),
-            int(self.round[b]),
-            tuple(tuple(int(c) for c in np.flatnonzero(self.drafter[b] == s)) for s in range(n)),
-        )
+        """Slot ``b`` as a reference-engine :class:`State` (each penalty pile sorted ascending, :func:`state_of`)."""
+        return state_of(self.arrays, self.config, b)
 
     # ----------------------------------------------------------------- play
 
@@ -429,10 +410,10 @@ class BatchedGames:
         B, n = self.batch_size, self.num_players
         if seats is None:
             out = _output(out, (B, n, OBS_SIZE), (np.float32,), "observe")
-            _observe_all(self.arrays, self.cfg, out)
+            encode_all(self.arrays, self.cfg, self._every_game, self._every_seat, out.reshape(B * n, OBS_SIZE))
         else:
             out = _output(out, (B, OBS_SIZE), (np.float32,), "observe")
-            _observe_seats(self.arrays, self.cfg, _seats(seats, B, n), out)
+            encode_all(self.arrays, self.cfg, self._games, _seats(seats, B, n), out)
         return out
 
     def legal_mask(self, out: np.ndarray | None = None, seats: np.ndarray | None = None) -> np.ndarray:
@@ -448,10 +429,10 @@ class BatchedGames:
         B, n = self.batch_size, self.num_players
         if seats is None:
             out = _output(out, (B, n, NUM_ACTIONS), (np.int8, np.bool_), "legal_mask")
-            _mask_all(self.arrays, self.cfg, out)
+            mask_all(self.arrays, self.cfg, self._every_game, self._every_seat, out.reshape(B * n, NUM_ACTIONS))
         else:
             out = _output(out, (B, NUM_ACTIONS), (np.int8, np.bool_), "legal_mask")
-            _mask_seats(self.arrays, self.cfg, _seats(seats, B, n), out)
+            mask_all(self.arrays, self.cfg, self._games, _seats(seats, B, n), out)
         return out
 
     def legal_mask_of(self, b: int, seat: int) -> np.ndarray:

@@ -2,17 +2,22 @@
 
 :mod:`sixnimmt_env.engine` is the readable specification; this module is its one compiled twin. The batched engine
 (:mod:`.core`), the compiled single-game backend (:mod:`.single`), the learner tables (:mod:`.learner`), the arena's
-heuristic games (:mod:`~sixnimmt_env.batched.arena`), the ``mc:N`` rollouts (:mod:`.mc`), the vectorised agents
-(:mod:`~sixnimmt_env.batched.agents`) and the card features (:mod:`..card_features`) call it; none of them places a
-card, picks a target row or books a penalty by itself. A rule changes here and in the engine, and the parity tests
-compare the two.
+heuristic games (:mod:`~sixnimmt_env.batched.fast_arena`), the ``mc:N`` rollouts (:mod:`.mc`), the vectorised agents
+(:mod:`~sixnimmt_env.batched.agents`) and the card features (:mod:`..card_features`) call it; none of them deals,
+drafts, places a card, picks a target row, books a penalty or checks legality by itself. A rule changes in the
+engine (the specification) and here (its compiled twin): the parity tests (``tests/test_batched.py``,
+``tests/test_kernel.py``, ``tests/test_env_compiled.py``) compare the two and fail until both agree.
 
 **Rows.** A table's rows are read through three arrays of 4 entries, the *light rows*: ``ends`` (last card of each
 row), ``lens`` (cards in it, 1..5) and ``costs`` (its bullheads, R2). They are all that R7-R9 need:
 
 - :func:`target_row` (R7), :func:`cheapest_row` (R9b), :func:`immediate_cost` (what a card would take now);
-- :func:`take_row` (R8, R9) and :func:`add_card` (R7, R8) change one row;
-- :func:`play_turn` places a whole turn ascending (R6-R9a).
+- :func:`take_row` (R8, R9) and :func:`add_card` (R7, R8) change one row, :func:`start_row` starts one;
+- :func:`play_turn` places a whole turn ascending (R6-R9a); :func:`low_card_seat` (R9, R9a) and :func:`rule_row`
+  (R9b) say whether a turn waits on a row choice;
+- :func:`shuffle_deck` and :func:`hand_out` deal a round (R3), :func:`open_display`, :func:`first_picker`,
+  :func:`draft_into`, :func:`next_picker` and :func:`rows_from_display` are the draft (V2), :func:`remove_at` plays a
+  card from a hand (R5).
 
 The batched engine also keeps every row's cards and who holds each taken card (``rows``, ``pile``): the functions
 that change rows take them too; rollouts and the arena's games pass ``None`` for both and play on the light rows
@@ -43,8 +48,9 @@ field              shape, dtype      meaning
 =================  ================  ==========================================================
 
 :func:`step_game` applies one joint action to game ``b`` (R5-R14, V2); :func:`deal` sets up a round (R3, R14);
-:func:`legal_mask` and :func:`is_legal` give the legal actions; :func:`encode_public` and :func:`encode_seat`
-write the observation (:mod:`sixnimmt_env.observation`'s layout).
+:func:`legal_mask` is the legal actions (:func:`is_legal` reads it, :func:`mask_all` writes it for many seats);
+:func:`encode_all` writes observations (the layout of :mod:`sixnimmt_env.observation_layout`, as
+:func:`sixnimmt_env.observation.encode`).
 
 **Compiled-code cache.** Every function is compiled with ``cache=True`` and the kernel's functions are inlined into
 their callers (``inline="always"``). Numba checks a cached function against its own source file only, so after
@@ -92,12 +98,38 @@ from sixnimmt_env.engine import (
     BULLHEADS,
     HAND_SIZE,
     NOOP,
+    NUM_ACTIONS,
     NUM_CARDS,
     NUM_ROWS,
     ROW_ACTION,
     ROW_LIMIT,
 )
-from sixnimmt_env.observation import OBS_SIZE, SLICES
+from sixnimmt_env.observation_layout import (
+    BULLHEAD_ROW_SCALE,
+    CARD_SCALE,
+    COUNT_SCALE,
+    O_CHOOSER,
+    O_DISPLAY,
+    O_DRAFTED_BY,
+    O_HAND,
+    O_MUST_ACT,
+    O_NUM_PLAYERS,
+    O_PHASE,
+    O_REVEALED,
+    O_ROUND,
+    O_ROUND_PEN,
+    O_ROW_BULL,
+    O_ROW_END,
+    O_ROW_LEN,
+    O_ROWS,
+    O_SEAT_PRESENT,
+    O_SEEN,
+    O_TOTALS,
+    O_TURN,
+    OBS_SIZE,
+    ROW_LENGTH_SCALE,
+    SCORE_SCALE,
+)
 
 SELECT, CHOOSE_ROW, DRAFT, DONE = 0, 1, 2, 3
 """Phase codes of the ``phase`` array: indices into ``engine.PHASES``."""
@@ -274,6 +306,21 @@ def lowest_play(plays: np.ndarray, n: int) -> int:
 
 
 @njit(cache=True, inline="always")
+def low_card_seat(ends: np.ndarray, plays: np.ndarray, n: int) -> int:
+    """The seat whose card of ``plays`` (one per seat 0..n-1, distinct) is a low card (R9), or -1: only the lowest
+    card of a turn can be one (R9a)."""
+    low = lowest_play(plays, n)
+    return low if target_row(ends, plays[low]) < 0 else -1
+
+
+@njit(cache=True, inline="always")
+def rule_row(cfg: np.ndarray, costs: np.ndarray) -> int:
+    """The row a low card takes when the rules choose it (R9b ``row_choice="cheapest"``: :func:`cheapest_row`), else
+    -1: its owner chooses (a decision of the player)."""
+    return cheapest_row(costs) if cfg[C_CHEAPEST] else -1
+
+
+@njit(cache=True, inline="always")
 def play_turn(
     ends: np.ndarray,
     lens: np.ndarray,
@@ -323,15 +370,22 @@ def sort_small(a: np.ndarray, k: int) -> None:
 
 
 @njit(cache=True, inline="always")
+def partial_shuffle(cards: np.ndarray, m: int, count: int, rng: np.ndarray, b: int) -> None:
+    """``cards[:count]`` = the first ``count`` entries of a uniform permutation of ``cards[:m]`` (the first ``count``
+    steps of a Fisher-Yates shuffle from game ``b``'s stream: one draw per entry), ``count <= m``."""
+    for i in range(count):
+        j = i + random_below(rng, b, m - i)
+        cards[i], cards[j] = cards[j], cards[i]
+
+
+@njit(cache=True, inline="always")
 def shuffle_deck(deck: np.ndarray, size: int, count: int, rng: np.ndarray, b: int) -> None:
-    """``deck[:count]`` = the first ``count`` cards of a uniform permutation of the cards 1..size (the first
-    ``count`` steps of a Fisher-Yates shuffle from game ``b``'s stream: one draw per card dealt), ``count <= size``
-    (R3: ``10 n + 4`` cards dealt from a deck of at least that many, V1)."""
+    """``deck[:count]`` = the first ``count`` cards of a uniform permutation of the cards 1..size
+    (:func:`partial_shuffle`: one draw per card dealt), ``count <= size`` (R3: ``10 n + 4`` cards dealt from a deck
+    of at least that many, V1)."""
     for i in range(size):
         deck[i] = i + 1
-    for i in range(count):
-        j = i + random_below(rng, b, size - i)
-        deck[i], deck[j] = deck[j], deck[i]
+    partial_shuffle(deck, size, count, rng, b)
 
 
 @njit(cache=True, inline="always")
@@ -340,6 +394,97 @@ def sort_hands(deck: np.ndarray, n: int) -> None:
     order, then the 4 row cards)."""
     for s in range(n):
         sort_small(deck[s * HAND_SIZE : (s + 1) * HAND_SIZE], HAND_SIZE)
+
+
+@njit(cache=True, inline="always")
+def start_row(
+    ends: np.ndarray, lens: np.ndarray, costs: np.ndarray, rows: np.ndarray | None, r: int, card: int
+) -> None:
+    """Row ``r`` becomes ``[card]`` on an empty table (a new round, R3, or the end of the draft, V2); ``rows`` (4, 5),
+    zeros in row ``r``, is kept too unless ``None``."""
+    if rows is not None:  # a compile-time branch: None for the light rows alone
+        rows[r, 0] = card
+    ends[r] = card
+    lens[r] = 1
+    costs[r] = BULL[card]
+
+
+@njit(cache=True, inline="always")
+def hand_out(
+    deck: np.ndarray,
+    n: int,
+    hands: np.ndarray,
+    ends: np.ndarray,
+    lens: np.ndarray,
+    costs: np.ndarray,
+    rows: np.ndarray | None,
+) -> None:
+    """Hand out a dealt deck (R3): seat ``s`` gets ``deck[10 s : 10 s + 10]``, ascending, in ``hands[s]`` (n, >= 10),
+    and the 4 cards after the hands start the rows (:func:`start_row`; ``rows`` unless ``None``)."""
+    sort_hands(deck, n)
+    for s in range(n):
+        for j in range(HAND_SIZE):
+            hands[s, j] = deck[s * HAND_SIZE + j]
+    k = n * HAND_SIZE
+    for r in range(NUM_ROWS):
+        start_row(ends, lens, costs, rows, r, deck[k + r])
+
+
+@njit(cache=True, inline="always")
+def remove_at(hand: np.ndarray, j: int) -> None:
+    """Take the card at place ``j`` out of the ascending ``hand``: the cards after it move up one place (a loop of
+    fixed length: a mispredicted exit of a loop of ``k - 1 - j`` steps cost more than the moves); the last place
+    keeps its old card (callers that read it zero it, the others never read past the hand's length)."""
+    for i in range(hand.shape[0] - 1):
+        hand[i] = hand[i + (i >= j)]
+
+
+@njit(cache=True, inline="always")
+def open_display(display: np.ndarray, size: int) -> None:
+    """V2: the deck 1..size is laid out face up on the draft display (105,)."""
+    for c in range(1, size + 1):
+        display[c] = True
+
+
+@njit(cache=True, inline="always")
+def first_picker(round_index: int, n: int) -> int:
+    """V2: the seat that drafts first in round ``round_index`` (the first player rotates, seat 0 in round 0)."""
+    return round_index % n
+
+
+@njit(cache=True, inline="always")
+def next_picker(seat: int, n: int) -> int:
+    """V2: the seat that drafts after ``seat`` (seat order)."""
+    return (seat + 1) % n
+
+
+@njit(cache=True, inline="always")
+def draft_into(display: np.ndarray, hand: np.ndarray, k: int, card: int) -> None:
+    """V2: take ``card`` from the display (105,) into the ascending ``hand[:k]`` (it becomes ``hand[:k + 1]``)."""
+    display[card] = False
+    j = k
+    while j > 0 and hand[j - 1] > card:
+        hand[j] = hand[j - 1]
+        j -= 1
+    hand[j] = card
+
+
+@njit(cache=True, inline="always")
+def rows_from_display(
+    display: np.ndarray,
+    size: int,
+    ends: np.ndarray,
+    lens: np.ndarray,
+    costs: np.ndarray,
+    rows: np.ndarray | None,
+) -> None:
+    """V2, after the last pick: the 4 cards left on the display start the rows, ascending (:func:`start_row`)."""
+    r = 0
+    for c in range(1, size + 1):
+        if display[c]:
+            display[c] = False
+            start_row(ends, lens, costs, rows, r, c)
+            r += 1
 
 
 @njit(cache=True, inline="always")
@@ -398,10 +543,9 @@ def deal(
     turn[b] = 0
     rnd[b] = round_index
     if cfg[C_LOGIC]:
-        for c in range(1, size + 1):
-            display[b, c] = True
+        open_display(display[b], size)
         phase[b] = DRAFT
-        chooser[b] = round_index % n
+        chooser[b] = first_picker(round_index, n)
         return
     phase[b] = SELECT
     chooser[b] = -1
@@ -413,23 +557,9 @@ def deal(
         deal_next[b] = d + 1
     else:
         shuffle_deck(deck, size, k + NUM_ROWS, rng, b)
-    sort_hands(deck, n)
+    hand_out(deck, n, hand[b], row_end[b], row_len[b], row_bull[b], rows[b])
     for s in range(n):
-        for j in range(HAND_SIZE):
-            hand[b, s, j] = deck[s * HAND_SIZE + j]
         hand_len[b, s] = HAND_SIZE
-    for r in range(NUM_ROWS):
-        start_row(S, b, r, deck[k + r])
-
-
-@njit(cache=True, inline="always")
-def start_row(S: GameArrays, b: int, r: int, card: int) -> None:
-    """Row ``r`` of game ``b`` becomes ``[card]`` (a new round, or the end of the draft)."""
-    rows, row_len, row_end, row_bull = S.rows, S.row_len, S.row_end, S.row_bull
-    rows[b, r, 0] = card
-    row_len[b, r] = 1
-    row_end[b, r] = card
-    row_bull[b, r] = BULL[card]
 
 
 @njit(cache=True)
@@ -534,20 +664,19 @@ def _select(
         j = 0  # the card's place in the ascending hand: how many held cards are lower (legal: it is held)
         for i in range(HAND_SIZE):
             j += (hand[b, s, i] < card) & (i < k)
-        # the cards after j move up one place (fixed length: no mispredicted loop exit); places >= k stay 0
-        for i in range(HAND_SIZE - 1):
-            hand[b, s, i] = hand[b, s, i + (i >= j)]
-        hand[b, s, k - 1] = 0
+        remove_at(hand[b, s], j)
+        hand[b, s, k - 1] = 0  # places >= the hand's length stay 0
         hand_len[b, s] = k - 1
-    low = lowest_play(revealed[b], n)
-    if target_row(row_end[b], revealed[b, low]) < 0:  # R9, R9a
-        if cfg[C_CHEAPEST]:
-            _resolve(S, cfg, b, cheapest_row(row_bull[b]), pen, deck, deals, deal_next, rng)
-        else:
-            phase[b] = CHOOSE_ROW
-            chooser[b] = low
+    low = low_card_seat(row_end[b], revealed[b], n)  # R9, R9a
+    if low < 0:
+        _resolve(S, cfg, b, 0, pen, deck, deals, deal_next, rng)
         return
-    _resolve(S, cfg, b, 0, pen, deck, deals, deal_next, rng)
+    r = rule_row(cfg, row_bull[b])  # R9b
+    if r >= 0:
+        _resolve(S, cfg, b, r, pen, deck, deals, deal_next, rng)
+    else:
+        phase[b] = CHOOSE_ROW
+        chooser[b] = low
 
 
 @njit(cache=True, inline="always")
@@ -557,27 +686,16 @@ def _draft(S: GameArrays, cfg: np.ndarray, b: int, card: int) -> None:
     phase, hand_len, display, chooser = S.phase, S.hand_len, S.display, S.chooser
     n = cfg[C_N]
     seat = chooser[b]
-    display[b, card] = False
+    draft_into(display[b], hand[b, seat], hand_len[b, seat], card)
     S.drafter[b, card] = seat
-    k = hand_len[b, seat]
-    j = k
-    while j > 0 and hand[b, seat, j - 1] > card:
-        hand[b, seat, j] = hand[b, seat, j - 1]
-        j -= 1
-    hand[b, seat, j] = card
-    hand_len[b, seat] = k + 1
+    hand_len[b, seat] += 1
     left = 0
     for s in range(n):
         left += HAND_SIZE - hand_len[b, s]
     if left > 0:
-        chooser[b] = (seat + 1) % n
+        chooser[b] = next_picker(seat, n)
         return
-    r = 0
-    for c in range(1, cfg[C_DECK] + 1):
-        if display[b, c]:
-            display[b, c] = False
-            start_row(S, b, r, c)
-            r += 1
+    rows_from_display(display[b], cfg[C_DECK], S.row_end[b], S.row_len[b], S.row_bull[b], S.rows[b])
     phase[b] = SELECT
     chooser[b] = -1
 
@@ -615,28 +733,6 @@ def step_game(
 
 
 @njit(cache=True, inline="always")
-def is_legal(S: GameArrays, cfg: np.ndarray, b: int, seat: int, a: int) -> bool:
-    """Whether action ``a`` is legal for ``seat`` in game ``b`` (as ``engine.legal_actions``; any action of a
-    finished game counts as legal: it is ignored)."""
-    phase, hand, hand_len, display, chooser = S.phase, S.hand, S.hand_len, S.display, S.chooser
-    p = phase[b]
-    if p == DONE:
-        return True
-    if p == SELECT:
-        if a < 0 or a >= NUM_CARDS:
-            return False
-        for j in range(hand_len[b, seat]):  # noqa: SIM110 (numba: no generator in any())
-            if hand[b, seat, j] == a + 1:
-                return True
-        return False
-    if seat != chooser[b]:
-        return a == NOOP
-    if p == CHOOSE_ROW:
-        return ROW_ACTION <= a < ROW_ACTION + NUM_ROWS
-    return 0 <= a < NUM_CARDS and display[b, a + 1]
-
-
-@njit(cache=True, inline="always")
 def legal_mask(S: GameArrays, cfg: np.ndarray, b: int, seat: int, m: np.ndarray) -> None:
     """Write the 0/1 legal-action mask of ``seat`` in game ``b`` into the zeroed vector ``m`` (109,) (as
     ``observation.action_mask``; all zeros when the game is over)."""
@@ -659,6 +755,20 @@ def legal_mask(S: GameArrays, cfg: np.ndarray, b: int, seat: int, m: np.ndarray)
 
 
 @njit(cache=True, inline="always")
+def is_legal(S: GameArrays, cfg: np.ndarray, b: int, seat: int, a: int, scratch: np.ndarray) -> bool:
+    """Whether action ``a`` is legal for ``seat`` in game ``b``: its entry of :func:`legal_mask` (written into
+    ``scratch``, ``int8 (109,)``, overwritten), the one definition of the legal actions in compiled code. Any action
+    of a finished game counts as legal: it is ignored."""
+    if S.phase[b] == DONE:
+        return True
+    if a < 0 or a >= NUM_ACTIONS:
+        return False
+    scratch[:] = 0
+    legal_mask(S, cfg, b, seat, scratch)
+    return scratch[a] != 0
+
+
+@njit(cache=True, inline="always")
 def decides(S: GameArrays, b: int, s: int) -> bool:
     """Whether seat ``s`` of game ``b`` has a real decision now (every seat in card selection, else the chooser)."""
     phase, chooser = S.phase, S.chooser
@@ -669,25 +779,6 @@ def decides(S: GameArrays, b: int, s: int) -> bool:
 
 
 # --------------------------------------------------------------------------- observations
-
-O_HAND = SLICES["hand"].start
-O_ROWS = SLICES["rows"].start
-O_ROW_LEN = SLICES["row_lengths"].start
-O_ROW_END = SLICES["row_ends"].start
-O_ROW_BULL = SLICES["row_bullheads"].start
-O_SEEN = SLICES["seen"].start
-O_REVEALED = SLICES["revealed"].start
-O_PHASE = SLICES["phase"].start
-O_MUST_ACT = SLICES["must_act"].start
-O_CHOOSER = SLICES["chooser"].start
-O_DISPLAY = SLICES["display"].start
-O_TOTALS = SLICES["totals"].start
-O_ROUND_PEN = SLICES["round_penalties"].start
-O_SEAT_PRESENT = SLICES["seat_present"].start
-O_TURN = SLICES["turn"].start
-O_ROUND = SLICES["round"].start
-O_NUM_PLAYERS = SLICES["num_players"].start
-O_DRAFTED_BY = SLICES["drafted_by"].start
 
 
 @njit(cache=True, inline="always")
@@ -703,11 +794,11 @@ def encode_public(S: GameArrays, cfg: np.ndarray, b: int, o: np.ndarray) -> None
             continue
         for j in range(k):
             c = rows[b, r, j]
-            o[O_ROWS + r * ROW_LIMIT + j] = c / 104.0
+            o[O_ROWS + r * ROW_LIMIT + j] = c / CARD_SCALE
             o[O_SEEN + c - 1] = 1.0
-        o[O_ROW_LEN + r] = k / 5.0
-        o[O_ROW_END + r] = row_end[b, r] / 104.0
-        o[O_ROW_BULL + r] = row_bull[b, r] / 10.0
+        o[O_ROW_LEN + r] = k / ROW_LENGTH_SCALE
+        o[O_ROW_END + r] = row_end[b, r] / CARD_SCALE
+        o[O_ROW_BULL + r] = row_bull[b, r] / BULLHEAD_ROW_SCALE
     for c in range(1, NUM_CARDS + 1):
         if pile[b, c] >= 0:
             o[O_SEEN + c - 1] = 1.0
@@ -719,9 +810,9 @@ def encode_public(S: GameArrays, cfg: np.ndarray, b: int, o: np.ndarray) -> None
         for c in range(1, cfg[C_DECK] + 1):
             if display[b, c]:
                 o[O_DISPLAY + c - 1] = 1.0
-    o[O_TURN] = turn[b] / 10.0
-    o[O_ROUND] = rnd[b] / 10.0
-    o[O_NUM_PLAYERS] = n / 10.0
+    o[O_TURN] = turn[b] / COUNT_SCALE
+    o[O_ROUND] = rnd[b] / COUNT_SCALE
+    o[O_NUM_PLAYERS] = n / COUNT_SCALE
 
 
 @njit(cache=True, inline="always")
@@ -739,9 +830,9 @@ def encode_seat(S: GameArrays, cfg: np.ndarray, b: int, seat: int, o: np.ndarray
         o[O_HAND + hand[b, seat, j] - 1] = 1.0
     for k in range(n):
         s = (seat + k) % n
-        o[O_REVEALED + k] = revealed[b, s] / 104.0
-        o[O_TOTALS + k] = totals[b, s] / 66.0
-        o[O_ROUND_PEN + k] = round_pen[b, s] / 66.0
+        o[O_REVEALED + k] = revealed[b, s] / CARD_SCALE
+        o[O_TOTALS + k] = totals[b, s] / SCORE_SCALE
+        o[O_ROUND_PEN + k] = round_pen[b, s] / SCORE_SCALE
         o[O_SEAT_PRESENT + k] = 1.0
     ch = chooser[b]
     o[O_MUST_ACT] = 1.0 if (p == SELECT or (p != DONE and ch == seat)) else 0.0
@@ -763,15 +854,47 @@ def encode_drafted(S: GameArrays, cfg: np.ndarray, b: int, seat: int, o: np.ndar
     for c in range(1, cfg[C_DECK] + 1):
         d = drafter[b, c]
         if d >= 0:
-            o[O_DRAFTED_BY + c - 1] = ((d - seat) % n + 1) / 10.0
+            o[O_DRAFTED_BY + c - 1] = ((d - seat) % n + 1) / COUNT_SCALE
 
 
 @njit(cache=True, inline="always")
-def encode(S: GameArrays, cfg: np.ndarray, b: int, seat: int, o: np.ndarray) -> None:
-    """Write ``seat``'s observation of game ``b`` into ``o`` (OBS_SIZE,) (zeroed here): ``observation.encode``."""
-    for i in range(OBS_SIZE):
-        o[i] = 0.0
-    encode_public(S, cfg, b, o)
-    encode_seat(S, cfg, b, seat, o)
-    if cfg[C_LOGIC]:
-        encode_drafted(S, cfg, b, seat, o)
+def encode_all(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
+    """Write the observation of seat ``seats[i]`` of game ``games[i]`` into ``out[i]`` for every ``i``: value for
+    value :func:`sixnimmt_env.observation.encode` (the layout of :mod:`sixnimmt_env.observation_layout`).
+
+    ``games``, ``seats``: integer arrays ``(K,)``; ``out``: ``float32 (K, OBS_SIZE)``, every entry written. The
+    compiled encoder's one call sequence: every fast path observes through it. Rows of one game that follow one
+    another share that game's public pieces: :func:`encode_public` writes them once, the other rows copy them,
+    then :func:`encode_seat` adds each seat's own pieces (and, in the logic variant, :func:`encode_drafted` in a
+    pass of its own).
+    """
+    K = games.shape[0]
+    i = 0
+    while i < K:
+        b = games[i]
+        j = i + 1
+        while j < K and games[j] == b:
+            j += 1
+        base = out[i]
+        base[:] = 0.0
+        encode_public(S, cfg, b, base)
+        for r in range(i + 1, j):
+            o = out[r]
+            for x in range(OBS_SIZE):  # an explicit loop: slice assignment would check for overlap and copy
+                o[x] = base[x]
+        for r in range(i, j):
+            encode_seat(S, cfg, b, seats[r], out[r])
+        i = j
+    if cfg[C_LOGIC]:  # a pass of its own (see encode_drafted)
+        for r in range(K):
+            encode_drafted(S, cfg, games[r], seats[r], out[r])
+
+
+@njit(cache=True, inline="always")
+def mask_all(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
+    """Write the legal-action mask of seat ``seats[i]`` of game ``games[i]`` into ``out[i]`` (``int8`` or ``bool``
+    ``(K, 109)``, every entry written) for every ``i``: :func:`legal_mask` on each row."""
+    for i in range(games.shape[0]):
+        m = out[i]
+        m[:] = 0
+        legal_mask(S, cfg, games[i], seats[i], m)

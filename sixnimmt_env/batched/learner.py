@@ -9,10 +9,10 @@ index into a list the caller holds, e.g. a policy network that decides for many 
 :meth:`LearnerTables.play` applies the learner's action of every active game together with its opponents'
 simultaneous actions (R5), then plays every opponent-only step (a low-card row choice of an opponent, R9; an
 opponent's draft pick, V2) up to the learner's next decision or the end of the episode, adding up the learner's
-reward: minus the bullheads it took (R8, R9), as :class:`sixnimmt_env.gym_env.SingleSeatEnv` does. That reward is
-exactly :func:`sixnimmt_env.rewards.rewards` in its ``"penalty"`` mode for the learner's seat, summed over the
-steps played (written inline in :func:`_play`: numba cannot call the Python function cheaply;
-``tests/test_rewards.py`` checks the two agree on random steps). It stops early
+reward: :func:`sixnimmt_env.rewards.seat_reward` of the learner's seat in the tables' reward mode (``"penalty"``:
+minus the bullheads it took, R8, R9, as :class:`sixnimmt_env.gym_env.SingleSeatEnv` sums them; ``"relative"``: plus
+the mean of the other seats' bullheads) on the bullheads taken over the steps played, compiled by numba from that
+one definition (``tests/test_rewards.py`` checks it against :func:`sixnimmt_env.rewards.rewards`). It stops early
 in the games where an external agent must decide in an opponent-only step; :meth:`LearnerTables.pending` lists the
 (game, seat) pairs whose external decision is due, :meth:`observe_pairs` / :meth:`mask_pairs` give their
 observations and masks, and the caller calls :meth:`play` again with those games active.
@@ -26,21 +26,22 @@ from numba import njit
 from sixnimmt_env.batched.agents import HeuristicPlayers, heuristic_game_actions
 from sixnimmt_env.batched.core import BatchedGames
 from sixnimmt_env.batched.kernel import (
-    C_LOGIC,
     C_N,
     DONE,
     SELECT,
     GameArrays,
     decides,
-    encode_drafted,
-    encode_public,
-    encode_seat,
-    legal_mask,
+    encode_all,
+    mask_all,
     new_games,
     step_game,
 )
 from sixnimmt_env.engine import NOOP, NUM_ACTIONS, NUM_CARDS, GameConfig
 from sixnimmt_env.observation import OBS_SIZE
+from sixnimmt_env.rewards import check_reward_mode, seat_reward
+
+_seat_reward = njit(cache=True, inline="always")(seat_reward)
+"""numba's compilation of :func:`sixnimmt_env.rewards.seat_reward`, the one definition of a seat's reward."""
 
 _AGENT_TAG = 0x5EA7
 
@@ -56,6 +57,7 @@ def _play(
     actions: np.ndarray,
     active: np.ndarray,
     reward: np.ndarray,
+    relative: bool,
     pen: np.ndarray,
     deals: np.ndarray,
     deal_next: np.ndarray,
@@ -67,19 +69,23 @@ def _play(
     for b in range(active.shape[0]):
         if not active[b]:
             continue
+        me = seat[b]
+        own = total = 0  # the bullheads the learner, and the whole table, took in the steps played
         while True:
             heuristic_game_actions(S, cfg, kinds, actions, hrng, b)
             for s in range(n):
                 if kinds[b, s] < 0 and not decides(S, b, s):
                     actions[b, s] = NOOP
             step_game(S, cfg, b, actions, pen, deck, deals, deal_next, rng)
-            me = seat[b]
-            reward[b] -= pen[b, me]
+            own += pen[b, me]
+            for s in range(n):
+                total += pen[b, s]
             if phase[b] == DONE or decides(S, b, me):
                 active[b] = False
                 break
             if ext[b, chooser[b]] >= 0:  # an opponent-only step whose chooser is external: the caller decides
                 break
+        reward[b] += _seat_reward(own, total, n, relative)
 
 
 @njit(cache=True)
@@ -96,26 +102,6 @@ def _pending(S: GameArrays, ext: np.ndarray, active: np.ndarray, games: np.ndarr
     return k
 
 
-@njit(cache=True)
-def _observe_pairs(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
-    for i in range(games.shape[0]):
-        o = out[i]
-        o[:] = 0.0
-        encode_public(S, cfg, games[i], o)
-        encode_seat(S, cfg, games[i], seats[i], o)
-    if cfg[C_LOGIC]:  # a pass of its own (see kernel.encode_drafted)
-        for i in range(games.shape[0]):
-            encode_drafted(S, cfg, games[i], seats[i], out[i])
-
-
-@njit(cache=True)
-def _mask_pairs(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
-    for i in range(games.shape[0]):
-        m = out[i]
-        m[:] = 0
-        legal_mask(S, cfg, games[i], seats[i], m)
-
-
 def _agent_streams(seed: int | None, count: int) -> np.ndarray:
     """``count`` splitmix64 states for the heuristic agents, apart from the deal streams of the same seed."""
     entropy = None if seed is None else [_AGENT_TAG, seed]
@@ -129,6 +115,7 @@ class LearnerTables:
         config: the rules in force in every game.
         batch_size: B (>= 1).
         seed: seeds the deals and the heuristic agents' streams (same seed, same games for the same actions).
+        reward: the learner's reward mode, ``"penalty"`` or ``"relative"`` (:func:`sixnimmt_env.rewards.rewards`).
 
     Attributes:
         games: the :class:`BatchedGames` batch (its state arrays are read-only for callers).
@@ -138,10 +125,12 @@ class LearnerTables:
         ext: ``int16 (B, n)``: index of the external agent of each seat, -1 for the learner and heuristic seats.
 
     Raises:
-        ValueError: if ``batch_size`` is not a positive integer.
+        ValueError: if ``batch_size`` is not a positive integer, or ``reward`` is not a reward mode.
     """
 
-    def __init__(self, config: GameConfig, batch_size: int, seed: int | None = None) -> None:
+    def __init__(self, config: GameConfig, batch_size: int, seed: int | None = None, reward: str = "penalty") -> None:
+        check_reward_mode(reward)
+        self.reward_mode = reward
         self.games = BatchedGames(config, batch_size, seed=seed)
         B, n = self.games.batch_size, self.games.num_players
         self.batch_size, self.num_players = B, n
@@ -178,12 +167,13 @@ class LearnerTables:
                 are filled here (the no-op 108). Actions are not checked: they must be legal.
             active: ``bool (B,)``, updated in place: on return True exactly in the games that wait on an external
                 agent's decision in an opponent-only step (call again after filling it in).
-            reward: ``float32 (B,)``, updated in place: minus the bullheads the learner took (R8, R9) are added
-                (:func:`sixnimmt_env.rewards.rewards`, ``"penalty"`` mode, the learner's seat, every step played).
+            reward: ``float32 (B,)``, updated in place: the learner's reward for the steps played is added
+                (:func:`sixnimmt_env.rewards.seat_reward` in the tables' reward mode, on the bullheads taken, R8, R9).
         """
         g = self.games
         _play(
-            g.arrays, g.cfg, self.kinds, self.ext, self.seat, self._heuristic.rng, actions, active, reward, self._pen,
+            g.arrays, g.cfg, self.kinds, self.ext, self.seat, self._heuristic.rng, actions, active, reward,
+            self.reward_mode == "relative", self._pen,
             g.deals, g.deal_next, g.deal_rng,
         )  # fmt: skip
 
@@ -195,11 +185,11 @@ class LearnerTables:
     def observe_pairs(self, games: np.ndarray, seats: np.ndarray) -> np.ndarray:
         """``float32 (len(games), 506)``: the observation of seat ``seats[i]`` in game ``games[i]`` (= ``encode``)."""
         out = np.empty((len(games), OBS_SIZE), np.float32)
-        _observe_pairs(self.games.arrays, self.games.cfg, games, seats, out)
+        encode_all(self.games.arrays, self.games.cfg, games, seats, out)
         return out
 
     def mask_pairs(self, games: np.ndarray, seats: np.ndarray) -> np.ndarray:
         """``bool (len(games), 109)``: the legal-action masks of those seats (= ``action_mask``)."""
         out = np.empty((len(games), NUM_ACTIONS), np.int8)
-        _mask_pairs(self.games.arrays, self.games.cfg, games, seats, out)
+        mask_all(self.games.arrays, self.games.cfg, games, seats, out)
         return out.view(np.bool_)

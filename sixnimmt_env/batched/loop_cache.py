@@ -1,7 +1,7 @@
 """The arena's compiled loop from numba's disk cache: checked against its sources, warmed ahead, announced when
 it has to be compiled.
 
-:func:`sixnimmt_env.batched._fused.play_chunk` (the loop behind :func:`sixnimmt_env.batched.arena.play_games`) is
+:func:`sixnimmt_env.batched._fused.play_chunk` (the loop behind :func:`sixnimmt_env.batched.fast_arena.play_games`) is
 compiled by numba just in time with ``cache=True``: the first process compiles it (several seconds) and saves the
 machine code in numba's cache (``__pycache__`` beside the source, or numba's per-user cache folder where the
 package folder is read-only, or ``$NUMBA_CACHE_DIR``); every later process loads it from there (importing numba and
@@ -34,7 +34,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 SOURCES = (
     "engine.py",
-    "observation.py",
+    "observation_layout.py",
     "batched/kinds.py",
     "batched/params.py",
     "batched/kernel.py",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.batched.agents import balanced_draft_low, greedy_index
+from sixnimmt_env.batched.agents import draft_card, greedy_index
 from sixnimmt_env.batched.core import BatchedGames
 from sixnimmt_env.batched.kernel import (
     C_DECK,
@@ -34,10 +34,12 @@ from sixnimmt_env.batched.kernel import (
     SELECT,
     GameArrays,
     cheapest_row,
+    partial_shuffle,
     play_turn,
-    random_below,
+    remove_at,
     sort_small,
 )
+from sixnimmt_env.batched.kinds import GREEDY
 from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_ACTIONS, NUM_CARDS, NUM_ROWS, ROW_ACTION
 
 # --------------------------------------------------------------------------- rollouts on the kernel's light rows
@@ -73,8 +75,7 @@ def _rollout(
         for s in range(n):
             j = greedy_index(hands, s, left, ends, lens, costs)
             plays[s] = hands[s, j]
-            for i in range(hands.shape[1] - 1):  # a fixed-length move (see _fused.play_chunk); unread from left on
-                hands[s, i] = hands[s, i + (i >= j)]
+            remove_at(hands[s], j)
         _turn(ends, lens, costs, plays, n, pen)
 
 
@@ -269,13 +270,8 @@ def _mc_actions(
             if p == DONE or (p != SELECT and chooser[b] != s):
                 out[b, s] = NOOP
                 continue
-            if p == DRAFT:  # the greedy draft rule (balanced_draft, V2)
-                low = balanced_draft_low(hand[b, s], hand_len[b, s], size)
-                for i in range(1, size + 1):
-                    c = i if low else size + 1 - i
-                    if display[b, c]:
-                        out[b, s] = c - 1
-                        break
+            if p == DRAFT:  # the greedy draft rule (balanced_draft, V2; it draws no random number)
+                out[b, s] = draft_card(GREEDY, hand[b, s], hand_len[b, s], display[b], size, rng, b) - 1
                 continue
             k = hand_len[b, s]
             if p == SELECT and k == 1:
@@ -301,10 +297,8 @@ def _mc_actions(
                     m += 1
             need = (n - 1) * k
             nw = samples if k > 0 else 1
-            for w in range(nw):  # a uniform deal: the first `need` cards of a partial Fisher-Yates shuffle
-                for i in range(need):
-                    j = i + random_below(rng, b, m - i)
-                    unseen[i], unseen[j] = unseen[j], unseen[i]
+            for w in range(nw):  # a uniform deal of the unseen cards
+                partial_shuffle(unseen, m, need, rng, b)
                 for q in range(n - 1):
                     for i in range(k):
                         worlds[w, q, i] = unseen[q * k + i]

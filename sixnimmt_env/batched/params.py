@@ -1,7 +1,8 @@
-"""The kernel's inputs that need no numba: the rules as a config vector and the games' first random states.
+"""The kernel's constants that need no numba: the rules as a config vector, the games' first random states and the
+step codes.
 
 :mod:`sixnimmt_env.batched.kernel` re-exports everything here. It lives apart so that a caller can build the
-compiled loops' arguments without importing numba.
+compiled loops' arguments and read their results without importing numba.
 """
 
 from __future__ import annotations
@@ -20,6 +21,13 @@ S30, S27, S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 """splitmix64's increment, multipliers and shifts (:func:`sixnimmt_env.batched.kernel.next_random`)."""
 S32, LOW32 = np.uint64(32), np.uint64(0xFFFFFFFF)
 """The halves of a 64-bit word (:func:`sixnimmt_env.batched.kernel.random_below`)."""
+
+OK = -1
+"""Step code: the joint action was applied, nobody took bullheads, the game goes on."""
+PENALTIES = -2
+"""Step code: the joint action was applied and some seat took bullheads (R8, R9); the game goes on."""
+OVER = -3
+"""Step code: the joint action was applied and ended the game (or the round, with ``episode="round"``, R12)."""
 
 
 def config_vector(config: GameConfig) -> np.ndarray:

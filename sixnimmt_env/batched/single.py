@@ -6,15 +6,17 @@ packed into one byte buffer (:data:`LAYOUT`), and advances it with ONE compiled 
 joint action with the engine's inline kernel :func:`~sixnimmt_env.batched.core.step_game` (`RULES.md` R5-R14,
 V2), then fill fresh arrays passed in by the caller: every seat's observation (``float32 (n, OBS_SIZE)``, value for
 value :func:`sixnimmt_env.observation.encode`), every seat's mask (``int8 (n, 109)``,
-:func:`sixnimmt_env.observation.action_mask`) and a snapshot of the whole game (:data:`SNAPSHOT` layout, in
+:func:`sixnimmt_env.observation.action_mask`) and a snapshot of the whole game (a byte copy of its buffer, in
 extra rows of the observation array) from which :func:`state_from_snapshot` rebuilds the reference
-:class:`~sixnimmt_env.engine.State` on demand (for readable infos, ``state()`` and rendering).
+:class:`~sixnimmt_env.engine.State` on demand (for readable infos, ``state()`` and rendering). The state goes into
+the arrays and back through the batched engine's one conversion (:func:`~sixnimmt_env.batched.core.load_state`,
+:func:`~sixnimmt_env.batched.core.state_of`).
 
 Why so: a compiled call costs about 0.07 µs per array argument and 0.5 µs per returned array, more than the
 step itself, so the game crosses as one buffer and the outputs are allocated by the caller.
 
-The snapshot also records the order in which cards went into each penalty pile (the batched engine keeps only
-who holds a card), so the rebuilt state equals the reference engine's, piles in taken order included.
+The buffer also records the order in which cards went into each penalty pile (``taken_at``: the batched engine
+keeps only who holds a card), so the rebuilt state equals the reference engine's, piles in taken order included.
 
 Deals come from the batched engine's per-game generator (splitmix64): the same seed gives the same games here,
 but not the reference engine's games (see :mod:`sixnimmt_env.batched.core`; :meth:`SingleGame.queue_deals`
@@ -26,12 +28,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.backends import OK, OVER, PENALTIES  # the step codes of every env backend
+from sixnimmt_env.batched.core import load_state, state_of
 from sixnimmt_env.batched.kernel import (
-    BULL,
     C_LOGIC,
     C_N,
-    CHOOSE_ROW,
     DONE,
     GameArrays,
     config_vector,
@@ -40,56 +40,25 @@ from sixnimmt_env.batched.kernel import (
     encode_seat,
     is_legal,
     legal_mask,
+    mask_all,
     new_games,
     random_below,
     step_game,
 )
+from sixnimmt_env.batched.params import OK, OVER, PENALTIES  # the step codes of every env backend
 from sixnimmt_env.engine import (
     HAND_SIZE,
     NOOP,
     NUM_ACTIONS,
     NUM_CARDS,
     NUM_ROWS,
-    PHASES,
     ROW_LIMIT,
     GameConfig,
     State,
 )
-from sixnimmt_env.observation import OBS_SIZE
+from sixnimmt_env.observation_layout import MAX_SEATS, OBS_SIZE
 
-# snapshot layout (integers), for n seats
-_PHASE, _CHOOSER, _TURN, _ROUND, _ROWS = 0, 1, 2, 3, 4
-_ROW_LEN = _ROWS + NUM_ROWS * ROW_LIMIT
-_HANDS = _ROW_LEN + NUM_ROWS
 _PILE_SIZE = NUM_CARDS + 1
-
-SNAPSHOT = (
-    ("phase", 1),
-    ("chooser", 1),
-    ("turn", 1),
-    ("round", 1),
-    ("rows", NUM_ROWS * ROW_LIMIT),
-    ("row_lengths", NUM_ROWS),
-    ("hands", "10 n"),
-    ("hand_lengths", "n"),
-    ("revealed", "n"),
-    ("round_penalties", "n"),
-    ("totals", "n"),
-    ("pile", NUM_CARDS + 1),
-    ("taken_at", NUM_CARDS + 1),
-    ("display", NUM_CARDS + 1),
-    ("drafter", NUM_CARDS + 1),
-)
-"""Layout of a game snapshot (integers, length :func:`snapshot_size`, stored exactly as ``float32`` below the
-observations, read with :func:`snapshot_of`): the state arrays of game 0 of
-:class:`BatchedGames` in this order (``pile[c]``: seat holding card c in its penalty pile, -1; ``taken_at[c]``:
-the step at which it was taken, which orders each pile; ``display[c]``: 1 if card c is on the draft display;
-``drafter[c]``: seat that took card c in this round's draft, -1)."""
-
-
-def snapshot_size(num_players: int) -> int:
-    """Length of a snapshot of a game of ``num_players`` seats (see :data:`SNAPSHOT`)."""
-    return _HANDS + HAND_SIZE * num_players + 4 * num_players + 4 * _PILE_SIZE
 
 
 # --------------------------------------------------------------------------- the packed game
@@ -163,6 +132,11 @@ def _views(buf: np.ndarray, n: int) -> dict[str, np.ndarray]:
     return views
 
 
+def _arrays(views: dict[str, np.ndarray]) -> GameArrays:
+    """The :class:`GameArrays` (batch size 1) among the :data:`LAYOUT` views."""
+    return GameArrays(*(views[name] for name in GameArrays._fields))
+
+
 def buffer_size(num_players: int) -> int:
     """Bytes of the buffer of a game of ``num_players`` seats (:data:`LAYOUT`)."""
     return sum(
@@ -234,16 +208,19 @@ def _track_piles(pile: np.ndarray, taken_at: np.ndarray) -> None:
             taken_at[c] = clock
 
 
+_GAME_0 = np.zeros(MAX_SEATS, np.int64)
+_SEATS = np.arange(MAX_SEATS, dtype=np.int64)
+"""Every seat of game 0: the rows :func:`_outputs` masks (numba compiles global arrays in as constants)."""
+
+
 @njit(cache=True, inline="always")
-def _outputs(S: GameArrays, cfg: np.ndarray, taken_at: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> None:
-    """Write the observations with the snapshot below them (see :func:`step_and_observe`) and the masks."""
-    phase, hand, hand_len, rows, row_len = S.phase, S.hand, S.hand_len, S.rows, S.row_len
-    pile, display, drafter = S.pile, S.display, S.drafter
-    revealed, round_pen, totals, chooser, turn, rnd = S.revealed, S.round_pen, S.totals, S.chooser, S.turn, S.round
+def _outputs(buf: np.ndarray, S: GameArrays, cfg: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> None:
+    """Write the observations and the masks, and a copy of the game's buffer ``buf`` (the snapshot that
+    :func:`state_from_snapshot` reads) as bytes in the rows of ``obs`` below the observations (zeros after it)."""
     n = cfg[C_N]
-    snap = obs[n:].reshape(-1)  # every entry below is written: zero only the tail past the snapshot
-    snap[_HANDS + HAND_SIZE * n + 4 * n + 4 * _PILE_SIZE :] = 0.0
-    base = obs[0]  # the shared pieces, copied whole into every other seat's row
+    # kernel.encode_all's sequence written out for the one game: through encode_all the compiled env's step took
+    # 0.7 µs (about 10 %) longer (measured); tests/test_env_compiled.py holds both to observation.encode
+    base = obs[0]
     base[:] = 0.0
     encode_public(S, cfg, 0, base)
     for s in range(1, n):
@@ -255,33 +232,11 @@ def _outputs(S: GameArrays, cfg: np.ndarray, taken_at: np.ndarray, obs: np.ndarr
     if cfg[C_LOGIC]:  # a pass of its own (see kernel.encode_drafted)
         for s in range(n):
             encode_drafted(S, cfg, 0, s, obs[s])
-    masks[:] = 0
-    for s in range(n):
-        legal_mask(S, cfg, 0, s, masks[s])
-    snap[_PHASE] = phase[0]
-    snap[_CHOOSER] = chooser[0]
-    snap[_TURN] = turn[0]
-    snap[_ROUND] = rnd[0]
-    for r in range(NUM_ROWS):
-        snap[_ROW_LEN + r] = row_len[0, r]
-        for j in range(ROW_LIMIT):
-            snap[_ROWS + r * ROW_LIMIT + j] = rows[0, r, j]
-    k = _HANDS
-    for s in range(n):
-        for j in range(HAND_SIZE):
-            snap[k] = hand[0, s, j]
-            k += 1
-    for s in range(n):
-        snap[k + s] = hand_len[0, s]
-        snap[k + n + s] = revealed[0, s]
-        snap[k + 2 * n + s] = round_pen[0, s]
-        snap[k + 3 * n + s] = totals[0, s]
-    k += 4 * n
-    for c in range(_PILE_SIZE):
-        snap[k + c] = pile[0, c]
-        snap[k + _PILE_SIZE + c] = taken_at[c]
-        snap[k + 2 * _PILE_SIZE + c] = display[0, c]
-        snap[k + 3 * _PILE_SIZE + c] = drafter[0, c]
+    mask_all(S, cfg, _GAME_0[:n], _SEATS[:n], masks)
+    snap = obs[n:].reshape(-1).view(np.uint8)
+    k = buf.shape[0]
+    snap[:k] = buf
+    snap[k:] = 0
 
 
 @njit(cache=True)
@@ -293,20 +248,22 @@ def step_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, masks:
             game must not be over.
         deals: ``int16 (1, R, 10 n + 4)`` deals to use before the game's own generator (``R`` may be 0).
         obs: ``float32 (n + k, OBS_SIZE)`` (:func:`output_shapes`), filled after the step: rows ``0..n-1`` with the
-            seats' observations, the others with the :data:`SNAPSHOT` (read it with :func:`snapshot_of`).
+            seats' observations, the others with a copy of ``buf`` (read it with :func:`state_from_snapshot`).
         masks: ``int8 (n, 109)``, filled with the seats' masks after the step.
 
     Returns:
-        The first seat (``>= 0``, in seat order) whose action is illegal: then nothing changed and ``obs`` and
-        ``masks`` are not written. Else :data:`OVER` if the game is over, :data:`PENALTIES` if a seat took
-        bullheads, else :data:`OK` (``penalties`` holds the bullheads each seat took, R8, R9).
+        The first seat (``>= 0``, in seat order) whose action is illegal: then nothing changed, ``obs`` is not
+        written and ``masks`` holds garbage (its first row served the check). Else :data:`OVER` if the game is
+        over, :data:`PENALTIES` if a seat took bullheads, else :data:`OK` (``penalties`` holds the bullheads each
+        seat took, R8, R9).
 
     Output arrays are passed in rather than returned: numba boxes a returned array in about 0.5 µs.
     """
     S, cfg, actions, pen, deal_next, rng, taken_at = _unpack(buf)
     n = cfg[C_N]
+    scratch = masks[0]  # written after the step: scratch space for the check
     for s in range(n):
-        if not is_legal(S, cfg, 0, s, actions[0, s]):
+        if not is_legal(S, cfg, 0, s, actions[0, s], scratch):
             return s
     deck = np.empty(NUM_CARDS, np.int16)
     step_game(S, cfg, 0, actions, pen, deck, deals, deal_next, rng)
@@ -317,7 +274,7 @@ def step_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, masks:
             code = PENALTIES
     if S.phase[0] == DONE:
         code = OVER
-    _outputs(S, cfg, taken_at, obs, masks)
+    _outputs(buf, S, cfg, obs, masks)
     return code
 
 
@@ -329,14 +286,14 @@ def new_game_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, ma
     new_games(S, cfg, np.ones(1, np.bool_), deals, deal_next, rng)
     taken_at[:] = -1
     taken_at[0] = 0
-    _outputs(S, cfg, taken_at, obs, masks)
+    _outputs(buf, S, cfg, obs, masks)
 
 
 @njit(cache=True)
 def observe(buf: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> None:
     """Write the observations (snapshot below them) and masks of the packed game as :func:`step_and_observe`."""
-    S, cfg, _, _, _, _, taken_at = _unpack(buf)
-    _outputs(S, cfg, taken_at, obs, masks)
+    S, cfg, _, _, _, _, _ = _unpack(buf)
+    _outputs(buf, S, cfg, obs, masks)
 
 
 @njit(cache=True)
@@ -382,14 +339,10 @@ def play_random(buf: np.ndarray, deals: np.ndarray, policy_rng: np.ndarray, step
 
 
 def output_shapes(num_players: int) -> tuple[tuple[int, int], tuple[int, int]]:
-    """Shapes of the observation array (observations, then the snapshot's rows) and of the mask array."""
+    """Shapes of the observation array (observations, then the rows that hold a copy of the game's buffer) and of
+    the mask array."""
     n = num_players
-    return (n + (snapshot_size(n) + OBS_SIZE - 1) // OBS_SIZE, OBS_SIZE), (n, NUM_ACTIONS)
-
-
-def snapshot_of(obs: np.ndarray, num_players: int) -> np.ndarray:
-    """The ``int32`` :data:`SNAPSHOT` stored below the observations ``obs`` returned by the kernels."""
-    return obs[num_players:].reshape(-1)[: snapshot_size(num_players)].astype(np.int32)
+    return (n + (buffer_size(n) + 4 * OBS_SIZE - 1) // (4 * OBS_SIZE), OBS_SIZE), (n, NUM_ACTIONS)
 
 
 def state_from_snapshot(config: GameConfig, obs: np.ndarray) -> State:
@@ -397,56 +350,16 @@ def state_from_snapshot(config: GameConfig, obs: np.ndarray) -> State:
 
     Args:
         config: the game's rules.
-        obs: the observations array of :func:`step_and_observe` (``float32 (n + k, OBS_SIZE)``, snapshot below).
+        obs: the observations array of :func:`step_and_observe` (``float32 (n + k, OBS_SIZE)``, the copy of the
+            game's buffer below the seats' rows).
 
-    The stock holds the cards of the deck that are nowhere else, sorted, as the reference engine keeps it.
+    The buffer's arrays are read back by the batched engine's conversion
+    (:func:`~sixnimmt_env.batched.core.state_of`, the piles ordered by ``taken_at``).
     """
     n = config.num_players
-    a = snapshot_of(obs, n)
-    v = a.tolist()
-    phase = v[_PHASE]
-    rows = tuple(tuple(v[_ROWS + r * ROW_LIMIT : _ROWS + r * ROW_LIMIT + v[_ROW_LEN + r]]) for r in range(NUM_ROWS))
-    rows = rows if all(rows) else ()
-    k = _HANDS + HAND_SIZE * n
-    hand_len, revealed = v[k : k + n], tuple(v[k + n : k + 2 * n])
-    round_pen, totals = tuple(v[k + 2 * n : k + 3 * n]), tuple(v[k + 3 * n : k + 4 * n])
-    hands = tuple(tuple(v[_HANDS + HAND_SIZE * s : _HANDS + HAND_SIZE * s + hand_len[s]]) for s in range(n))
-    k += 4 * n
-    pile, taken_at = a[k : k + _PILE_SIZE], a[k + _PILE_SIZE : k + 2 * _PILE_SIZE]
-    on_display = a[k + 2 * _PILE_SIZE : k + 3 * _PILE_SIZE] != 0
-    display = tuple(np.flatnonzero(on_display).tolist())
-    drafter = a[k + 3 * _PILE_SIZE : k + 4 * _PILE_SIZE]
-    drafted = tuple(tuple(np.flatnonzero(drafter == s).tolist()) for s in range(n))
-    held = np.flatnonzero(pile >= 0)
-    held = held[np.lexsort((held, taken_at[held]))]  # by the step taken, then ascending within a row
-    piles: list[list[int]] = [[] for _ in range(n)]
-    for c, seat in zip(held.tolist(), pile[held].tolist(), strict=True):
-        piles[seat].append(c)
-    free = ~on_display  # cards in no hand, row, pile, display (or pending turn)
-    free[0] = False
-    free[config.deck_size + 1 :] = False
-    free[held] = False
-    used = [c for cards in (*hands, *rows) for c in cards]
-    if phase == CHOOSE_ROW:
-        used += revealed
-    free[used] = False
-    stock = tuple(np.flatnonzero(free).tolist())
-    return State(
-        config,
-        PHASES[phase],
-        hands,
-        rows,
-        tuple(map(tuple, piles)),
-        round_pen,
-        totals,
-        stock,
-        display,
-        revealed,
-        v[_CHOOSER],
-        v[_TURN],
-        v[_ROUND],
-        drafted,
-    )
+    raw = np.ascontiguousarray(obs[n:]).reshape(-1).view(np.uint8)[: buffer_size(n)].copy()
+    views = _views(raw, n)
+    return state_of(_arrays(views), config, 0, views["taken_at"])
 
 
 class SingleGame:
@@ -465,7 +378,7 @@ class SingleGame:
         (:func:`output_shapes`) for callers of the kernels.
 
     Each of :meth:`new_game`, :meth:`load` and :meth:`step` returns fresh arrays that are never written again:
-    observations ``float32 (n + k, OBS_SIZE)`` (rows ``n..`` hold the :data:`SNAPSHOT`) and masks ``int8 (n, 109)``.
+    observations ``float32 (n + k, OBS_SIZE)`` (rows ``n..`` hold a copy of the buffer) and masks ``int8 (n, 109)``.
     """
 
     def __init__(self, config: GameConfig, seed: int | None = None) -> None:
@@ -529,35 +442,13 @@ class SingleGame:
         """
         if state.config != self.config:
             raise ValueError(f"state.config {state.config!r} differs from the game's config {self.config!r}")
-        v = self._views
-        for name in ("hand", "rows", "row_len", "hand_len", "row_end", "row_bull"):
-            v[name][:] = 0
-        v["pile"][:] = -1
-        v["display"][:] = False
-        v["drafter"][:] = -1
-        v["taken_at"][:] = -1
-        v["phase"][0] = PHASES.index(state.phase)
-        for s, hand in enumerate(state.hands):
-            v["hand"][0, s, : len(hand)] = hand
-            v["hand_len"][0, s] = len(hand)
-            for i, c in enumerate(state.piles[s]):  # the pile's order: its cards' ranks
-                v["pile"][0, c] = s
-                v["taken_at"][c] = i
-        v["taken_at"][0] = HAND_SIZE * NUM_ROWS  # later takes come after every card in a pile
-        for r, row in enumerate(state.rows):
-            v["rows"][0, r, : len(row)] = row
-            v["row_len"][0, r] = len(row)
-            v["row_end"][0, r] = row[-1]
-            v["row_bull"][0, r] = sum(BULL[c] for c in row)
-        v["display"][0, list(state.display)] = True
-        for s, cards in enumerate(state.drafted):
-            v["drafter"][0, list(cards)] = s
-        v["revealed"][0] = state.revealed
-        v["round_pen"][0] = state.round_penalties
-        v["totals"][0] = state.totals
-        v["chooser"][0] = state.chooser
-        v["turn"][0] = state.turn
-        v["round"][0] = state.round
+        load_state(_arrays(self._views), 0, state)
+        taken_at = self._views["taken_at"]
+        taken_at[:] = -1
+        for pile in state.piles:
+            for i, c in enumerate(pile):  # the pile's order: its cards' ranks
+                taken_at[c] = i
+        taken_at[0] = HAND_SIZE * NUM_ROWS  # later takes come after every card in a pile
         obs, masks = self._outputs()
         observe(self.buffer, obs, masks)
         return obs, masks

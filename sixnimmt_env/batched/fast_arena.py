@@ -1,11 +1,12 @@
 """The arena's fast path: whole chunks of games between heuristic agents in one compiled loop.
 
 :func:`play_games` plays games ``start..stop-1`` of an arena run (every seat a ``random``, ``lowest``, ``highest``
-or ``greedy`` agent) in ONE compiled call, :func:`play_chunk`: for each game it deals, asks the agents
-(:func:`sixnimmt_env.batched.agents.heuristic_game_actions`) and applies their joint action with the kernel
-(:func:`sixnimmt_env.batched.kernel.step_game`) until the game is over, with no Python in between. It returns
-what :mod:`sixnimmt_env.arena` needs: per-seat penalties, rounds played and the listed agent position of every
-seat. The arena's pool (:func:`sixnimmt_env.arena.pool.batched_games`) calls it when every agent of the run has a
+or ``greedy`` agent) in ONE compiled call, :func:`sixnimmt_env.batched._fused.play_chunk`: for each game it deals,
+asks the agents and plays every turn through the kernel's functions on the light rows
+(:mod:`sixnimmt_env.batched.kernel`: ``shuffle_deck``, ``hand_out``, the draft's functions, ``play_turn``,
+``game_over``; the agents of :mod:`sixnimmt_env.batched.agents`) until the game is over, with no Python in between.
+It returns what :mod:`sixnimmt_env.arena` needs: per-seat penalties, rounds played and the listed agent position of
+every seat. The arena's pool (:func:`sixnimmt_env.arena.pool.batched_games`) calls it when every agent of the run has a
 batched version (:func:`supports`). The compiled code is cached on disk (numba ``cache=True``, checked against its
 sources by :mod:`sixnimmt_env.batched.loop_cache`): after the first run, a new process loads it instead of
 compiling.
