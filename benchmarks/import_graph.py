@@ -50,7 +50,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("batched", ("sixnimmt_env.batched", "sixnimmt_env.batched.*", "sixnimmt_env.card_features")),
     ("env-backends", ("sixnimmt_env.backends.*",)),
     ("agents", ("sixnimmt_env.agents", "sixnimmt_env.champion")),
-    ("arena", ("sixnimmt_env.records", "sixnimmt_env.replay", "sixnimmt_env.arena.play", "sixnimmt_env.arena.pool")),
+    (
+        "arena",
+        ("sixnimmt_env.records", "sixnimmt_env.records_text", "sixnimmt_env.arena.play", "sixnimmt_env.arena.pool"),
+    ),
     ("arena-report", ("sixnimmt_env.arena.summary", "sixnimmt_env.arena.report")),
     ("arena-runs", ("sixnimmt_env.arena.run", "sixnimmt_env.arena.league")),
     ("arena-cli", ("sixnimmt_env.arena", "sixnimmt_env.arena.*")),

@@ -3,7 +3,7 @@
 A record holds everything needed to replay a game exactly through :mod:`sixnimmt_env.engine`: the rules,
 who sat where, the deal of every round and every decision. :func:`replay` re-plays it and checks that the
 engine gives the recorded bullheads at every step; :func:`describe_turn` says who took which row and why
-(full row, R8, or low card, R9), for printing (``python -m sixnimmt_env.replay FILE``) or drawing.
+(full row, R8, or low card, R9), for printing (``python -m sixnimmt_env.records_text FILE``) or drawing.
 
 Public API (stable; the play table's browser replay builds on it):
 
