@@ -60,7 +60,7 @@ row its low card takes (R9); one player takes a card from the open display
 (V2); the game is over."""
 
 _NOOP_ONLY = (NOOP,)
-_ROW_ACTIONS = tuple(range(ROW_ACTION, ROW_ACTION + NUM_ROWS))
+_ROWS = tuple(range(NUM_ROWS))
 _ZEROS = tuple((0,) * n for n in range(MAX_PLAYERS + 1))
 _SEAT_RANGES = tuple(tuple(range(n)) for n in range(MAX_PLAYERS + 1))
 
@@ -520,9 +520,6 @@ def legal_actions(state: State, seat: int) -> tuple[int, ...]:
     return tuple([o - shift for o in options])
 
 
-_ROWS = tuple(range(NUM_ROWS))
-
-
 def _choices(state: State, seat: int) -> tuple[tuple[int, ...], int]:
     """The legality rule (R5, R9, V2): what ``seat`` may choose now and how an action names it.
 
@@ -745,26 +742,22 @@ def _play_turn(
     keys: list[int],
     rng: np.random.Generator | None,
 ) -> tuple[State, tuple[int, ...]]:
-    """Reveal the turn's cards and place them ascending through :func:`_resolve` (R5-R9a).
+    """Reveal the turn's cards and place them ascending through :func:`_resolve` (R5-R9b).
 
-    ``keys`` are the plays packed as ``card << 4 | seat``. Only the lowest card
-    can be a low card (R9a): it either waits for its owner's row choice
-    (``choose_row``), takes the cheapest row (R9b), or is placed like the rest.
+    ``keys`` are the plays packed as ``card << 4 | seat``. A low card (only the lowest can be one, R9a) either
+    waits for its owner's row choice (``choose_row``) or takes the cheapest row (R9b).
     """
     keys.sort()
-    rows = state.rows
-    low_row = -1
-    if row_for(rows, keys[0] >> _SEAT_BITS) < 0:  # R9a: no row ends below the lowest card
-        if state.config.row_choice == "player":
-            new = _new_state((
-                state.config, CHOOSE_ROW, hands, rows, state.piles, state.round_penalties, state.totals,
-                state.stock, state.display, revealed, keys[0] & _SEAT_MASK, state.turn, state.round, state.drafted,
-            ))  # fmt: skip
-            return new, _ZEROS[len(hands)]
-        low_row = cheapest_row(rows)  # R9b "cheapest"
-    new_rows = list(rows)
-    taken = _resolve(new_rows, keys, low_row, state.piles, None)
-    return _end_turn(state, hands, revealed, new_rows, taken, rng)
+    rows = list(state.rows)
+    ask = _ASK_OWNER if state.config.row_choice == "player" else _CHEAPEST
+    taken = _resolve(rows, keys, ask, state.piles, None)
+    if taken is _WAITS:  # R9: the low card's owner chooses the row next
+        new = _new_state((
+            state.config, CHOOSE_ROW, hands, state.rows, state.piles, state.round_penalties, state.totals,
+            state.stock, state.display, revealed, keys[0] & _SEAT_MASK, state.turn, state.round, state.drafted,
+        ))  # fmt: skip
+        return new, _ZEROS[len(hands)]
+    return _end_turn(state, hands, revealed, rows, taken, rng)
 
 
 def _choose_row(
@@ -774,14 +767,13 @@ def _choose_row(
     row: int,
     rng: np.random.Generator | None,
 ) -> tuple[State, tuple[int, ...]]:
-    """The chooser's low card takes ``row`` (R9), then the rest of the turn is placed (R6-R8): :func:`_resolve`."""
-    seat = state.chooser
-    keys = [card << _SEAT_BITS | s for s, card in enumerate(revealed) if s != seat]
+    """The chooser's low card (the lowest of the turn, R9a) takes ``row`` (R9), then the rest of the turn is
+    placed (R6-R8): :func:`_resolve`."""
+    keys = [card << _SEAT_BITS | s for s, card in enumerate(revealed)]
     keys.sort()
-    keys.insert(0, revealed[seat] << _SEAT_BITS | seat)  # the low card, the lowest of the turn (R9a)
     rows = list(state.rows)
     taken = _resolve(rows, keys, row, state.piles, None)
-    return _end_turn(state, hands, revealed, rows, taken, rng)
+    return _end_turn(state, hands, revealed, rows, taken, rng)  # type: ignore[arg-type]
 
 
 _PLACED, _FULL, _LOW = "placed", "full", "low"
@@ -849,6 +841,12 @@ class Turn(NamedTuple):
     penalties: tuple[int, ...]
 
 
+_CHEAPEST, _ASK_OWNER = -1, -2
+"""``low_row`` of :func:`_resolve`: a low card takes the cheapest row (R9b), or its owner is asked (R9)."""
+_WAITS: Any = object()
+"""What :func:`_resolve` returns when a low card waits for its owner's choice."""
+
+
 def _resolve(
     rows: list[tuple[int, ...]],
     keys: list[int],
@@ -856,47 +854,45 @@ def _resolve(
     piles: tuple[tuple[int, ...], ...],
     log: list[Placement] | None,
 ) -> tuple[list[int], list[tuple[int, ...]]] | None:
-    """The turn resolver (R6-R9): place the plays ``keys`` (``card << 4 | seat``, ascending) in ``rows`` (changed).
+    """The turn resolver (R6-R9b): place the plays ``keys`` (``card << 4 | seat``, ascending) in ``rows`` (changed).
 
-    With ``low_row >= 0`` the first, lowest card is a low card: its owner takes row ``low_row`` (R9) and the
-    card starts it afresh. Every other card joins the row whose last card is the largest value below it (R7);
-    the sixth card of a row takes the 5 cards into its player's pile and starts the row afresh (R8).
+    Each card joins the row whose last card is the largest value below it (R7); the sixth card of a row takes
+    the 5 cards into its player's pile and starts the row afresh (R8). A card below every row's last card can
+    only be the first, lowest one (R9a): its owner takes row ``low_row`` (0..3, its choice, R9), the cheapest
+    row with ``_CHEAPEST`` (R9b), and with ``_ASK_OWNER`` nothing is placed and ``_WAITS`` is returned (the
+    owner chooses first); the card starts the taken row afresh.
 
     Returns ``None`` when nobody took a row, else ``(penalties, piles)``: per seat, the bullheads taken and the
     penalty pile (``piles`` plus the cards taken). When ``log`` is a list, a :class:`Placement` per card is
     appended to it; :func:`step` passes ``None`` and builds none.
     """
     taken = None
-    if low_row >= 0:  # R9: the low card takes the chosen row
-        key = keys[0]
-        card, seat = key >> _SEAT_BITS, key & _SEAT_MASK
-        row = rows[low_row]
-        taken = ([0] * len(piles), list(piles))
-        bull = row_bullheads(row)
-        taken[0][seat] = bull
-        taken[1][seat] += row
-        rows[low_row] = (card,)
-        if log is not None:
-            log.append(Placement(seat, card, low_row, _LOW, row, bull, tuple(rows)))
-        keys = keys[1:]
     for key in keys:
         card = key >> _SEAT_BITS
-        best = row_for(rows, card)  # R7 (never -1: only the first card can be low, R9a)
-        row = rows[best]
-        if len(row) == ROW_LIMIT:  # R8: the sixth card takes the row
-            if taken is None:
-                taken = ([0] * len(piles), list(piles))
-            seat = key & _SEAT_MASK
-            bull = row_bullheads(row)
-            taken[0][seat] += bull
-            taken[1][seat] += row
-            rows[best] = (card,)
-            if log is not None:
-                log.append(Placement(seat, card, best, _FULL, row, bull, tuple(rows)))
-        else:
-            rows[best] = (*row, card)
-            if log is not None:
-                log.append(Placement(key & _SEAT_MASK, card, best, _PLACED, (), 0, tuple(rows)))
+        best = row_for(rows, card)  # R7
+        if best >= 0:
+            row = rows[best]
+            if len(row) < ROW_LIMIT:  # the card joins the row
+                rows[best] = (*row, card)
+                if log is not None:
+                    log.append(Placement(key & _SEAT_MASK, card, best, _PLACED, (), 0, tuple(rows)))
+                continue
+            reason = _FULL  # R8: the sixth card takes the row
+        else:  # R9: a low card (the first one, R9a)
+            if low_row == _ASK_OWNER:
+                return _WAITS
+            best = cheapest_row(rows) if low_row == _CHEAPEST else low_row
+            row = rows[best]
+            reason = _LOW
+        if taken is None:
+            taken = ([0] * len(piles), list(piles))
+        seat = key & _SEAT_MASK
+        bull = row_bullheads(row)
+        taken[0][seat] += bull
+        taken[1][seat] += row
+        rows[best] = (card,)
+        if log is not None:
+            log.append(Placement(seat, card, best, reason, row, bull, tuple(rows)))
     return taken
 
 
@@ -918,15 +914,12 @@ def resolve_turn(rows: Sequence[Sequence[int]], cards: Sequence[int], low_row: i
     Raises:
         ValueError: ``low_row`` not in 0..3.
     """
+    if low_row is not None and not 0 <= low_row < NUM_ROWS:
+        raise ValueError(f"low_row must be a row 0..{NUM_ROWS - 1}, got {low_row!r}")
     keys = sorted(int(card) << _SEAT_BITS | seat for seat, card in enumerate(cards))
     current = [tuple(r) for r in rows]
-    low = -1
-    if row_for(current, keys[0] >> _SEAT_BITS) < 0:  # R9a: only the lowest card can be a low card
-        low = cheapest_row(current) if low_row is None else low_row
-        if not 0 <= low < NUM_ROWS:
-            raise ValueError(f"low_row must be a row 0..{NUM_ROWS - 1}, got {low_row!r}")
     log: list[Placement] = []
-    taken = _resolve(current, keys, low, ((),) * len(cards), log)
+    taken = _resolve(current, keys, _CHEAPEST if low_row is None else low_row, ((),) * len(cards), log)
     penalties = _ZEROS[len(cards)] if taken is None else tuple(taken[0])
     return Turn(tuple(log), tuple(current), penalties)
 
