@@ -380,15 +380,14 @@ def _tie_positions(config: E.GameConfig, count: int, rng: np.random.Generator) -
 
 
 def _random_play_positions(config: E.GameConfig, count: int, rng: np.random.Generator) -> list[E.State]:
-    """Positions met in random play, every phase of ``config`` included."""
+    """Positions met in random play, every phase of ``config`` included: whole rounds (or games) from their deal."""
     out: list[E.State] = []
-    state = E.new_game(config, rng)
     while len(out) < count:
-        out.append(state)
-        acts = [int(rng.choice(E.legal_actions(state, s))) for s in range(config.num_players)]
-        state, _ = E.step(state, acts, rng)
-        if state.done:
-            state = E.new_game(config, rng)
+        state = E.new_game(config, rng)
+        while not state.done and len(out) < count:
+            out.append(state)
+            seats = range(config.num_players)
+            state = E.step(state, [int(rng.choice(E.legal_actions(state, s))) for s in seats], rng)[0]
     return out
 
 
