@@ -667,37 +667,30 @@ def step(state: State, actions: Sequence[int], rng: np.random.Generator | None =
     hands = state.hands
     if phase == DONE or len(actions) != len(hands):
         _check_call(state, actions)
+    picks = []  # per seat, the index of its choice among its options (the legality rule, :func:`_choices`)
+    for seat in _SEAT_RANGES[len(hands)]:
+        a = actions[seat]
+        if type(a) is not int:
+            a = _as_action(state, seat, a)
+        options, shift = _choices(state, seat)
+        try:
+            picks.append(options.index(a + shift))
+        except ValueError:
+            raise IllegalActionError(seat, a, legal_actions(state, seat), phase) from None
     if phase == SELECT:  # R5: every seat plays one card of its hand
         new_hands = []
         cards = []
         keys = []
-        for seat in _SEAT_RANGES[len(hands)]:
-            a = actions[seat]
-            if type(a) is not int:
-                a = _as_action(state, seat, a)
-            h, shift = _choices(state, seat)  # the legality rule
-            try:
-                i = h.index(a + shift)
-            except ValueError:
-                raise IllegalActionError(seat, a, legal_actions(state, seat), phase) from None
+        for seat, i in enumerate(picks):
+            h = hands[seat]
             card = h[i]
             new_hands.append(h[:i] + h[i + 1 :])
             cards.append(card)
             keys.append(card << _SEAT_BITS | seat)
         return _play_turn(state, tuple(new_hands), tuple(cards), keys, rng)
-    # choose_row (R9) or draft (V2): the chooser decides, every other seat gives the no-op.
-    choice = -1
-    for seat in _SEAT_RANGES[len(hands)]:
-        a = actions[seat]
-        if type(a) is not int:
-            a = _as_action(state, seat, a)
-        options, shift = _choices(state, seat)  # the legality rule
-        try:
-            i = options.index(a + shift)
-        except ValueError:
-            raise IllegalActionError(seat, a, legal_actions(state, seat), phase) from None
-        if seat == state.chooser:
-            choice = options[i]
+    # choose_row (R9) or draft (V2): the chooser decides, every other seat gave the no-op.
+    options, _ = _choices(state, state.chooser)
+    choice = options[picks[state.chooser]]
     if phase == CHOOSE_ROW:
         return _choose_row(state, hands, state.revealed, choice, rng)
     return _draft(state, choice)
