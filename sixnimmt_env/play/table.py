@@ -84,7 +84,7 @@ def narrate_turn(rows: Sequence[Sequence[int]], cards: Sequence[int], low_row: i
     """Place one turn's revealed cards one at a time in ascending order and say what each did (R6-R9).
 
     The placements of the engine's turn resolver, :func:`sixnimmt_env.engine.resolve_turn`; each carries the rows
-    after it (:attr:`~sixnimmt_env.engine.Placement.rows`), for drawing the turn card by card.
+    after it (its ``rows``), for drawing the turn card by card.
 
     Args:
         rows: the 4 rows at the start of the turn.
