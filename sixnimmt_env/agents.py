@@ -55,7 +55,16 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from sixnimmt_env.engine import CHOOSE_ROW, DRAFT, NOOP, NUM_ROWS, ROW_ACTION, ROW_LIMIT, SELECT, row_for
+from sixnimmt_env.engine import (
+    CHOOSE_ROW,
+    DRAFT,
+    NOOP,
+    NUM_ROWS,
+    ROW_ACTION,
+    SELECT,
+    cheapest_row_index,
+    immediate_cost,
+)
 
 __all__ = [
     "Agent",
@@ -73,6 +82,7 @@ __all__ = [
     "make_agent",
     "parse_lineup",
     "register_agent",
+    "sample_worlds",
     "unknown_spec",
 ]
 
@@ -98,29 +108,9 @@ class Agent(Protocol):
 # --------------------------------------------------------------------------- shared rules of thumb
 
 
-def cheapest_row_index(row_costs: Sequence[int]) -> int:
-    """Index of the row with the fewest bullheads, ties to the lowest index (R9b ``"cheapest"``)."""
-    best, best_cost = 0, row_costs[0]
-    for i in range(1, len(row_costs)):
-        if row_costs[i] < best_cost:
-            best, best_cost = i, row_costs[i]
-    return best
-
-
-def immediate_cost(rows: Sequence[Sequence[int]], row_costs: Sequence[int], card: int) -> int:
-    """Bullheads ``card`` would take now against ``rows``, the other cards of the turn ignored.
-
-    The bullheads of its row if that row holds 5 cards (R8), the cheapest row's if it is a low card (R9), else 0;
-    its row is the engine's :func:`~sixnimmt_env.engine.row_for` (R7). ``row_costs``: each row's bullheads (R2).
-    """
-    r = row_for(rows, card)
-    if r < 0:
-        return min(row_costs)
-    return row_costs[r] if len(rows[r]) == ROW_LIMIT else 0
-
-
 def greedy_card(hand: Sequence[int], rows: Sequence[Sequence[int]], row_costs: Sequence[int]) -> int:
-    """The card of ``hand`` with the lowest :func:`immediate_cost` against ``rows`` (ties to the lower card).
+    """The card of ``hand`` with the lowest :func:`~sixnimmt_env.engine.immediate_cost` against ``rows`` (ties to
+    the lower card).
 
     Args:
         hand: the cards 1..104, sorted ascending, at least one.
@@ -131,16 +121,9 @@ def greedy_card(hand: Sequence[int], rows: Sequence[Sequence[int]], row_costs: S
         The card value (not the action index): the first card that takes nothing, else the cheapest.
     """
     best, best_cost = hand[0], 1 << 30
-    low = -1  # the cheapest row's bullheads, computed once (this runs on every greedy decision)
     for card in hand:
-        r = row_for(rows, card)  # :func:`immediate_cost`, inlined
-        if r < 0:
-            if low < 0:
-                low = min(row_costs)
-            cost = low
-        elif len(rows[r]) == ROW_LIMIT:
-            cost = row_costs[r]
-        else:
+        cost = immediate_cost(rows, row_costs, card)
+        if cost == 0:  # takes nothing: no card does better, and it is the lowest such card
             return card
         if cost < best_cost:
             best, best_cost = card, cost
@@ -306,19 +289,8 @@ class MonteCarloAgent:
         return NOOP
 
     def _worlds(self, view: Mapping[str, Any], hand: Sequence[int], rng: np.random.Generator) -> np.ndarray:
-        """``samples`` deals of the unseen cards: ``int64 (samples, n - 1, k)``, one sorted hand per opponent, in
-        local seat order (one empty world when the hand is empty)."""
-        n, k = view["num_players"], len(hand)
-        if k == 0:
-            return np.zeros((1, n - 1, 0), np.int64)
-        known = set(hand)
-        known.update(view["seen"])
-        unseen = np.array([c for c in range(1, view["config"].deck_size + 1) if c not in known], dtype=np.int64)
-        need = (n - 1) * k
-        if len(unseen) < need:  # cannot happen in a consistent view; keeps the error readable
-            raise ValueError(f"mc: only {len(unseen)} unseen cards for {n - 1} opponents holding {k} each")
-        picks = np.argsort(rng.random((self.samples, len(unseen))), axis=1)[:, :need]
-        return np.sort(unseen[picks].reshape(self.samples, n - 1, k), axis=2)
+        """``samples`` deals of the unseen cards (:func:`sample_worlds`)."""
+        return sample_worlds(view, hand, self.samples, rng)
 
     def _table(
         self, view: Mapping[str, Any], hand: list[int], rng: np.random.Generator
@@ -346,7 +318,35 @@ class MonteCarloAgent:
         ends0, lens0, costs0, worlds = self._table(view, hand, rng)
         from sixnimmt_env.batched import mc
 
-        return cheapest_row_index(mc.row_scores(own, others, hand, ends0, lens0, costs0, worlds).tolist())
+        return int(np.argmin(mc.row_scores(own, others, hand, ends0, lens0, costs0, worlds)))  # ties to the lower row
+
+
+def sample_worlds(view: Mapping[str, Any], hand: Sequence[int], samples: int, rng: np.random.Generator) -> np.ndarray:
+    """Deal the cards the seat of ``view`` has not seen to its opponents, ``samples`` times (the ``mc:N`` search's
+    worlds; the play table's coach searches the same).
+
+    The unseen cards are the deck (1..deck size) minus ``hand`` and the cards seen this round
+    (``view["seen"]``: rows, penalty piles, a pending turn's cards); in the standard variant they include the
+    unused stock (R3), so each opponent gets a uniform share of them.
+
+    Returns:
+        ``int64 (samples, n - 1, k)``: per world, each opponent's ``k = len(hand)`` cards, ascending, in local
+        seat order; one empty world (``(1, n - 1, 0)``) when the hand is empty.
+
+    Raises:
+        ValueError: if fewer unseen cards exist than the opponents hold (an inconsistent view).
+    """
+    n, k = view["num_players"], len(hand)
+    if k == 0:
+        return np.zeros((1, n - 1, 0), np.int64)
+    known = set(hand)
+    known.update(view["seen"])
+    unseen = np.array([c for c in range(1, view["config"].deck_size + 1) if c not in known], dtype=np.int64)
+    need = (n - 1) * k
+    if len(unseen) < need:
+        raise ValueError(f"only {len(unseen)} unseen cards for {n - 1} opponents holding {k} each")
+    picks = np.argsort(rng.random((samples, len(unseen))), axis=1)[:, :need]
+    return np.sort(unseen[picks].reshape(samples, n - 1, k), axis=2)
 
 
 # --------------------------------------------------------------------------- registry

@@ -1,15 +1,15 @@
 """The ``sixnimmt`` command (``[project.scripts]``): one entry for every tool, each a subcommand.
 
-==============  ===========================  ==========================================================
-subcommand      runs                         what
-==============  ===========================  ==========================================================
-``train``       ``training.train``           train a YAML config (``--set key=value``, ``--resume``)
-``evaluate``    ``training.evaluate``        a checkpoint (or any agents) against line-ups in the arena
-``arena``       ``sixnimmt_env.arena``       agents against each other: penalties, 95 % CIs, leagues
-``replay``      ``sixnimmt_env.replay``      print a recorded game (``--save-games`` files)
-``play``        ``sixnimmt_env.play``        play or watch at the table, in the browser or the terminal
-``champion``    ``training.train_champion``  train a stage of the ``champion`` agent, export its weights
-==============  ===========================  ==========================================================
+==============  =============================  ==========================================================
+subcommand      runs                           what
+==============  =============================  ==========================================================
+``train``       ``training.train``             train a YAML config (``--set key=value``, ``--resume``)
+``evaluate``    ``training.evaluate``          a checkpoint (or any agents) against line-ups in the arena
+``arena``       ``sixnimmt_env.arena``         agents against each other: penalties, 95 % CIs, leagues
+``replay``      ``sixnimmt_env.records_text``  print a recorded game (``--save-games`` files)
+``play``        ``sixnimmt_env.play``          play or watch at the table, in the browser or the terminal
+``champion``    ``training.train_champion``    train a stage of the ``champion`` agent, export its weights
+==============  =============================  ==========================================================
 
 ``sixnimmt CMD ARGS`` is ``python -m MODULE ARGS``: the module runs as ``__main__`` (:func:`runpy.run_module`),
 with its own options and ``--help``. ``train``, ``evaluate`` and ``champion`` need the ``train`` extra, ``play``
@@ -30,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("training.train", "train a YAML config: PPO (SB3 or RLlib), self-play, evaluations, checkpoints"),
     "evaluate": ("training.evaluate", "evaluate a checkpoint (or any agents) against line-ups in the arena"),
     "arena": ("sixnimmt_env.arena", "play agents against each other: penalties with 95%% CIs, duplicate, leagues"),
-    "replay": ("sixnimmt_env.replay", "print a recorded game turn by turn (files of --save-games)"),
+    "replay": ("sixnimmt_env.records_text", "print a recorded game turn by turn (files of --save-games)"),
     "play": ("sixnimmt_env.play", "play against agents or watch them, in the browser or the terminal (--tui)"),
     "champion": ("training.train_champion", "train a stage of the champion agent and export its weights (.npz)"),
 }

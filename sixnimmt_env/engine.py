@@ -7,6 +7,10 @@ joint action (one action per seat, all at once: the game is simultaneous,
 `RULES.md` R5) and returns a new state with the bullheads each seat took;
 :func:`step_unchecked` does the same without validating the actions, for
 trusted loops that draw them from :func:`legal_actions`.
+:func:`resolve_turn` is the one turn resolver (R6-R9): ``step`` places every
+turn through it, and it tells what each card did (:class:`Placement`) to the
+narrators (:mod:`sixnimmt_env.render`, :mod:`sixnimmt_env.records`, the play
+table).
 Randomness is only ever drawn from the ``numpy.random.Generator`` passed in.
 
 This module imports neither PettingZoo, Gymnasium nor torch; the environments
@@ -56,7 +60,7 @@ row its low card takes (R9); one player takes a card from the open display
 (V2); the game is over."""
 
 _NOOP_ONLY = (NOOP,)
-_ROW_ACTIONS = tuple(range(ROW_ACTION, ROW_ACTION + NUM_ROWS))
+_ROWS = tuple(range(NUM_ROWS))
 _ZEROS = tuple((0,) * n for n in range(MAX_PLAYERS + 1))
 _SEAT_RANGES = tuple(tuple(range(n)) for n in range(MAX_PLAYERS + 1))
 
@@ -254,23 +258,72 @@ for _deck in _DECKS.values():
 def _deal(config: GameConfig, rng: np.random.Generator, totals: tuple[int, ...], round_index: int) -> State:
     """Set up a round (R3, R14; V1, V2): the whole deck is shuffled anew (or laid out for the draft).
 
-    The deck is ``rng.permutation`` of the cards in play: hands of 10 cards to
-    seats 0, 1, ... in order, then the 4 row cards, then the unused stock.
+    The deck is ``rng.permutation`` of the cards in play, laid out by :func:`_lay_out`.
+    """
+    if config.variant == "logic":  # V2: no shuffle; the first picker rotates with the round
+        n = config.num_players
+        zeros, empty = _ZEROS[n], ((),) * n
+        display = tuple(range(1, config.deck_size + 1))
+        first = round_index % n
+        return State(config, DRAFT, empty, (), empty, zeros, totals, (), display, zeros, first, 0, round_index, empty)
+    return _lay_out(config, rng.permutation(_DECKS[config.deck_size]), totals, round_index)
+
+
+def _lay_out(config: GameConfig, deck: np.ndarray, totals: tuple[int, ...], round_index: int) -> State:
+    """The round dealt from ``deck`` (distinct cards of the deck, in deal order; not checked), R3.
+
+    Hands of 10 cards to seats 0, 1, ... in order, then the 4 row cards; every other card of the deck is the
+    unused stock.
     """
     n = config.num_players
     zeros = _ZEROS[n]
     empty = ((),) * n
-    size = config.deck_size
-    if config.variant == "logic":  # V2: no shuffle; the first picker rotates with the round
-        display = tuple(range(1, size + 1))
-        first = round_index % n
-        return State(config, DRAFT, empty, (), empty, zeros, totals, (), display, zeros, first, 0, round_index, empty)
-    deck = rng.permutation(_DECKS[size])
     k = n * HAND_SIZE
     hands = tuple(map(tuple, np.sort(deck[:k].reshape(n, HAND_SIZE), axis=1).tolist()))
     rows = tuple([(c,) for c in deck[k : k + NUM_ROWS].tolist()])
-    stock = tuple(np.sort(deck[k + NUM_ROWS :]).tolist())
+    size = config.deck_size
+    rest = deck[k + NUM_ROWS :] if len(deck) == size else np.setdiff1d(_DECKS[size], deck[: k + NUM_ROWS])
+    stock = tuple(np.sort(rest).tolist())
     return State(config, SELECT, hands, rows, empty, zeros, totals, stock, (), zeros, -1, 0, round_index, empty)
+
+
+def deal_round(
+    config: GameConfig, cards: Sequence[int], totals: Sequence[int] | None = None, round_index: int = 0
+) -> State:
+    """Deal a round from cards in deal order (R3), as :func:`new_game` deals its shuffled deck.
+
+    Seat 0 gets the first 10 cards, seat 1 the next 10, ...; the 4 cards after the hands start the rows; every
+    other card of the deck (1..deck size, V1) is the unused stock.
+
+    Args:
+        config: the rules in force; not the logic variant (V2 drafts its hands: :func:`new_game`).
+        cards: at least ``10 * num_players + 4`` distinct cards of the deck, in deal order (e.g. a chance
+            player's draws); cards past those are ignored (they are in the stock).
+        totals: game totals per seat in bullheads before this round (default 0).
+        round_index: rounds completed before this one.
+
+    Returns:
+        A state in phase ``"select"``.
+
+    Raises:
+        ValueError: the logic variant, too few cards, a card outside the deck or a card dealt twice.
+    """
+    if config.variant == "logic":
+        raise ValueError("the logic variant drafts its hands (V2): start it with new_game")
+    n = config.num_players
+    need = n * HAND_SIZE + NUM_ROWS
+    dealt = _ints(cards, "cards")[:need]
+    if len(dealt) < need:
+        raise ValueError(f"a deal needs {need} cards (10 per player and 4 rows), got {len(dealt)}")
+    outside = [c for c in dealt if not 1 <= c <= config.deck_size]
+    if outside:
+        raise ValueError(f"cards {outside} are outside the deck 1..{config.deck_size}")
+    if len(set(dealt)) != need:
+        raise ValueError(f"duplicate cards in the deal: {sorted({c for c in dealt if dealt.count(c) > 1})}")
+    tot = (0,) * n if totals is None else _ints(totals, "totals", "bullhead totals")
+    if len(tot) != n:
+        raise ValueError(f"totals must hold one total per seat ({n}), got {list(tot)}")
+    return _lay_out(config, np.array(dealt, np.int64), tot, int(round_index))
 
 
 def new_game(config: GameConfig, rng: np.random.Generator) -> State:
@@ -454,22 +507,38 @@ def legal_actions(state: State, seat: int) -> tuple[int, ...]:
     ``select``: every card in its hand (R5); ``choose_row``: the chooser may
     take any of the 4 rows (R9), the others only no-op; ``draft``: the picker
     may take any display card (V2), the others only no-op; ``done``: none.
+    The rule is ``_choices``, which :func:`~sixnimmt_env.engine.step` checks actions against.
 
     Raises:
         ValueError: if ``seat`` is not a seat of this game (0..num_players-1).
     """
     if not 0 <= seat < len(state.hands):
         raise ValueError(f"seat must be 0..{len(state.hands) - 1}, got {seat!r}")
+    options, shift = _choices(state, seat)
+    if shift == 0:  # the no-op alone, or nothing
+        return options
+    return tuple([o - shift for o in options])
+
+
+def _choices(state: State, seat: int) -> tuple[tuple[int, ...], int]:
+    """The legality rule (R5, R9, V2): what ``seat`` may choose now and how an action names it.
+
+    Returns ``(options, shift)``: action ``a`` is legal when ``a + shift`` is one of ``options``, and then names
+    that option. ``select``: the cards of the hand, shift 1 (action ``a`` plays card ``a + 1``); ``choose_row``,
+    the chooser: the rows 0..3, shift ``-ROW_ACTION``; ``draft``, the picker: the display cards, shift 1; any
+    other seat: the no-op alone, shift 0; ``done``: nothing. :func:`legal_actions` lists it, :func:`step` checks
+    actions against it.
+    """
     phase = state.phase
     if phase == SELECT:
-        return tuple([c - 1 for c in state.hands[seat]])
+        return state.hands[seat], 1
     if phase == DONE:
-        return ()
+        return (), 0
     if seat != state.chooser:
-        return _NOOP_ONLY
+        return _NOOP_ONLY, 0
     if phase == CHOOSE_ROW:
-        return _ROW_ACTIONS
-    return tuple([c - 1 for c in state.display])
+        return _ROWS, -ROW_ACTION
+    return state.display, 1
 
 
 def row_for(rows: Sequence[Sequence[int]], card: int) -> int:
@@ -477,18 +546,46 @@ def row_for(rows: Sequence[Sequence[int]], card: int) -> int:
 
     The row whose last card is the largest value still smaller than ``card``.
     """
-    best, best_end = -1, 0
-    for i, r in enumerate(rows):
+    best = -1
+    best_end = 0
+    i = 0
+    for r in rows:  # a counter and plain assignments: about a fifth faster than enumerate (a hot path of step)
         end = r[-1]
         if best_end < end < card:
-            best, best_end = i, end
+            best = i
+            best_end = end
+        i += 1  # noqa: SIM113 (enumerate is slower here)
+    return best
+
+
+def cheapest_row_index(row_costs: Sequence[int]) -> int:
+    """The row with the fewest bullheads, ties to the lowest index (R9b ``"cheapest"``), from each row's bullheads
+    ``row_costs`` (e.g. a view's ``row_bullheads``)."""
+    best, best_cost = 0, row_costs[0]
+    for i in range(1, len(row_costs)):
+        if row_costs[i] < best_cost:
+            best, best_cost = i, row_costs[i]
     return best
 
 
 def cheapest_row(rows: Sequence[Sequence[int]]) -> int:
-    """The row with the fewest bullheads, ties to the lowest index (R9b ``"cheapest"``)."""
-    costs = [row_bullheads(r) for r in rows]
-    return costs.index(min(costs))
+    """The row with the fewest bullheads, ties to the lowest index (R9b ``"cheapest"``): :func:`cheapest_row_index`
+    of the rows' bullheads."""
+    return cheapest_row_index([row_bullheads(r) for r in rows])
+
+
+def immediate_cost(rows: Sequence[Sequence[int]], row_costs: Sequence[int], card: int) -> int:
+    """Bullheads ``card`` would take now against ``rows``, the other cards of the turn ignored (the greedy agent's
+    cost).
+
+    The bullheads of its row (:func:`~sixnimmt_env.engine.row_for`, R7) if that row holds 5 cards (R8), the
+    cheapest row's (:func:`~sixnimmt_env.engine.cheapest_row_index`) if it is a low card (R9), else 0.
+    ``row_costs``: each row's bullheads (R2).
+    """
+    r = row_for(rows, card)
+    if r < 0:
+        return row_costs[cheapest_row_index(row_costs)]
+    return row_costs[r] if len(rows[r]) == ROW_LIMIT else 0
 
 
 def game_over_after_round(config: GameConfig, totals: Sequence[int], rounds_played: int) -> bool:
@@ -567,7 +664,7 @@ def step(state: State, actions: Sequence[int], rng: np.random.Generator | None =
 
     Raises:
         IllegalActionError: (a ``ValueError``) naming the seat, the action and
-            the legal actions; nothing changes.
+            the legal actions (:func:`legal_actions`); nothing changes.
         ValueError: wrong number of actions, a finished game, or no ``rng``
             when a new round must be dealt.
     """
@@ -575,40 +672,33 @@ def step(state: State, actions: Sequence[int], rng: np.random.Generator | None =
     hands = state.hands
     if phase == DONE or len(actions) != len(hands):
         _check_call(state, actions)
-    if phase == SELECT:  # R5: every seat plays one card of its hand
-        new_hands = []
-        cards = []
-        keys = []
-        for seat in _SEAT_RANGES[len(hands)]:
-            a = actions[seat]
-            if type(a) is not int:
-                a = _as_action(state, seat, a)
-            card = a + 1
-            h = hands[seat]
-            try:
-                i = h.index(card)
-            except ValueError:
-                raise IllegalActionError(seat, a, legal_actions(state, seat), phase) from None
-            new_hands.append(h[:i] + h[i + 1 :])
-            cards.append(card)
-            keys.append(card << _SEAT_BITS | seat)
-        return _play_turn(state, tuple(new_hands), tuple(cards), keys, rng)
-    # choose_row (R9) or draft (V2): the chooser decides, every other seat gives the no-op.
     chooser = state.chooser
-    choice = -1
+    choice = -1  # the chooser's row (choose_row) or display card (draft)
+    picks = []  # per seat, the index of its choice among its options (the legality rule, :func:`_choices`)
     for seat in _SEAT_RANGES[len(hands)]:
         a = actions[seat]
         if type(a) is not int:
             a = _as_action(state, seat, a)
-        if seat != chooser:
-            if a != NOOP:
-                raise IllegalActionError(seat, a, _NOOP_ONLY, phase)
-        elif phase == CHOOSE_ROW and ROW_ACTION <= a < ROW_ACTION + NUM_ROWS:
-            choice = a - ROW_ACTION
-        elif phase == DRAFT and a + 1 in state.display:
-            choice = a + 1
-        else:
-            raise IllegalActionError(seat, a, legal_actions(state, seat), phase)
+        options, shift = _choices(state, seat)
+        try:
+            i = options.index(a + shift)
+        except ValueError:
+            raise IllegalActionError(seat, a, legal_actions(state, seat), phase) from None
+        picks.append(i)
+        if seat == chooser:
+            choice = options[i]
+    if phase == SELECT:  # R5: every seat plays one card of its hand
+        new_hands = []
+        cards = []
+        keys = []
+        for seat, i in enumerate(picks):
+            h = hands[seat]
+            card = h[i]
+            new_hands.append(h[:i] + h[i + 1 :])
+            cards.append(card)
+            keys.append(card << _SEAT_BITS | seat)
+        return _play_turn(state, tuple(new_hands), tuple(cards), keys, rng)
+    # choose_row (R9) or draft (V2): the chooser decided, every other seat gave the no-op.
     if phase == CHOOSE_ROW:
         return _choose_row(state, hands, state.revealed, choice, rng)
     return _draft(state, choice)
@@ -653,58 +743,22 @@ def _play_turn(
     keys: list[int],
     rng: np.random.Generator | None,
 ) -> tuple[State, tuple[int, ...]]:
-    """Reveal the turn's cards and place them ascending (R5-R9a).
+    """Reveal the turn's cards and place them ascending through :func:`_resolve` (R5-R9b).
 
-    ``keys`` are the plays packed as ``card << 4 | seat``. Only the lowest card
-    can be a low card (R9a): it either waits for its owner's row choice
-    (``choose_row``), takes the cheapest row (R9b), or is placed like the rest.
+    ``keys`` are the plays packed as ``card << 4 | seat``. A low card (only the lowest can be one, R9a) either
+    waits for its owner's row choice (``choose_row``) or takes the cheapest row (R9b).
     """
     keys.sort()
-    rows = state.rows
-    low = keys[0] >> _SEAT_BITS
-    if row_for(rows, low) < 0:  # R9a: no row ends below the lowest card
-        low_seat = keys[0] & _SEAT_MASK
-        if state.config.row_choice == "player":
-            new = _new_state((
-                state.config, CHOOSE_ROW, hands, rows, state.piles, state.round_penalties, state.totals,
-                state.stock, state.display, revealed, low_seat, state.turn, state.round, state.drafted,
-            ))  # fmt: skip
-            return new, _ZEROS[len(hands)]
-        mid = state._replace(chooser=low_seat)
-        return _choose_row(mid, hands, revealed, cheapest_row(rows), rng)
-    new_rows = list(rows)
-    penalties = _place(new_rows, keys, None, state.piles)
-    return _end_turn(state, hands, revealed, new_rows, penalties, rng)
-
-
-def _place(
-    rows: list[tuple[int, ...]],
-    keys: list[int],
-    taken: tuple[list[int], list[tuple[int, ...]]] | None,
-    piles: tuple[tuple[int, ...], ...],
-) -> tuple[list[int], list[tuple[int, ...]]] | None:
-    """Place the plays ``keys`` (sorted ``card << 4 | seat``, no low card) in ``rows`` (R6-R8).
-
-    A card joins the row whose last card is the largest value below it (R7);
-    the sixth card of a row takes the 5 cards into its player's pile and
-    starts the row afresh (R8). ``taken`` is ``None`` or ``(penalties, piles)``
-    lists already started this turn; it is returned, created on the first
-    penalty, so a turn without penalties builds nothing.
-    """
-    for key in keys:
-        card = key >> _SEAT_BITS
-        best = row_for(rows, card)  # R7 (never -1: no low card here)
-        row = rows[best]
-        if len(row) == ROW_LIMIT:  # R8: the sixth card takes the row
-            if taken is None:
-                taken = ([0] * len(piles), list(piles))
-            seat = key & _SEAT_MASK
-            taken[0][seat] += row_bullheads(row)
-            taken[1][seat] += row
-            rows[best] = (card,)
-        else:
-            rows[best] = (*row, card)
-    return taken
+    rows = list(state.rows)
+    ask = _ASK_OWNER if state.config.row_choice == "player" else _CHEAPEST
+    taken = _resolve(rows, keys, ask, state.piles, None)
+    if taken is _WAITS:  # R9: the low card's owner chooses the row next
+        new = _new_state((
+            state.config, CHOOSE_ROW, hands, state.rows, state.piles, state.round_penalties, state.totals,
+            state.stock, state.display, revealed, keys[0] & _SEAT_MASK, state.turn, state.round, state.drafted,
+        ))  # fmt: skip
+        return new, _ZEROS[len(hands)]
+    return _end_turn(state, hands, revealed, rows, taken, rng)
 
 
 def _choose_row(
@@ -714,20 +768,162 @@ def _choose_row(
     row: int,
     rng: np.random.Generator | None,
 ) -> tuple[State, tuple[int, ...]]:
-    """The chooser's low card takes ``row`` (R9), then the rest of the turn is placed (R6-R8)."""
-    n = len(hands)
-    seat = state.chooser
-    rows = list(state.rows)
-    penalties = [0] * n
-    piles = list(state.piles)
-    taken = rows[row]
-    penalties[seat] = row_bullheads(taken)
-    piles[seat] += taken
-    rows[row] = (revealed[seat],)
-    keys = [card << _SEAT_BITS | s for s, card in enumerate(revealed) if s != seat]
+    """The chooser's low card (the lowest of the turn, R9a) takes ``row`` (R9), then the rest of the turn is
+    placed (R6-R8): :func:`_resolve`."""
+    keys = [card << _SEAT_BITS | s for s, card in enumerate(revealed)]
     keys.sort()
-    _place(rows, keys, (penalties, piles), piles)
-    return _end_turn(state, hands, revealed, rows, (penalties, piles), rng)
+    rows = list(state.rows)
+    taken = _resolve(rows, keys, row, state.piles, None)
+    return _end_turn(state, hands, revealed, rows, taken, rng)  # type: ignore[arg-type]
+
+
+_PLACED, _FULL, _LOW = "placed", "full", "low"
+
+
+class _Placed(NamedTuple):
+    seat: int
+    card: int
+    row: int
+    reason: str
+    taken: tuple[int, ...]
+    bullheads: int
+
+
+class Placement(_Placed):
+    """What one revealed card did in its turn (R6-R9): a ``(seat, card, row, reason, taken, bullheads)`` tuple,
+    with the rows after it as ``rows``. :func:`~sixnimmt_env.engine.resolve_turn` gives them, one per card in
+    placement order.
+
+    Attributes:
+        seat: the card's owner.
+        card: the card 1..104.
+        row: the row 0..3 it went to (for a low card: the row it took, chosen by its owner or R9b).
+        reason: ``"placed"`` (joined the row, R7), ``"full"`` (the row held 5 cards: the card takes them into
+            its owner's pile and starts the row afresh, R8) or ``"low"`` (lower than every row's last card: its
+            owner takes the chosen row, R9).
+        taken: the cards taken into the owner's penalty pile (empty for ``"placed"``).
+        bullheads: the bullheads of ``taken`` (R2).
+        rows: the 4 rows just after this placement (not part of the tuple: two placements are equal when the
+            same card did the same thing).
+    """
+
+    rows: tuple[tuple[int, ...], ...]
+
+    def __new__(
+        cls,
+        seat: int,
+        card: int,
+        row: int,
+        reason: str,
+        taken: tuple[int, ...],
+        bullheads: int,
+        rows: tuple[tuple[int, ...], ...] = (),
+    ) -> Placement:
+        self = tuple.__new__(cls, (seat, card, row, reason, taken, bullheads))
+        self.rows = rows
+        return self
+
+    @property
+    def kind(self) -> str:
+        """``reason`` (the play table's name for it)."""
+        return self.reason
+
+
+class Turn(NamedTuple):
+    """One resolved turn (:func:`resolve_turn`).
+
+    Attributes:
+        placements: one :class:`Placement` per revealed card, in placement order (ascending, R6).
+        rows: the 4 rows after the turn.
+        penalties: per seat, the bullheads it took in the turn (R8, R9).
+    """
+
+    placements: tuple[Placement, ...]
+    rows: tuple[tuple[int, ...], ...]
+    penalties: tuple[int, ...]
+
+
+_CHEAPEST, _ASK_OWNER = -1, -2
+"""``low_row`` of :func:`_resolve`: a low card takes the cheapest row (R9b), or its owner is asked (R9)."""
+_WAITS: Any = object()
+"""What :func:`_resolve` returns when a low card waits for its owner's choice."""
+
+
+def _resolve(
+    rows: list[tuple[int, ...]],
+    keys: list[int],
+    low_row: int,
+    piles: tuple[tuple[int, ...], ...],
+    log: list[Placement] | None,
+) -> tuple[list[int], list[tuple[int, ...]]] | None:
+    """The turn resolver (R6-R9b): place the plays ``keys`` (``card << 4 | seat``, ascending) in ``rows`` (changed).
+
+    Each card joins the row whose last card is the largest value below it (R7); the sixth card of a row takes
+    the 5 cards into its player's pile and starts the row afresh (R8). A card below every row's last card can
+    only be the first, lowest one (R9a): its owner takes row ``low_row`` (0..3, its choice, R9), the cheapest
+    row with ``_CHEAPEST`` (R9b), and with ``_ASK_OWNER`` nothing is placed and ``_WAITS`` is returned (the
+    owner chooses first); the card starts the taken row afresh.
+
+    Returns ``None`` when nobody took a row, else ``(penalties, piles)``: per seat, the bullheads taken and the
+    penalty pile (``piles`` plus the cards taken). When ``log`` is a list, a :class:`Placement` per card is
+    appended to it; :func:`step` passes ``None`` and builds none.
+    """
+    taken = None
+    for key in keys:
+        card = key >> _SEAT_BITS
+        best = row_for(rows, card)  # R7
+        if best >= 0:
+            row = rows[best]
+            if len(row) < ROW_LIMIT:  # the card joins the row
+                rows[best] = (*row, card)
+                if log is not None:
+                    log.append(Placement(key & _SEAT_MASK, card, best, _PLACED, (), 0, tuple(rows)))
+                continue
+            reason = _FULL  # R8: the sixth card takes the row
+        else:  # R9: a low card (the first one, R9a)
+            if low_row == _ASK_OWNER:
+                return _WAITS
+            best = cheapest_row(rows) if low_row == _CHEAPEST else low_row
+            row = rows[best]
+            reason = _LOW
+        if taken is None:
+            taken = ([0] * len(piles), list(piles))
+        seat = key & _SEAT_MASK
+        bull = row_bullheads(row)
+        taken[0][seat] += bull
+        taken[1][seat] += row
+        rows[best] = (card,)
+        if log is not None:
+            log.append(Placement(seat, card, best, reason, row, bull, tuple(rows)))
+    return taken
+
+
+def resolve_turn(rows: Sequence[Sequence[int]], cards: Sequence[int], low_row: int | None = None) -> Turn:
+    """Place one turn's revealed cards one at a time in ascending order and say what each did (R6-R9).
+
+    The resolver :func:`step` itself places every turn with; the narrators (:func:`sixnimmt_env.render.step_events`,
+    :func:`sixnimmt_env.records.describe_turn`, the play table) read its placements.
+
+    Args:
+        rows: the 4 rows at the start of the turn (R9a: a low card's row is chosen on them).
+        cards: the card 1..104 each seat revealed, seat order (distinct; at most 10 seats).
+        low_row: the row 0..3 the lowest card takes if it is lower than every row's last card (R9: its owner's
+            choice); ``None`` takes :func:`cheapest_row` (R9b ``"cheapest"``).
+
+    Returns:
+        A :class:`Turn`: the placements in order, the rows after the turn and each seat's bullheads.
+
+    Raises:
+        ValueError: ``low_row`` not in 0..3.
+    """
+    if low_row is not None and not 0 <= low_row < NUM_ROWS:
+        raise ValueError(f"low_row must be a row 0..{NUM_ROWS - 1}, got {low_row!r}")
+    keys = sorted(int(card) << _SEAT_BITS | seat for seat, card in enumerate(cards))
+    current = [tuple(r) for r in rows]
+    log: list[Placement] = []
+    taken = _resolve(current, keys, _CHEAPEST if low_row is None else low_row, ((),) * len(cards), log)
+    penalties = _ZEROS[len(cards)] if taken is None else tuple(taken[0])
+    return Turn(tuple(log), tuple(current), penalties)
 
 
 def _end_turn(

@@ -356,11 +356,9 @@ class SixNimmtState(pyspiel.State):
         if len(self.dealt) < n * HAND_SIZE + NUM_ROWS:
             return
         before = self._state.value
-        hands = [self.dealt[k * HAND_SIZE : (k + 1) * HAND_SIZE] for k in range(n)]
-        rows = [(c,) for c in self.dealt[n * HAND_SIZE :]]
         totals = None if before is None else before.totals
         round_index = 0 if before is None else before.round
-        self._state = _Shared(engine.from_position(config, hands, rows, totals, round_index=round_index))
+        self._state = _Shared(engine.deal_round(config, self.dealt, totals, round_index))  # R3: in deal order
         self.dealt = None
         self._start_round()
 

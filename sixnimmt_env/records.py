@@ -3,14 +3,15 @@
 A record holds everything needed to replay a game exactly through :mod:`sixnimmt_env.engine`: the rules,
 who sat where, the deal of every round and every decision. :func:`replay` re-plays it and checks that the
 engine gives the recorded bullheads at every step; :func:`describe_turn` says who took which row and why
-(full row, R8, or low card, R9), for printing (``python -m sixnimmt_env.replay FILE``) or drawing.
+(full row, R8, or low card, R9), for printing (``python -m sixnimmt_env.records_text FILE``) or drawing.
 
 Public API (stable; the play table's browser replay builds on it):
 
 - :func:`write_records` ``(path, records)`` and :func:`read_records` ``(path) -> list[GameRecord]``;
 - :func:`replay` ``(record) -> list[ReplayFrame]``: the engine state before and after every recorded step
   and the bullheads each seat took; a :class:`ReplayError` if a step does not match;
-- :func:`describe_turn` ``(rows, cards, chosen_row) -> list[Placement]``;
+- :func:`describe_turn` ``(rows, cards, chosen_row) -> (list[Placement], rows_after)``: the placements of the engine's
+  turn resolver (:func:`sixnimmt_env.engine.resolve_turn`; :class:`~sixnimmt_env.engine.Placement`);
 - :class:`GameRecorder`: builds a :class:`GameRecord` while a game is played (used by the arena).
 
 File format (``format: "sixnimmt-game"``, ``version: 1``)
@@ -81,15 +82,13 @@ from sixnimmt_env.engine import (
     NOOP,
     NUM_ROWS,
     ROW_ACTION,
-    ROW_LIMIT,
     SELECT,
     GameConfig,
+    Placement,
     State,
-    cheapest_row,
     from_position,
     legal_actions,
-    row_bullheads,
-    row_for,
+    resolve_turn,
     step,
 )
 
@@ -520,31 +519,12 @@ def replay(record: GameRecord) -> list[ReplayFrame]:
 # --------------------------------------------------------------------------- explaining a turn
 
 
-class Placement(NamedTuple):
-    """Where one revealed card went (R6-R9).
-
-    Attributes:
-        seat: the card's owner.
-        card: the card 1..104.
-        row: the row 0..3 it went to.
-        reason: ``"placed"`` (joined the row, R7), ``"full"`` (the sixth card took the row's 5 cards, R8) or
-            ``"low"`` (lower than every row end: its owner took the chosen row, R9).
-        taken: the cards taken into the owner's pile (empty when ``reason == "placed"``).
-        bullheads: the bullheads of ``taken`` (R2).
-    """
-
-    seat: int
-    card: int
-    row: int
-    reason: str
-    taken: tuple[int, ...]
-    bullheads: int
-
-
 def describe_turn(
     rows: Sequence[Sequence[int]], cards: Sequence[int], chosen_row: int | None = None
 ) -> tuple[list[Placement], list[tuple[int, ...]]]:
     """Place one turn's revealed cards in ascending order and say what each did (R6-R9).
+
+    The placements of the engine's turn resolver, :func:`sixnimmt_env.engine.resolve_turn`.
 
     Args:
         rows: the 4 rows at the start of the turn.
@@ -553,28 +533,11 @@ def describe_turn(
             :func:`~sixnimmt_env.engine.cheapest_row` of ``rows`` if ``None``).
 
     Returns:
-        ``(placements, rows_after)``: one :class:`Placement` per card, in placement order (ascending), and the
-        4 rows after the turn.
+        ``(placements, rows_after)``: one :class:`~sixnimmt_env.engine.Placement` per card, in placement order
+        (ascending), and the 4 rows after the turn.
     """
-    new_rows = [tuple(r) for r in rows]
-    order = sorted(range(len(cards)), key=lambda s: cards[s])
-    out = []
-    for seat in order:
-        card = cards[seat]
-        r = row_for(new_rows, card)
-        if r < 0:  # R9: only the lowest card can be a low card (R9a)
-            r = cheapest_row(new_rows) if chosen_row is None else chosen_row
-            taken = new_rows[r]
-            out.append(Placement(seat, card, r, "low", taken, row_bullheads(taken)))
-            new_rows[r] = (card,)
-        elif len(new_rows[r]) == ROW_LIMIT:  # R8
-            taken = new_rows[r]
-            out.append(Placement(seat, card, r, "full", taken, row_bullheads(taken)))
-            new_rows[r] = (card,)
-        else:
-            out.append(Placement(seat, card, r, "placed", (), 0))
-            new_rows[r] = (*new_rows[r], card)
-    return out, new_rows
+    turn = resolve_turn(rows, cards, chosen_row)
+    return list(turn.placements), list(turn.rows)
 
 
 def iter_turns(record: GameRecord) -> Iterator[tuple[ReplayFrame, list[Placement], list[tuple[int, ...]]]]:

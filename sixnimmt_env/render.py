@@ -6,9 +6,9 @@ in the last step (who took which row and why: a sixth card, R8, or a low card,
 R9), plus, for the Gymnasium env, the learner's own hand. The RGB picture is
 drawn with matplotlib's Agg canvas (no window, no pyplot state).
 
-The description of a step (:func:`step_events`) is read from the engine's
-states before and after it: the rows each revealed card went to follow from
-:func:`sixnimmt_env.engine.row_for` (R7), which is how the engine placed them.
+The description of a step (:func:`step_events`) reads the placements of the
+engine's turn resolver (:func:`sixnimmt_env.engine.resolve_turn`), the one
+:func:`sixnimmt_env.engine.step` places every turn with.
 """
 
 from __future__ import annotations
@@ -19,7 +19,17 @@ from typing import Any
 import numpy as np
 
 from sixnimmt_env import engine
-from sixnimmt_env.engine import BULLHEADS, CHOOSE_ROW, DRAFT, NUM_ROWS, ROW_ACTION, ROW_LIMIT, SELECT, State
+from sixnimmt_env.engine import (
+    BULLHEADS,
+    CHOOSE_ROW,
+    DRAFT,
+    NUM_ROWS,
+    ROW_ACTION,
+    ROW_LIMIT,
+    SELECT,
+    State,
+    row_bullheads,
+)
 
 __all__ = ["render_rgb", "render_table", "render_text", "step_events"]
 
@@ -47,47 +57,36 @@ def step_events(before: State, actions: Sequence[int], names: Sequence[str] | No
         row 2"``; in a draft step the pick. Empty for a step without a decision.
     """
     who = _names(before, names)
-    rows = [list(r) for r in before.rows]
-    lines: list[str] = []
     if before.phase == DRAFT:
         seat = before.chooser
         return [f"{who[seat]} takes {actions[seat] + 1} from the display"]
     if before.phase == SELECT:
-        plays = sorted((a + 1, s) for s, a in enumerate(actions))
-        low, low_seat = plays[0]
-        if engine.row_for(rows, low) < 0:  # R9: the lowest card is lower than every row's last card
-            if before.config.row_choice == "player":
-                return [f"{who[low_seat]}'s {low} is lower than every row: {who[low_seat]} chooses the row it takes"]
-            lines.append(_take(who[low_seat], low, engine.cheapest_row(rows), rows, "cheapest row, R9b"))
-            plays = plays[1:]
+        turn = engine.resolve_turn(before.rows, [a + 1 for a in actions])
+        how = "cheapest row, R9b"
+        first = turn.placements[0]
+        if first.reason == "low" and before.config.row_choice == "player":  # the owner chooses first (R9)
+            return [
+                f"{who[first.seat]}'s {first.card} is lower than every row: {who[first.seat]} chooses the row it takes"
+            ]
     elif before.phase == CHOOSE_ROW:
         seat = before.chooser
-        low = before.revealed[seat]
-        lines.append(_take(who[seat], low, actions[seat] - ROW_ACTION, rows, "chosen"))
-        plays = sorted((c, s) for s, c in enumerate(before.revealed) if s != seat)
+        turn = engine.resolve_turn(before.rows, before.revealed, actions[seat] - ROW_ACTION)
+        how = "chosen"
     else:
         return []
-    for card, seat in plays:
-        r = engine.row_for(rows, card)  # R7
-        if len(rows[r]) == ROW_LIMIT:  # R8
-            taken = rows[r]
-            bull = sum(BULLHEADS[c] for c in taken)
-            cards = " ".join(map(str, taken))
-            lines.append(f"{who[seat]}'s {card} is the sixth card of row {r}: takes {cards} ({_bullheads(bull)})")
-            rows[r] = [card]
-        else:
-            lines.append(f"{who[seat]} plays {card} on row {r}")
-            rows[r].append(card)
+    lines = []
+    for p in turn.placements:
+        taken = " ".join(map(str, p.taken))
+        name = who[p.seat]
+        if p.reason == "low":  # R9
+            lines.append(f"{name}'s low card {p.card} takes row {p.row} ({how}): {taken} ({_bullheads(p.bullheads)})")
+        elif p.reason == "full":  # R8
+            lines.append(
+                f"{name}'s {p.card} is the sixth card of row {p.row}: takes {taken} ({_bullheads(p.bullheads)})"
+            )
+        else:  # R7
+            lines.append(f"{name} plays {p.card} on row {p.row}")
     return lines
-
-
-def _take(name: str, card: int, r: int, rows: list[list[int]], how: str) -> str:
-    """The low card ``card`` takes row ``r`` (R9); ``rows`` is updated."""
-    taken = rows[r]
-    bull = sum(BULLHEADS[c] for c in taken)
-    rows[r] = [card]
-    cards = " ".join(map(str, taken))
-    return f"{name}'s low card {card} takes row {r} ({how}): {cards} ({_bullheads(bull)})"
 
 
 def render_text(
@@ -120,7 +119,7 @@ def render_text(
         lines.append(f"game over; lowest total: {winners}")
     for r, row in enumerate(state.rows):
         cards = " ".join(f"{c:>3}" for c in row)
-        lines.append(f"row {r}: {cards:<20}  ({_bullheads(sum(BULLHEADS[c] for c in row))})")
+        lines.append(f"row {r}: {cards:<20}  ({_bullheads(row_bullheads(row))})")
     if any(state.revealed):
         lines.append("revealed: " + ", ".join(f"{names[s]} {c}" for s, c in enumerate(state.revealed) if c))
     if events:
@@ -199,7 +198,7 @@ def render_rgb(
                 _card(ax, x, y, row[j])
             else:
                 ax.add_patch(_slot(x, y))
-        bull = sum(BULLHEADS[c] for c in row)
+        bull = row_bullheads(row)
         ax.text(6.35, y + 0.5, f"{bull} bh", color=white, fontsize=10, va="center")
     # revealed cards
     ax.text(7.4, 8.55, "revealed this turn", color=white, fontsize=10, weight="bold")

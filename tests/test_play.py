@@ -551,7 +551,7 @@ def _names(specs):
 
 def test_replay_of_a_logic_draft_and_from_the_command_line(tmp_path):
     from sixnimmt_env.arena import run_arena
-    from sixnimmt_env.play.replay import ReplayTable
+    from sixnimmt_env.play.replay_table import ReplayTable
     from sixnimmt_env.records import read_records
 
     path = tmp_path / "logic.jsonl"

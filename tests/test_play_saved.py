@@ -251,7 +251,7 @@ def test_export_reads_in_the_replay_tools_and_each_game_replays_at_the_table(pla
     path.write_text(text)
     records = read_records(path)
     assert len(records) == 3 and all(replay(r) for r in records)
-    out = subprocess.run([sys.executable, "-m", "sixnimmt_env.replay", str(path), "--game", "0"],
+    out = subprocess.run([sys.executable, "-m", "sixnimmt_env.records_text", str(path), "--game", "0"],
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0 and "human (seat 0)" in out.stdout
     # each finished game replays at the table, turn by turn, to its recorded totals

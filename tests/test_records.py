@@ -21,8 +21,8 @@ from sixnimmt_env.records import (
     replay,
     write_records,
 )
-from sixnimmt_env.replay import format_game
-from sixnimmt_env.replay import main as replay_main
+from sixnimmt_env.records_text import format_game
+from sixnimmt_env.records_text import main as replay_main
 
 
 def _arena_records(tmp_path, agents, games, config, **kw):

@@ -17,7 +17,7 @@ to a new folder per run (``runs/arena/<stamp>/``, or ``--out``, which is refused
 if it already holds results unless ``--overwrite``; checked before any game)
 and prints the table. ``--save-games FILE`` writes every game as a JSON line
 (:mod:`sixnimmt_env.records`; shown move by move by ``python -m
-sixnimmt_env.replay FILE --game N``). Ctrl-C prints one line and writes
+sixnimmt_env.records_text FILE --game N``). Ctrl-C prints one line and writes
 nothing; ``--workers`` above the usable cores is warned about.
 
 Reproducibility and seats: in game ``g`` the agent listed at position

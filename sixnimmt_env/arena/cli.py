@@ -58,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
         "--save-games",
         metavar="FILE",
         help="write every game to FILE (JSON Lines, sixnimmt_env.records); "
-        "view one with python -m sixnimmt_env.replay FILE --game N",
+        "view one with python -m sixnimmt_env.records_text FILE --game N",
     )
     p.add_argument("--duplicate", action="store_true", help="replay each deal with seats rotated through all positions")
     p.add_argument("--league", action="store_true", help="random tables from the pool, OpenSkill ratings")

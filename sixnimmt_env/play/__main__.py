@@ -80,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-save", action="store_true", help="a throw-away table: save no game (no history, no resume)")
     p.add_argument("--history", action="store_true", help="print your saved games and record per opponent, then exit")
     p.add_argument("--export", default=None, metavar="FILE", help="write your finished games to the records file FILE "
-                   "(read by python -m sixnimmt_env.replay and --replay), then exit")  # fmt: skip
+                   "(read by python -m sixnimmt_env.records_text and --replay), then exit")  # fmt: skip
     return p
 
 

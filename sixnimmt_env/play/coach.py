@@ -19,9 +19,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from sixnimmt_env.agents import sample_worlds
 from sixnimmt_env.engine import CHOOSE_ROW, NUM_ROWS, SELECT
 
-__all__ = ["CoachAdvice", "advise", "sample_worlds", "warm_up"]
+__all__ = ["CoachAdvice", "advise", "sample_worlds", "warm_up"]  # sample_worlds: :mod:`sixnimmt_env.agents`'s
 
 
 class CoachAdvice(NamedTuple):
@@ -46,33 +47,6 @@ class CoachAdvice(NamedTuple):
     best: int
     take_now: tuple[int, ...] | None
     samples: int
-
-
-def sample_worlds(view: Mapping[str, Any], hand: list[int], samples: int, rng: np.random.Generator) -> np.ndarray:
-    """Deal the cards the seat of ``view`` has not seen to its opponents, ``samples`` times.
-
-    The unseen cards are the deck (1..deck size) minus ``hand`` and the cards seen this round
-    (``view["seen"]``: rows, penalty piles, a pending turn's cards); in the standard variant they include the
-    unused stock (R3), so each opponent gets a uniform share of them.
-
-    Returns:
-        ``int64 (samples, n - 1, k)``: per world, each opponent's ``k = len(hand)`` cards, ascending; one empty
-        world (``(1, n - 1, 0)``) when the hand is empty.
-
-    Raises:
-        ValueError: if fewer unseen cards exist than the opponents hold (an inconsistent view).
-    """
-    n, k = view["num_players"], len(hand)
-    if k == 0:
-        return np.zeros((1, n - 1, 0), np.int64)
-    known = set(hand)
-    known.update(view["seen"])
-    unseen = np.array([c for c in range(1, view["config"].deck_size + 1) if c not in known], dtype=np.int64)
-    need = (n - 1) * k
-    if len(unseen) < need:
-        raise ValueError(f"coach: only {len(unseen)} unseen cards for {n - 1} opponents holding {k} each")
-    picks = np.argsort(rng.random((samples, len(unseen))), axis=1)[:, :need]
-    return np.sort(unseen[picks].reshape(samples, n - 1, k), axis=2)
 
 
 def advise(view: Mapping[str, Any], samples: int, rng: np.random.Generator) -> CoachAdvice | None:

@@ -101,7 +101,7 @@ def _row(spec: str, games: Sequence[SavedGame]) -> dict[str, Any]:
 
 def export_records(games: Sequence[SavedGame], path: str | Path) -> int:
     """Write the finished ones of ``games`` to the records file ``path`` (:func:`sixnimmt_env.records.write_records`,
-    oldest first), which ``python -m sixnimmt_env.replay`` and ``python -m sixnimmt_env.play --replay`` read.
+    oldest first), which ``python -m sixnimmt_env.records_text`` and ``python -m sixnimmt_env.play --replay`` read.
 
     Returns:
         The number of games written.

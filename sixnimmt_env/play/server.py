@@ -149,7 +149,7 @@ class GameStore:
                 raise TableError("send either record or saved, not both")
             table: Any = self._saved_replay(saved)
         elif s.mode == "replay":
-            from sixnimmt_env.play.replay import ReplayTable
+            from sixnimmt_env.play.replay_table import ReplayTable
 
             if record is None:
                 raise TableError(f'this server replays records: send {{"record": i}} with i in 0..{len(s.records) - 1}')
@@ -181,7 +181,7 @@ class GameStore:
 
     def _saved_replay(self, gid: object) -> Any:
         """A replay table of the finished saved game ``gid``."""
-        from sixnimmt_env.play.replay import ReplayTable
+        from sixnimmt_env.play.replay_table import ReplayTable
 
         if not isinstance(gid, str):
             raise TableError(f"saved must be a saved game's id (a string), got {type(gid).__name__}")

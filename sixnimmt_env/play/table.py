@@ -9,8 +9,9 @@ rejected, so a double click or a request from an out-of-date page cannot play tw
 
 A turn is told as the engine played it: the cards revealed (R5), then placed one at a time in ascending order
 (R6): which row each joins (R7), which sixth card takes a full row (R8), which low card takes the chosen row
-(R9). :func:`narrate_turn` takes these placements from :func:`sixnimmt_env.records.describe_turn`, and the table
-checks them against the rows and bullheads the engine produced.
+(R9). :func:`narrate_turn` takes these placements from the engine's turn resolver
+(:func:`sixnimmt_env.engine.resolve_turn`, the one :func:`~sixnimmt_env.engine.step` places the turn with), and the
+table checks them against the rows and bullheads of the step it books.
 
 Seeds: the game with index ``k`` of a table seeded ``S`` deals from ``numpy.random.default_rng([S, k])`` (the
 engine's shuffles); its agents draw from ``default_rng([S, k, 1])`` and the coach from
@@ -29,7 +30,7 @@ from __future__ import annotations
 import secrets
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -44,16 +45,18 @@ from sixnimmt_env.engine import (
     SELECT,
     GameConfig,
     IllegalActionError,
+    Placement,
     State,
     legal_actions,
     new_game,
+    resolve_turn,
     row_bullheads,
     step,
     view,
 )
 from sixnimmt_env.play.coach import CoachAdvice, advise
 from sixnimmt_env.play.settings import HUMAN
-from sixnimmt_env.records import GameRecord, GameRecorder, describe_turn
+from sixnimmt_env.records import GameRecord, GameRecorder
 
 __all__ = ["Placement", "Table", "TableError", "narrate_turn"]
 
@@ -77,34 +80,11 @@ class TableError(ValueError):
         self.code = code
 
 
-class Placement(NamedTuple):
-    """Where one revealed card went in a turn (R6-R9), with the rows after it, for drawing the turn card by card.
-
-    Attributes:
-        seat: the card's owner.
-        card: the card 1..104.
-        row: the row 0..3 it went to.
-        kind: ``"placed"`` (joined the row, R7), ``"full"`` (the row held 5 cards: the card takes them and
-            starts the row, R8) or ``"low"`` (lower than every row's last card: its owner takes the chosen row,
-            R9); the reasons of :class:`sixnimmt_env.records.Placement`.
-        taken: the cards taken into the owner's penalty pile (empty for ``"placed"``).
-        bullheads: the bullheads of ``taken`` (R2).
-        rows: the 4 rows after this placement.
-    """
-
-    seat: int
-    card: int
-    row: int
-    kind: str
-    taken: tuple[int, ...]
-    bullheads: int
-    rows: tuple[tuple[int, ...], ...]
-
-
 def narrate_turn(rows: Sequence[Sequence[int]], cards: Sequence[int], low_row: int | None = None) -> list[Placement]:
     """Place one turn's revealed cards one at a time in ascending order and say what each did (R6-R9).
 
-    The placements are those of :func:`sixnimmt_env.records.describe_turn`; this adds the rows after each one.
+    The placements of the engine's turn resolver, :func:`sixnimmt_env.engine.resolve_turn`; each carries the rows
+    after it (its ``rows``), for drawing the turn card by card.
 
     Args:
         rows: the 4 rows at the start of the turn.
@@ -113,15 +93,9 @@ def narrate_turn(rows: Sequence[Sequence[int]], cards: Sequence[int], low_row: i
             choice); ``None`` takes :func:`~sixnimmt_env.engine.cheapest_row` (R9b ``"cheapest"``).
 
     Returns:
-        One :class:`Placement` per card, in the order they are placed.
+        One :class:`~sixnimmt_env.engine.Placement` per card, in the order they are placed.
     """
-    placements, _ = describe_turn(rows, cards, low_row)
-    current = [tuple(r) for r in rows]
-    out = []
-    for p in placements:
-        current[p.row] = (*current[p.row], p.card) if p.reason == "placed" else (p.card,)
-        out.append(Placement(p.seat, p.card, p.row, p.reason, p.taken, p.bullheads, tuple(current)))
-    return out
+    return list(resolve_turn(rows, cards, low_row).placements)
 
 
 def _bullheads_text(count: int) -> str:

@@ -99,7 +99,7 @@ class PlayApp(App):
     def _new_table(self) -> Any:
         s = self.settings
         if s.mode == "replay":
-            from sixnimmt_env.play.replay import ReplayTable
+            from sixnimmt_env.play.replay_table import ReplayTable
 
             return ReplayTable(s.records[0])
         index = self.games

@@ -3,8 +3,8 @@
 Command line::
 
     python -m sixnimmt_env.arena --agents greedy,lowest,random,random --games 20 --save-games games.jsonl
-    python -m sixnimmt_env.replay games.jsonl              # lists the games of the file
-    python -m sixnimmt_env.replay games.jsonl --game 3     # game 3, move by move
+    python -m sixnimmt_env.records_text games.jsonl              # lists the games of the file
+    python -m sixnimmt_env.records_text games.jsonl --game 3     # game 3, move by move
 
 For every turn it shows the rows with their bullheads (R2), the card each agent played (R5), and in the order
 the cards are placed (R6) where each went and who took which row and why: the sixth card of a full row (R8)
@@ -117,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit code (2 for bad input)."""
     from sixnimmt_env.cli import parser_kwargs
 
-    p = argparse.ArgumentParser(**parser_kwargs("sixnimmt_env.replay"), description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(**parser_kwargs("sixnimmt_env.records_text"), description=__doc__.split("\n\n")[0])
     p.add_argument("file", help="a game records file (JSON Lines) written with --save-games")
     p.add_argument("--game", type=int, help="the game to show: its line number in the file, counted from 0")
     args = p.parse_args(argv)
