@@ -1,11 +1,11 @@
 """The reward of one step, the one definition every environment uses (`RULES.md` R8, R9).
 
-:class:`sixnimmt_env.pettingzoo_env.SixNimmtParallelEnv` calls :func:`rewards` at every step with bullheads;
-:class:`sixnimmt_env.gym_env.SingleSeatEnv` sums the ParallelEnv's rewards of its learner; the compiled learner
-kernel (:mod:`sixnimmt_env.batched.learner`, behind ``training.vec_env``) implements its ``"penalty"`` mode
-inline (numba cannot call a Python function cheaply), checked against it in ``tests/test_rewards.py``, and
-``training.vec_env.SixNimmtVecEnv`` adds the ``"relative"`` mode's part for the whole batch in numpy, checked
-against it in ``tests/test_vec_env.py``. :func:`check_reward_mode` is the environments' check of a mode.
+:func:`seat_reward` is the definition: one seat's reward from its own bullheads and the table's. :func:`rewards`
+applies it to every seat of a step (:class:`sixnimmt_env.pettingzoo_env.SixNimmtParallelEnv` calls it at every
+step; :class:`sixnimmt_env.gym_env.SingleSeatEnv` sums the ParallelEnv's rewards of its learner), and the compiled
+learner kernel (:mod:`sixnimmt_env.batched.learner`, behind ``training.vec_env``) compiles :func:`seat_reward`
+itself with numba, for both modes; ``tests/test_rewards.py`` checks the two against each other.
+:func:`check_reward_mode` is the environments' check of a mode.
 """
 
 from __future__ import annotations
