@@ -12,7 +12,7 @@ of each is printed, with the ratio to the first checkout.
 
 Usage::
 
-    python benchmarks/step_cost_tiers.py [--repo OTHER_CHECKOUT ...] [--repeat 7] [--games 200]
+    python benchmarks/step_cost_tiers.py [--repo OTHER_CHECKOUT ...] [--repeat 7] [--games 200] [--tier TIER ...]
 """
 
 from __future__ import annotations
@@ -146,16 +146,17 @@ def _record_env(backend: str, games: int) -> Callable[[], float]:
     return run
 
 
-def _worker(games: int) -> None:
+def _worker(games: int, tiers: list[str]) -> None:
     """Answer ``TIER`` lines on stdin with one measurement each (µs per call, a JSON number on stdout)."""
-    runs = {
-        "step 4p player": _record_engine(4, "player", games),
-        "step 4p cheapest": _record_engine(4, "cheapest", games),
-        "step 10p player": _record_engine(10, "player", games // 2),
-        "legal_actions 4p": _record_legal(games),
-        "env compiled 4p": _record_env("compiled", games // 2),
-        "env reference 4p": _record_env("reference", games // 2),
+    record = {
+        "step 4p player": lambda: _record_engine(4, "player", games),
+        "step 4p cheapest": lambda: _record_engine(4, "cheapest", games),
+        "step 10p player": lambda: _record_engine(10, "player", games // 2),
+        "legal_actions 4p": lambda: _record_legal(games),
+        "env compiled 4p": lambda: _record_env("compiled", games // 2),
+        "env reference 4p": lambda: _record_env("reference", games // 2),
     }
+    runs = {tier: record[tier]() for tier in tiers}
     for run in runs.values():
         run()  # warm up (and load the compiled kernels)
     print("ready", flush=True)
@@ -169,23 +170,26 @@ def main() -> None:
     p.add_argument("--repo", action="append", default=[], help="another checkout to measure (repeatable)")
     p.add_argument("--repeat", type=int, default=7, help="measurements per tier and checkout; the best is shown")
     p.add_argument("--games", type=int, default=200, help="recorded games per tier (fewer for 10p and the envs)")
+    p.add_argument("--tier", action="append", choices=TIERS, help="measure only this tier (repeatable)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
+    tiers = args.tier or list(TIERS)
     if args.worker:
-        _worker(args.games)
+        _worker(args.games, tiers)
         return
     repos = [ROOT, *(Path(r).resolve() for r in args.repo)]
     workers = []
     for repo in repos:
         env = {**os.environ, "PYTHONPATH": str(repo), "OPENBLAS_NUM_THREADS": "1"}
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--games", str(args.games)]
+        cmd += [f"--tier={tier}" for tier in tiers]
         w = subprocess.Popen(cmd, cwd=repo, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         workers.append(w)
     for w in workers:
         assert w.stdout is not None and w.stdout.readline().strip() == "ready"
-    best = {(tier, i): float("inf") for tier in TIERS for i in range(len(repos))}
+    best = {(tier, i): float("inf") for tier in tiers for i in range(len(repos))}
     for _ in range(args.repeat):
-        for tier in TIERS:
+        for tier in tiers:
             for i, w in enumerate(workers):
                 assert w.stdin is not None and w.stdout is not None
                 w.stdin.write(tier + "\n")
@@ -202,7 +206,7 @@ def main() -> None:
     head = f"{'tier':<20}" + "".join(f"{f'[{i}]':>10}" for i in range(len(repos)))
     head += "".join(f"{f'[{i}]/[0]':>10}" for i in range(1, len(repos)))
     print(head)
-    for tier in TIERS:
+    for tier in tiers:
         line = f"{tier:<20}" + "".join(f"{best[tier, i]:>10.2f}" for i in range(len(repos)))
         line += "".join(f"{best[tier, i] / best[tier, 0]:>10.3f}" for i in range(1, len(repos)))
         print(line)
