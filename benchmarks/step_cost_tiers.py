@@ -26,21 +26,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TIERS = (
-    "step 4p player",
-    "step 4p cheapest",
-    "step 10p player",
-    "legal_actions 4p",
-    "env compiled 4p",
-    "env reference 4p",
-)
 
-
-def _record_engine(players: int, row_choice: str, games: int) -> Callable[[], float]:
-    """Play ``games`` random games on the engine; returns a function timing one ``step`` per recorded state (µs)."""
+def _random_games(players: int, row_choice: str, games: int) -> list[tuple[Any, list[int]]]:
+    """``(state, joint action)`` of every step of ``games`` fixed-seed random games on the reference engine."""
     import numpy as np
 
     from sixnimmt_env import engine
@@ -58,7 +50,16 @@ def _record_engine(players: int, row_choice: str, games: int) -> Callable[[], fl
                 actions.append(legal[int(rand() * len(legal))])
             plays.append((state, actions))
             state, _ = engine.step(state, actions, rng)
-    step = engine.step
+    return plays
+
+
+def _time_step(players: int, row_choice: str, games: int) -> Callable[[], float]:
+    """A function timing one ``engine.step`` per recorded state (µs)."""
+    import numpy as np
+
+    from sixnimmt_env.engine import step
+
+    plays = _random_games(players, row_choice, games)
     clock = time.process_time
 
     def run() -> float:
@@ -71,26 +72,11 @@ def _record_engine(players: int, row_choice: str, games: int) -> Callable[[], fl
     return run
 
 
-def _record_legal(games: int) -> Callable[[], float]:
-    """Recorded 4-player states; returns a function timing one ``legal_actions(state, seat)`` (µs)."""
-    import numpy as np
+def _time_legal(games: int) -> Callable[[], float]:
+    """A function timing one ``legal_actions(state, seat)`` over every seat of recorded 4-player states (µs)."""
+    from sixnimmt_env.engine import legal_actions
 
-    from sixnimmt_env import engine
-
-    config = engine.GameConfig(num_players=4)
-    rng = np.random.default_rng(0)
-    rand = random.Random(0).random
-    states = []
-    for _ in range(games):
-        state = engine.new_game(config, rng)
-        while not state.done:
-            states.append(state)
-            actions = []
-            for seat in range(4):
-                legal = engine.legal_actions(state, seat)
-                actions.append(legal[int(rand() * len(legal))])
-            state, _ = engine.step(state, actions, rng)
-    legal_actions = engine.legal_actions
+    states = [state for state, _ in _random_games(4, "player", games)]
     clock = time.process_time
 
     def run() -> float:
@@ -105,7 +91,7 @@ def _record_legal(games: int) -> Callable[[], float]:
     return run
 
 
-def _record_env(backend: str, games: int) -> Callable[[], float]:
+def _time_env(backend: str, games: int) -> Callable[[], float]:
     """Record the joint actions of ``games`` random 4-player episodes of ``parallel_env(backend=...)``; returns
     a function replaying them (``reset(seed)`` untimed) and timing one ``env.step`` (µs)."""
     from sixnimmt_env.engine import NOOP
@@ -146,17 +132,21 @@ def _record_env(backend: str, games: int) -> Callable[[], float]:
     return run
 
 
+TIMERS: dict[str, Callable[[int], Callable[[], float]]] = {
+    "step 4p player": lambda games: _time_step(4, "player", games),
+    "step 4p cheapest": lambda games: _time_step(4, "cheapest", games),
+    "step 10p player": lambda games: _time_step(10, "player", games // 2),
+    "legal_actions 4p": _time_legal,
+    "env compiled 4p": lambda games: _time_env("compiled", games // 2),
+    "env reference 4p": lambda games: _time_env("reference", games // 2),
+}
+"""Each tier's timer from the number of recorded games (fewer for 10 players and the envs)."""
+TIERS = tuple(TIMERS)
+
+
 def _worker(games: int, tiers: list[str]) -> None:
     """Answer ``TIER`` lines on stdin with one measurement each (µs per call, a JSON number on stdout)."""
-    record = {
-        "step 4p player": lambda: _record_engine(4, "player", games),
-        "step 4p cheapest": lambda: _record_engine(4, "cheapest", games),
-        "step 10p player": lambda: _record_engine(10, "player", games // 2),
-        "legal_actions 4p": lambda: _record_legal(games),
-        "env compiled 4p": lambda: _record_env("compiled", games // 2),
-        "env reference 4p": lambda: _record_env("reference", games // 2),
-    }
-    runs = {tier: record[tier]() for tier in tiers}
+    runs = {tier: TIMERS[tier](games) for tier in tiers}
     for run in runs.values():
         run()  # warm up (and load the compiled kernels)
     print("ready", flush=True)
