@@ -781,7 +781,7 @@ def _choose_row(
     keys = [card << _SEAT_BITS | s for s, card in enumerate(revealed)]
     keys.sort()
     rows = list(state.rows)
-    taken = _resolve(rows, keys, row, state.piles, None)
+    taken = _resolve(rows, keys, row, state.piles, None, keys[0])
     return _end_turn(state, hands, revealed, rows, taken, rng)  # type: ignore[arg-type]
 
 
@@ -863,6 +863,7 @@ def _resolve(
     low_row: int,
     piles: tuple[tuple[int, ...], ...],
     log: list[Placement] | None,
+    known_low: int = -1,
 ) -> tuple[list[int], list[tuple[int, ...]]] | None:
     """The turn resolver (R6-R9b): place the plays ``keys`` (``card << 4 | seat``, ascending) in ``rows`` (changed).
 
@@ -874,12 +875,13 @@ def _resolve(
 
     Returns ``None`` when nobody took a row, else ``(penalties, piles)``: per seat, the bullheads taken and the
     penalty pile (``piles`` plus the cards taken). When ``log`` is a list, a :class:`Placement` per card is
-    appended to it; :func:`step` passes ``None`` and builds none.
+    appended to it; :func:`step` passes ``None`` and builds none. ``known_low``: the key of a play already known
+    to be a low card (the chooser's, whose row choice :func:`step` checked), placed without asking R7 again.
     """
     taken = None
     for key in keys:
         card = key >> _SEAT_BITS
-        best = row_for(rows, card)  # R7
+        best = -1 if key == known_low else row_for(rows, card)  # R7
         if best >= 0:
             row = rows[best]
             if len(row) < ROW_LIMIT:  # the card joins the row
