@@ -7,8 +7,8 @@ Rows: :func:`sixnimmt_env.engine.step` (4 players ``row_choice="player"``, 4 pla
 Each checkout runs in its own worker process (``PYTHONPATH`` set to the checkout), which first plays fixed-seed
 random games and keeps their states and joint actions; every measurement then replays them, timing only the
 calls measured with :func:`time.process_time` (CPU time: steadier than wall time on a shared machine). The
-workers are asked in turn, one measurement at a time (interleaved), ``--repeat`` times; the best (lowest) figure
-of each is printed, with the ratio to the first checkout.
+workers are asked in turn, one measurement at a time (interleaved, each first in turn), ``--repeat`` times; the
+best (lowest) figure of each is printed, with the ratio to the first checkout.
 
 Usage::
 
@@ -178,9 +178,10 @@ def main() -> None:
     for w in workers:
         assert w.stdout is not None and w.stdout.readline().strip() == "ready"
     best = {(tier, i): float("inf") for tier in tiers for i in range(len(repos))}
-    for _ in range(args.repeat):
+    for k in range(args.repeat):
         for tier in tiers:
-            for i, w in enumerate(workers):
+            for i in [*range(k % len(workers), len(workers)), *range(k % len(workers))]:  # each first in turn
+                w = workers[i]
                 assert w.stdin is not None and w.stdout is not None
                 w.stdin.write(tier + "\n")
                 w.stdin.flush()

@@ -68,6 +68,8 @@ _ROW_CHOICES = tuple(
     for n in range(MAX_PLAYERS + 1)
 )
 """``_choices`` in ``choose_row``, by player count and chooser: the chooser's rows, the others' no-op."""
+_ROW_SHIFT = -ROW_ACTION
+_ROW_ACTIONS = tuple([r + ROW_ACTION for r in _ROWS])
 _NO_CHOICES = tuple(((),) * n for n in range(MAX_PLAYERS + 1))
 _NOOP_DRAFT = (NOOP + 1,)
 
@@ -522,7 +524,12 @@ def legal_actions(state: State, seat: int) -> tuple[int, ...]:
     if not 0 <= seat < len(state.hands):
         raise ValueError(f"seat must be 0..{len(state.hands) - 1}, got {seat!r}")
     options, shift = _choices(state)
-    return tuple([o - shift for o in options[seat]])
+    mine = options[seat]
+    if shift == 1:  # select, draft: cards
+        return tuple([o - 1 for o in mine])
+    if shift == _ROW_SHIFT:  # choose_row: one of the two option tuples of _ROW_CHOICES
+        return _ROW_ACTIONS if mine is _ROWS else _NOOP_ONLY
+    return ()  # done
 
 
 def _choices(state: State) -> tuple[Sequence[tuple[int, ...]], int]:
@@ -539,7 +546,7 @@ def _choices(state: State) -> tuple[Sequence[tuple[int, ...]], int]:
         return state.hands, 1
     n = len(state.hands)
     if phase == CHOOSE_ROW:
-        return _ROW_CHOICES[n][state.chooser], -ROW_ACTION
+        return _ROW_CHOICES[n][state.chooser], _ROW_SHIFT
     if phase == DONE:
         return _NO_CHOICES[n], 0
     chooser = state.chooser
