@@ -63,6 +63,15 @@ _NOOP_ONLY = (NOOP,)
 _ROWS = tuple(range(NUM_ROWS))
 _ZEROS = tuple((0,) * n for n in range(MAX_PLAYERS + 1))
 _SEAT_RANGES = tuple(tuple(range(n)) for n in range(MAX_PLAYERS + 1))
+_ROW_CHOICES = tuple(
+    tuple(tuple(_ROWS if s == chooser else (NOOP - ROW_ACTION,) for s in range(n)) for chooser in range(n))
+    for n in range(MAX_PLAYERS + 1)
+)
+"""``_choices`` in ``choose_row``, by player count and chooser: the chooser's rows, the others' no-op."""
+_ROW_SHIFT = -ROW_ACTION
+_ROW_ACTIONS = tuple([r + ROW_ACTION for r in _ROWS])
+_NO_CHOICES = tuple(((),) * n for n in range(MAX_PLAYERS + 1))
+_NOOP_DRAFT = (NOOP + 1,)
 
 
 def _bullheads(card: int) -> int:
@@ -514,31 +523,34 @@ def legal_actions(state: State, seat: int) -> tuple[int, ...]:
     """
     if not 0 <= seat < len(state.hands):
         raise ValueError(f"seat must be 0..{len(state.hands) - 1}, got {seat!r}")
-    options, shift = _choices(state, seat)
-    if shift == 0:  # the no-op alone, or nothing
-        return options
-    return tuple([o - shift for o in options])
+    options, shift = _choices(state)
+    mine = options[seat]
+    if shift == 1:  # select, draft: cards
+        return tuple([o - 1 for o in mine])
+    if shift == _ROW_SHIFT:  # choose_row: one of the two option tuples of _ROW_CHOICES
+        return _ROW_ACTIONS if mine is _ROWS else _NOOP_ONLY
+    return ()  # done
 
 
-def _choices(state: State, seat: int) -> tuple[tuple[int, ...], int]:
-    """The legality rule (R5, R9, V2): what ``seat`` may choose now and how an action names it.
+def _choices(state: State) -> tuple[Sequence[tuple[int, ...]], int]:
+    """The legality rule (R5, R9, V2): what each seat may choose now and how an action names it.
 
-    Returns ``(options, shift)``: action ``a`` is legal when ``a + shift`` is one of ``options``, and then names
-    that option. ``select``: the cards of the hand, shift 1 (action ``a`` plays card ``a + 1``); ``choose_row``,
-    the chooser: the rows 0..3, shift ``-ROW_ACTION``; ``draft``, the picker: the display cards, shift 1; any
-    other seat: the no-op alone, shift 0; ``done``: nothing. :func:`legal_actions` lists it, :func:`step` checks
-    actions against it.
+    Returns ``(options, shift)``: action ``a`` of seat ``s`` is legal when ``a + shift`` is one of ``options[s]``,
+    and then names that option. ``select``: each seat's hand, shift 1 (action ``a`` plays card ``a + 1``);
+    ``choose_row``: the chooser's rows 0..3, shift ``-ROW_ACTION``; ``draft``: the picker's display cards, shift
+    1; in these two phases every other seat has the no-op alone (``NOOP + shift``); ``done``: nothing.
+    :func:`legal_actions` lists it, :func:`step` checks actions against it (one call per step).
     """
     phase = state.phase
     if phase == SELECT:
-        return state.hands[seat], 1
-    if phase == DONE:
-        return (), 0
-    if seat != state.chooser:
-        return _NOOP_ONLY, 0
+        return state.hands, 1
+    n = len(state.hands)
     if phase == CHOOSE_ROW:
-        return _ROWS, -ROW_ACTION
-    return state.display, 1
+        return _ROW_CHOICES[n][state.chooser], _ROW_SHIFT
+    if phase == DONE:
+        return _NO_CHOICES[n], 0
+    chooser = state.chooser
+    return tuple([state.display if s == chooser else _NOOP_DRAFT for s in range(n)]), 1
 
 
 def row_for(rows: Sequence[Sequence[int]], card: int) -> int:
@@ -672,33 +684,36 @@ def step(state: State, actions: Sequence[int], rng: np.random.Generator | None =
     hands = state.hands
     if phase == DONE or len(actions) != len(hands):
         _check_call(state, actions)
-    chooser = state.chooser
-    choice = -1  # the chooser's row (choose_row) or display card (draft)
-    picks = []  # per seat, the index of its choice among its options (the legality rule, :func:`_choices`)
-    for seat in _SEAT_RANGES[len(hands)]:
-        a = actions[seat]
-        if type(a) is not int:
-            a = _as_action(state, seat, a)
-        options, shift = _choices(state, seat)
-        try:
-            i = options.index(a + shift)
-        except ValueError:
-            raise IllegalActionError(seat, a, legal_actions(state, seat), phase) from None
-        picks.append(i)
-        if seat == chooser:
-            choice = options[i]
-    if phase == SELECT:  # R5: every seat plays one card of its hand
+    options, shift = _choices(state)  # the legality rule
+    if phase == SELECT:  # R5: every seat plays one card of its hand (its options, shift 1)
         new_hands = []
         cards = []
         keys = []
-        for seat, i in enumerate(picks):
-            h = hands[seat]
-            card = h[i]
+        for seat in _SEAT_RANGES[len(hands)]:
+            a = actions[seat]
+            if type(a) is not int:
+                a = _as_action(state, seat, a)
+            h = options[seat]
+            card = a + 1
+            try:
+                i = h.index(card)
+            except ValueError:
+                raise IllegalActionError(seat, a, legal_actions(state, seat), phase) from None
             new_hands.append(h[:i] + h[i + 1 :])
             cards.append(card)
             keys.append(card << _SEAT_BITS | seat)
         return _play_turn(state, tuple(new_hands), tuple(cards), keys, rng)
-    # choose_row (R9) or draft (V2): the chooser decided, every other seat gave the no-op.
+    # choose_row (R9) or draft (V2): the chooser decides, every other seat gives the no-op.
+    chooser = state.chooser
+    choice = -1  # the chooser's row (choose_row) or display card (draft)
+    for seat in _SEAT_RANGES[len(hands)]:
+        a = actions[seat]
+        if type(a) is not int:
+            a = _as_action(state, seat, a)
+        if a + shift not in options[seat]:
+            raise IllegalActionError(seat, a, legal_actions(state, seat), phase)
+        if seat == chooser:
+            choice = a + shift
     if phase == CHOOSE_ROW:
         return _choose_row(state, hands, state.revealed, choice, rng)
     return _draft(state, choice)
@@ -773,7 +788,7 @@ def _choose_row(
     keys = [card << _SEAT_BITS | s for s, card in enumerate(revealed)]
     keys.sort()
     rows = list(state.rows)
-    taken = _resolve(rows, keys, row, state.piles, None)
+    taken = _resolve(rows, keys, row, state.piles, None, keys[0])
     return _end_turn(state, hands, revealed, rows, taken, rng)  # type: ignore[arg-type]
 
 
@@ -855,6 +870,7 @@ def _resolve(
     low_row: int,
     piles: tuple[tuple[int, ...], ...],
     log: list[Placement] | None,
+    known_low: int = -1,
 ) -> tuple[list[int], list[tuple[int, ...]]] | None:
     """The turn resolver (R6-R9b): place the plays ``keys`` (``card << 4 | seat``, ascending) in ``rows`` (changed).
 
@@ -866,12 +882,13 @@ def _resolve(
 
     Returns ``None`` when nobody took a row, else ``(penalties, piles)``: per seat, the bullheads taken and the
     penalty pile (``piles`` plus the cards taken). When ``log`` is a list, a :class:`Placement` per card is
-    appended to it; :func:`step` passes ``None`` and builds none.
+    appended to it; :func:`step` passes ``None`` and builds none. ``known_low``: the key of a play already known
+    to be a low card (the chooser's, whose row choice :func:`step` checked), placed without asking R7 again.
     """
     taken = None
     for key in keys:
         card = key >> _SEAT_BITS
-        best = row_for(rows, card)  # R7
+        best = -1 if key == known_low else row_for(rows, card)  # R7
         if best >= 0:
             row = rows[best]
             if len(row) < ROW_LIMIT:  # the card joins the row

@@ -38,7 +38,6 @@ from sixnimmt_env.batched.kernel import (
     encode_drafted,
     encode_public,
     encode_seat,
-    is_legal,
     legal_mask,
     mask_all,
     new_games,
@@ -233,9 +232,13 @@ def _outputs(buf: np.ndarray, S: GameArrays, cfg: np.ndarray, obs: np.ndarray, m
         for s in range(n):
             encode_drafted(S, cfg, 0, s, obs[s])
     mask_all(S, cfg, _GAME_0[:n], _SEATS[:n], masks)
-    snap = obs[n:].reshape(-1).view(np.uint8)
-    k = buf.shape[0]
-    snap[:k] = buf
+    # copied as int64 words (the buffer's size is a multiple of 8, :func:`buffer_size`): a loop of words measured
+    # 0.1 µs where the slice assignment of bytes took 0.35 µs
+    snap = obs[n:].reshape(-1).view(np.int64)
+    words = buf.view(np.int64)
+    k = words.shape[0]
+    for i in range(k):
+        snap[i] = words[i]
     snap[k:] = 0
 
 
@@ -253,18 +256,21 @@ def step_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, masks:
 
     Returns:
         The first seat (``>= 0``, in seat order) whose action is illegal: then nothing changed, ``obs`` is not
-        written and ``masks`` holds garbage (its first row served the check). Else :data:`OVER` if the game is
-        over, :data:`PENALTIES` if a seat took bullheads, else :data:`OK` (``penalties`` holds the bullheads each
-        seat took, R8, R9).
+        written and ``masks`` holds the masks the actions were checked against (the position before the step).
+        Else :data:`OVER` if the game is over, :data:`PENALTIES` if a seat took bullheads, else :data:`OK`
+        (``penalties`` holds the bullheads each seat took, R8, R9).
 
     Output arrays are passed in rather than returned: numba boxes a returned array in about 0.5 µs.
     """
     S, cfg, actions, pen, deal_next, rng, taken_at = _unpack(buf)
     n = cfg[C_N]
-    scratch = masks[0]  # written after the step: scratch space for the check
-    for s in range(n):
-        if not is_legal(S, cfg, 0, s, actions[0, s], scratch):
-            return s
+    if S.phase[0] != DONE:
+        mask_all(S, cfg, _GAME_0[:n], _SEATS[:n], masks)  # the legal actions now (overwritten after the step)
+        for s in range(n):
+            a = actions[0, s]
+            if a < 0 or a >= NUM_ACTIONS or masks[s, a] == 0:
+                return s
+    # (kernel.is_legal per seat, which zeroes and fills a scratch mask each time, measured 1.5 µs slower here)
     deck = np.empty(NUM_CARDS, np.int16)
     step_game(S, cfg, 0, actions, pen, deck, deals, deal_next, rng)
     _track_piles(S.pile, taken_at)
