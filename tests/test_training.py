@@ -635,3 +635,43 @@ def test_a_learning_curve_with_long_lineups_keeps_its_axes_wide(tmp_path: Path) 
     csv_path = tmp_path / "eval.csv"
     csv_path.write_text("step,lineup,mean_penalty,ci95,opponents_mean_penalty\n")
     assert plot_learning_curve(csv_path, tmp_path / "lc.png") is None  # no rows: no picture
+
+
+def test_final_model_is_the_mean_of_the_last_checkpoints(tmp_path: Path) -> None:
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    from training.train import average_checkpoints
+
+    result = _run(
+        "-m", "training.train", str(SMOKE), "--no-progress", "--set", f"train.output_dir={tmp_path}",
+        "--set", "checkpoint.every=1024", "--set", "checkpoint.average=2", "--set", "eval.final_games=10",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run_dir,) = (tmp_path / "smoke").iterdir()
+    ckpts = sorted((run_dir / "checkpoints").iterdir())
+    assert [p.name for p in ckpts] == [f"model_{k}_steps.zip" for k in (1024, 2048, 3072)]
+
+    def policy(path: Path) -> dict[str, torch.Tensor]:
+        return load_from_zip_file(path, load_data=False, device="cpu")[1]["policy"]
+
+    final, last, before = policy(run_dir / "final_model.zip"), policy(ckpts[2]), policy(ckpts[1])
+    weights = [k for k, v in final.items() if v.is_floating_point()]
+    assert len(weights) >= 6
+    for k in weights:
+        torch.testing.assert_close(final[k], (last[k].double() + before[k].double()).div(2).to(final[k].dtype))
+    assert any(not torch.equal(last[k], before[k]) for k in weights)  # the two checkpoints differ: a real mean
+    report = (run_dir / "report.md").read_text()
+    assert "the mean of the weights of model_3072_steps.zip, model_2048_steps.zip" in report
+    assert sorted(average_checkpoints([ckpts[0]])) == sorted(final)  # one checkpoint: its own weights
+    with pytest.raises(ValueError, match="no checkpoint"):
+        average_checkpoints([])
+
+
+def test_checkpoint_average_is_sb3_only(tmp_path: Path) -> None:
+    raw = yaml.safe_load(SMOKE.read_text())
+    raw["checkpoint"]["average"] = 3
+    raw["train"]["backend"] = "rllib"
+    path = tmp_path / "avg.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError, match=r"'checkpoint.average' 3 applies to train.backend: sb3 only"):
+        load_config(path)

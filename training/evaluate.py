@@ -258,7 +258,9 @@ def write_report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[
             if summary.get("workers", 1) > 1
             else []
         ),
-        f"- model: `{model.name}`; best during training: `best_model.zip`",
+        f"- model: `{model.name}`"
+        + (f" (the mean of the weights of {', '.join(summary['averaged'])})" if summary.get("averaged") else "")
+        + "; best during training: `best_model.zip`",
         "",
     ]
     return finish_report(cfg, run_dir, f"ppo:{model}", lines)

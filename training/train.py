@@ -16,7 +16,8 @@ file                       content
                            steps, at Ctrl-C/SIGTERM and at the end
 ``pool/``                  self-play snapshots (the newest ``pool_size``)
 ``best_model.zip``         the best score on the first evaluation line-up
-``final_model.zip``        the model at the end of training
+``final_model.zip``        the model at the end of training (with ``checkpoint.average: K``,
+                           the mean of the last K checkpoints' weights)
 ``tb/``                    TensorBoard logs
 ``monitor/``               one Monitor CSV per training env (episode reward and length)
 ``eval.csv``               every evaluation during training
@@ -108,6 +109,38 @@ def checkpoints(run_dir: Path) -> list[Path]:
         if len(parts) == 3 and parts[1].isdigit():
             found.append((int(parts[1]), p))
     return [p for _, p in sorted(found, reverse=True)]
+
+
+def average_checkpoints(paths: list[Path]) -> dict[str, Any]:
+    """The element-wise mean of the policy weights saved in the SB3 checkpoints ``paths`` (``checkpoint.average``).
+
+    Floating-point tensors (weights, biases) are averaged in float64 and cast back to their dtype; any other
+    tensor (an integer counter) is taken from ``paths[0]``. Averaging the weights of the last checkpoints of a
+    run, a few million steps apart, is a free ensemble of the end of training (docs/training_speed.md measures it).
+
+    Args:
+        paths: at least one checkpoint of one policy layout (``checkpoints(run_dir)[:K]``, newest first).
+
+    Returns:
+        A ``state_dict`` for ``model.policy.load_state_dict``.
+
+    Raises:
+        ValueError: no path, or checkpoints whose policies have other parameter names or shapes (naming both).
+    """
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    if not paths:
+        raise ValueError("average_checkpoints: no checkpoint to average")
+    states = [load_from_zip_file(p, load_data=False, device="cpu")[1]["policy"] for p in paths]
+    first = states[0]
+    for path, state in zip(paths[1:], states[1:], strict=True):
+        shapes = {k: tuple(v.shape) for k, v in state.items()}
+        if shapes != {k: tuple(v.shape) for k, v in first.items()}:
+            raise ValueError(f"average_checkpoints: {path.name} holds another policy than {paths[0].name}")
+    return {
+        k: (sum(s[k].double() for s in states) / len(states)).to(v.dtype) if v.is_floating_point() else v
+        for k, v in first.items()
+    }
 
 
 def last_checkpoint(run_dir: Path) -> Path | None:
@@ -355,6 +388,10 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
         )
         return summary
     _keep_earlier_report(run_dir)
+    if cfg.checkpoint.average > 1:
+        averaged = checkpoints(run_dir)[: cfg.checkpoint.average]
+        model.policy.load_state_dict(average_checkpoints(averaged))
+        summary["averaged"] = [p.name for p in averaged]
     final = save_model(model, run_dir / "final_model.zip")
     best = run_dir / "best_model.zip"
     if not best.is_file():  # no evaluation ran during training (tiny budget): the final model is the best known

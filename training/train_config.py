@@ -321,9 +321,12 @@ class EvalSection(Section):
 
 
 class CheckpointSection(Section):
-    """Periodic checkpoints (``checkpoints/model_<steps>_steps.zip``)."""
+    """Periodic checkpoints (``checkpoints/model_<steps>_steps.zip``). ``average: K`` makes ``final_model.zip`` the
+    element-wise mean of the policy weights of the run's last ``K`` checkpoints (the one written at the end
+    included, so ``every`` steps apart; :func:`training.train.average_checkpoints`); 1 keeps the last weights."""
 
     every: Count = 100_000
+    average: Count = 1
 
 
 class RaySection(Section):
@@ -961,6 +964,11 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
             raise ConfigError(f"{source}: key 'distill.enabled' applies to train.backend: sb3 only")
         if cfg.env.episode != "round" or len(set(cfg.env.table_sizes())) > 1:
             raise ConfigError(f"{source}: key 'distill.enabled' needs env.episode: round and one env.num_players")
+    if cfg.checkpoint.average > 1 and cfg.train.backend != "sb3":
+        raise ConfigError(
+            f"{source}: key 'checkpoint.average' {cfg.checkpoint.average} applies to train.backend: sb3 only, got "
+            f"backend {cfg.train.backend!r}"
+        )
     if cfg.train.backend == "rllib":
         _check_rllib(cfg, source)
         return cfg
