@@ -675,3 +675,18 @@ def test_checkpoint_average_is_sb3_only(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(raw))
     with pytest.raises(ConfigError, match=r"'checkpoint.average' 3 applies to train.backend: sb3 only"):
         load_config(path)
+
+
+def test_one_spec_eval_lineup_fills_the_table(tmp_path: Path) -> None:
+    raw = yaml.safe_load(SMOKE.read_text())
+    raw["eval"]["opponents"] = ["greedy", "random,greedy"]
+    path = tmp_path / "fill.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError, match=r"'eval.opponents\[1\]' seats 3 players .* env.num_players is 6"):
+        load_config(path, ["env.num_players=6"])
+    raw["eval"]["opponents"] = ["greedy", "mc:8"]
+    path.write_text(yaml.safe_dump(raw))
+    six = load_config(path, ["env.num_players=6"]).eval.opponents
+    assert six == ["greedy,greedy,greedy,greedy,greedy", "mc:8,mc:8,mc:8,mc:8,mc:8"]
+    assert load_config(path).eval.opponents == ["greedy,greedy,greedy", "mc:8,mc:8,mc:8"]
+    assert load_config(path, ["env.num_players=2"]).eval.opponents == ["greedy", "mc:8"]

@@ -312,7 +312,9 @@ class DistillSection(Section):
 
 
 class EvalSection(Section):
-    """Arena evaluations during training; ``opponents[0]`` decides ``best_model.zip``."""
+    """Arena evaluations during training; ``opponents[0]`` decides ``best_model.zip``. Each entry is a line-up of
+    comma-separated agent specs, one per other seat; a single spec (``"greedy"``) fills every other seat of the
+    table when ``env.num_players`` is one size, so a config keeps its evaluations at another table size."""
 
     every: Count = 50_000
     opponents: list[str] = Field(default_factory=lambda: ["greedy,greedy,greedy"])
@@ -925,6 +927,9 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
                 f"{source}: key 'eval.opponents[{i}]' must name 1..9 opponents (the table is them plus the learner), "
                 f"got {lineup!r}"
             )
+        if len(specs) == 1 and len(sizes) == 1:  # one spec fills every other seat of the table
+            specs = specs * (sizes[0] - 1)
+            cfg.eval.opponents[i] = ",".join(specs)
         if len(specs) + 1 not in sizes:
             allowed = " or ".join(str(n - 1) for n in sizes)
             raise ConfigError(
