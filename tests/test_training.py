@@ -690,3 +690,15 @@ def test_one_spec_eval_lineup_fills_the_table(tmp_path: Path) -> None:
     assert six == ["greedy,greedy,greedy,greedy,greedy", "mc:8,mc:8,mc:8,mc:8,mc:8"]
     assert load_config(path).eval.opponents == ["greedy,greedy,greedy", "mc:8,mc:8,mc:8"]
     assert load_config(path, ["env.num_players=2"]).eval.opponents == ["greedy", "mc:8"]
+
+
+def test_spaced_checkpoints_skip_the_periodic_one_just_before_the_end(tmp_path: Path) -> None:
+    from training.train import spaced_checkpoints
+
+    (tmp_path / "checkpoints").mkdir()
+    for steps in (2000896, 4000768, 6000640, 6015488):
+        (tmp_path / "checkpoints" / f"model_{steps}_steps.zip").write_bytes(b"")
+    names = [p.name for p in spaced_checkpoints(tmp_path, 3, 2_000_000)]
+    assert names == ["model_6015488_steps.zip", "model_4000768_steps.zip", "model_2000896_steps.zip"]
+    assert [p.name for p in spaced_checkpoints(tmp_path, 9, 2_000_000)] == names
+    assert len(spaced_checkpoints(tmp_path, 9, 10_000)) == 4

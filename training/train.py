@@ -111,6 +111,22 @@ def checkpoints(run_dir: Path) -> list[Path]:
     return [p for _, p in sorted(found, reverse=True)]
 
 
+def spaced_checkpoints(run_dir: Path, count: int, every: int) -> list[Path]:
+    """The newest ``count`` checkpoints of ``run_dir`` at least ``every / 2`` steps apart, newest first: the one
+    written at the end of training, then the periodic ones before it (a periodic checkpoint a few steps before the
+    end one is skipped, so that no weights count twice in :func:`average_checkpoints`)."""
+    chosen: list[Path] = []
+    last = None
+    for path in checkpoints(run_dir):
+        steps = int(path.stem.split("_")[1])
+        if last is None or last - steps >= every / 2:
+            chosen.append(path)
+            last = steps
+        if len(chosen) == count:
+            break
+    return chosen
+
+
 def average_checkpoints(paths: list[Path]) -> dict[str, Any]:
     """The element-wise mean of the policy weights saved in the SB3 checkpoints ``paths`` (``checkpoint.average``).
 
@@ -119,7 +135,7 @@ def average_checkpoints(paths: list[Path]) -> dict[str, Any]:
     run, a few million steps apart, is a free ensemble of the end of training (docs/training_speed.md measures it).
 
     Args:
-        paths: at least one checkpoint of one policy layout (``checkpoints(run_dir)[:K]``, newest first).
+        paths: at least one checkpoint of one policy layout (:func:`spaced_checkpoints`, newest first).
 
     Returns:
         A ``state_dict`` for ``model.policy.load_state_dict``.
@@ -389,7 +405,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
         return summary
     _keep_earlier_report(run_dir)
     if cfg.checkpoint.average > 1:
-        averaged = checkpoints(run_dir)[: cfg.checkpoint.average]
+        averaged = spaced_checkpoints(run_dir, cfg.checkpoint.average, cfg.checkpoint.every)
         model.policy.load_state_dict(average_checkpoints(averaged))
         summary["averaged"] = [p.name for p in averaged]
     final = save_model(model, run_dir / "final_model.zip")
