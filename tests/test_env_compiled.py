@@ -16,10 +16,8 @@ import pytest
 from conftest import BAD_E2_ACTIONS
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, render_test, seed_test
 
-from sixnimmt_env import engine
 from sixnimmt_env.backends import OK, OVER
-from sixnimmt_env.batched import BatchedGames, reference_deals, single
-from sixnimmt_env.engine import DRAFT, GameConfig
+from sixnimmt_env.compiled import BatchedGames, reference_deals, single
 from sixnimmt_env.observation import OBS_SIZE, action_mask, encode
 from sixnimmt_env.pettingzoo_env import (
     ILLEGAL_ACTION_PENALTY,
@@ -27,6 +25,8 @@ from sixnimmt_env.pettingzoo_env import (
     env,
 )
 from sixnimmt_env.pettingzoo_env import parallel_env as default_parallel_env
+from sixnimmt_env.rules import engine
+from sixnimmt_env.rules.engine import DRAFT, GameConfig
 
 
 def parallel_env(**config: Any) -> SixNimmtParallelEnv:

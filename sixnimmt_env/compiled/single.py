@@ -1,16 +1,16 @@
 """One game at a time through the batched engine's kernels: the compiled backend of the ParallelEnv.
 
-:class:`SingleGame` keeps one game in the state arrays of :mod:`sixnimmt_env.batched.core` (batch size 1),
+:class:`SingleGame` keeps one game in the state arrays of :mod:`sixnimmt_env.compiled.core` (batch size 1),
 packed into one byte buffer (:data:`LAYOUT`), and advances it with ONE compiled call per step
 (:func:`step_and_observe`): check every action against the mask (nothing changes if one is illegal), apply the
-joint action with the engine's inline kernel :func:`~sixnimmt_env.batched.core.step_game` (`RULES.md` R5-R14,
+joint action with the engine's inline kernel :func:`~sixnimmt_env.compiled.core.step_game` (`RULES.md` R5-R14,
 V2), then fill fresh arrays passed in by the caller: every seat's observation (``float32 (n, OBS_SIZE)``, value for
 value :func:`sixnimmt_env.observation.encode`), every seat's mask (``int8 (n, 109)``,
 :func:`sixnimmt_env.observation.action_mask`) and a snapshot of the whole game (a byte copy of its buffer, in
 extra rows of the observation array) from which :func:`state_from_snapshot` rebuilds the reference
-:class:`~sixnimmt_env.engine.State` on demand (for readable infos, ``state()`` and rendering). The state goes into
-the arrays and back through the batched engine's one conversion (:func:`~sixnimmt_env.batched.core.load_state`,
-:func:`~sixnimmt_env.batched.core.state_of`).
+:class:`~sixnimmt_env.rules.engine.State` on demand (for readable infos, ``state()`` and rendering). The state goes into
+the arrays and back through the batched engine's one conversion (:func:`~sixnimmt_env.compiled.core.load_state`,
+:func:`~sixnimmt_env.compiled.core.state_of`).
 
 Why so: a compiled call costs about 0.07 µs per array argument and 0.5 µs per returned array, more than the
 step itself, so the game crosses as one buffer and the outputs are allocated by the caller.
@@ -19,7 +19,7 @@ The buffer also records the order in which cards went into each penalty pile (``
 keeps only who holds a card), so the rebuilt state equals the reference engine's, piles in taken order included.
 
 Deals come from the batched engine's per-game generator (splitmix64): the same seed gives the same games here,
-but not the reference engine's games (see :mod:`sixnimmt_env.batched.core`; :meth:`SingleGame.queue_deals`
+but not the reference engine's games (see :mod:`sixnimmt_env.compiled.core`; :meth:`SingleGame.queue_deals`
 replays given deals).
 """
 
@@ -28,8 +28,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.batched.core import load_state, state_of
-from sixnimmt_env.batched.kernel import (
+from sixnimmt_env.compiled.core import load_state, state_of
+from sixnimmt_env.rules.engine import (
+    HAND_SIZE,
+    NOOP,
+    NUM_ACTIONS,
+    NUM_CARDS,
+    NUM_ROWS,
+    ROW_LIMIT,
+    GameConfig,
+    State,
+)
+from sixnimmt_env.rules.kernel import (
     C_LOGIC,
     C_N,
     DONE,
@@ -44,18 +54,8 @@ from sixnimmt_env.batched.kernel import (
     random_below,
     step_game,
 )
-from sixnimmt_env.batched.params import OK, OVER, PENALTIES  # the step codes of every env backend
-from sixnimmt_env.engine import (
-    HAND_SIZE,
-    NOOP,
-    NUM_ACTIONS,
-    NUM_CARDS,
-    NUM_ROWS,
-    ROW_LIMIT,
-    GameConfig,
-    State,
-)
-from sixnimmt_env.observation_layout import MAX_SEATS, OBS_SIZE
+from sixnimmt_env.rules.observation_layout import MAX_SEATS, OBS_SIZE
+from sixnimmt_env.rules.params import OK, OVER, PENALTIES  # the step codes of every env backend
 
 _PILE_SIZE = NUM_CARDS + 1
 
@@ -101,9 +101,9 @@ LAYOUT: tuple[tuple[type, tuple[tuple[str, tuple[int | str, ...]], ...]], ...] =
     (np.bool_, (("display", (1, _PILE_SIZE)),)),
 )
 """The arrays of one game, grouped by dtype, each a view into one byte buffer (each group starts on 8 bytes):
-the config vector (:func:`~sixnimmt_env.batched.kernel.config_vector`), the action buffer, the deal generator
+the config vector (:func:`~sixnimmt_env.rules.kernel.config_vector`), the action buffer, the deal generator
 state (``rng``, stored as ``int64``, viewed as ``uint64``), the 16 arrays of a
-:class:`~sixnimmt_env.batched.kernel.GameArrays` with batch size 1, this step's penalties, the deal cursor and
+:class:`~sixnimmt_env.rules.kernel.GameArrays` with batch size 1, this step's penalties, the deal cursor and
 ``taken_at`` (index 0: the step clock; ``taken_at[c]``: the step at which card c entered a penalty pile, -1 if
 it is in none). One buffer crosses into numba instead of twenty arrays (a compiled call costs about 0.07 µs per
 array argument), and inside it one view per dtype is cut into the pieces."""
@@ -360,7 +360,7 @@ def state_from_snapshot(config: GameConfig, obs: np.ndarray) -> State:
             game's buffer below the seats' rows).
 
     The buffer's arrays are read back by the batched engine's conversion
-    (:func:`~sixnimmt_env.batched.core.state_of`, the piles ordered by ``taken_at``).
+    (:func:`~sixnimmt_env.compiled.core.state_of`, the piles ordered by ``taken_at``).
     """
     n = config.num_players
     raw = np.ascontiguousarray(obs[n:]).reshape(-1).view(np.uint8)[: buffer_size(n)].copy()
@@ -460,7 +460,7 @@ class SingleGame:
         return obs, masks
 
     def queue_deals(self, deals: np.ndarray) -> None:
-        """Use ``deals`` (``(R, 10 n + 4)``, see :func:`~sixnimmt_env.batched.core.reference_deals`) for the next R
+        """Use ``deals`` (``(R, 10 n + 4)``, see :func:`~sixnimmt_env.compiled.core.reference_deals`) for the next R
         rounds dealt, e.g. to replay the reference engine's games (testing).
 
         Raises:
