@@ -50,7 +50,7 @@ class CompiledBackend:
         config: the rules in force.
 
     ``observations`` has extra rows below the ``n`` seats' rows: the snapshot, a copy of the game's buffer
-    (:data:`sixnimmt_env.compiled.single.LAYOUT`).
+    (:class:`~sixnimmt_env.compiled.single.SingleGame`).
     """
 
     _UNPICKLED = ("_action_row", "_penalty_row")
