@@ -169,3 +169,16 @@ def test_exact_agent_classes_name_the_heuristic_agents() -> None:
     assert supports([agents.GreedyAgent(), "lowest", agents.RandomAgent()])
     assert not supports([Sub(), "lowest"])
     assert not supports([agents.MonteCarloAgent(4)])
+
+
+def test_the_engine_keeps_its_package_name() -> None:
+    """``from sixnimmt_env import engine`` (the README's import before the rules moved into
+    :mod:`sixnimmt_env.rules`) gives the one engine module; there is no second module of that name."""
+    import sixnimmt_env
+    from sixnimmt_env import engine
+    from sixnimmt_env.rules import engine as rules_engine
+
+    assert engine is rules_engine is sixnimmt_env.engine
+    assert engine.__name__ == "sixnimmt_env.rules.engine"
+    assert not (ROOT / "sixnimmt_env" / "engine.py").exists()
+    assert not list((ROOT / "sixnimmt_env").glob("batched/*.py"))  # the compiled tier is sixnimmt_env.compiled
