@@ -13,10 +13,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[train,play,dev,interop,rllib,docs]'
 	touch $@
 
-# The install warms numba's disk cache of the arena's compiled loop (sixnimmt_env/batched/loop_cache.py): it is
+# The install warms numba's disk cache of the arena's compiled loop (sixnimmt_env/compiled/loop_cache.py): it is
 # compiled once here, not in the first arena command; after an edit of its sources numba's caches are cleared first.
 install: $(VENV)/.installed
-	$(PY) -m sixnimmt_env.batched.loop_cache
+	$(PY) -m sixnimmt_env.compiled.loop_cache
 
 # Train the default config (about 14 min on 2 cores, on every core: train.workers), then play its final model
 # against the baselines, on the rules it was trained on (training.evaluate reads them from the run). The training's

@@ -8,7 +8,7 @@ Usage::
 Prints the Markdown tables of each run and a summary. Games per second are
 wall-clock figures on a possibly shared machine; the single-worker runs also
 give games per CPU-second of this process (closer to "one core"). mc's rollouts
-run compiled (:mod:`sixnimmt_env.batched.mc`). ``benchmarks/arena_command.py``
+run compiled (:mod:`sixnimmt_env.compiled.mc`). ``benchmarks/arena_command.py``
 times the whole command, start-up included.
 """
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from sixnimmt_env.agents import MonteCarloAgent
 from sixnimmt_env.arena import markdown_table, run_arena
-from sixnimmt_env.engine import GameConfig
+from sixnimmt_env.rules.engine import GameConfig
 
 HEURISTIC = "greedy,lowest,random,random"
 

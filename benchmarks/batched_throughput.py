@@ -11,7 +11,7 @@ Figures:
 - the heuristic arena ``greedy,lowest,random,random``, 4 players, single rounds: games/s on the batched path
   (one process), and on the reference path for comparison;
 - ``mc:64`` against three greedy, 4 players, single rounds: games/s of the batched player
-  (:class:`sixnimmt_env.batched.mc.MonteCarloPlayers` with the vectorised greedy agents, the ``mc:64`` seat rotating),
+  (:class:`sixnimmt_env.compiled.mc.MonteCarloPlayers` with the vectorised greedy agents, the ``mc:64`` seat rotating),
   and of the reference agent (its rollouts compiled on the rules kernel: the arena's reference path);
 - MaskablePPO ``learn``: environment steps/s of ``configs/ppo_4p.yaml`` (512 Gymnasium envs in 2 worker
   processes) and of ``configs/ppo_4p_batched.yaml`` (``train.vec_env: batched``, 1024 games in lockstep),
@@ -39,12 +39,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from sixnimmt_env.batched import BatchedGames
-from sixnimmt_env.batched.agents import HeuristicPlayers, kind_codes
-from sixnimmt_env.batched.core import SELECT
-from sixnimmt_env.batched.fast_arena import play_games
-from sixnimmt_env.engine import GameConfig
+from sixnimmt_env.compiled import BatchedGames
+from sixnimmt_env.compiled.core import SELECT
+from sixnimmt_env.compiled.fast_arena import play_games
+from sixnimmt_env.compiled.heuristics import HeuristicPlayers, kind_codes
 from sixnimmt_env.observation import OBS_SIZE
+from sixnimmt_env.rules.engine import GameConfig
 
 
 def _clock() -> float:
@@ -115,7 +115,7 @@ def arena_reference(agents: str, games: int) -> float:
 
 def mc_batched(games: int, samples: int = 64) -> float:
     """Games/s of ``mc:N`` against three greedy on the batched engine (4 players, single rounds, seat rotating)."""
-    from sixnimmt_env.batched.mc import MonteCarloPlayers
+    from sixnimmt_env.compiled.mc import MonteCarloPlayers
 
     config = GameConfig(num_players=4, episode="round")
 

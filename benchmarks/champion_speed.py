@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from sixnimmt_env.agents import make_agent
 from sixnimmt_env.card_features import hand_features
 from sixnimmt_env.champion import load_champion, observation_from_view
-from sixnimmt_env.engine import NUM_ACTIONS, GameConfig, new_game, step, view
+from sixnimmt_env.rules.engine import NUM_ACTIONS, GameConfig, new_game, step, view
 
 
 def _timed(fn: object, n: int) -> str:

@@ -38,8 +38,8 @@ import numpy as np
 import torch
 
 from sixnimmt_env.card_features import card_features
-from sixnimmt_env.engine import HAND_SIZE, NUM_ACTIONS, NUM_CARDS, GameConfig
 from sixnimmt_env.observation import OBS_SIZE, SLICES
+from sixnimmt_env.rules.engine import HAND_SIZE, NUM_ACTIONS, NUM_CARDS, GameConfig
 from training.distill import Labels, fit_policy, label_in_parallel
 from training.policy import CARD_HIDDEN, CardNetworks, CardPolicy, HandAttentionHead
 

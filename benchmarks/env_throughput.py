@@ -5,12 +5,12 @@ step, only the chooser in a ``choose_row`` or ``draft`` step; no-ops do not
 count. Every agent plays uniformly at random among its legal actions. One
 process, one core. Rows:
 
-- ``engine.step``: the reference engine :func:`sixnimmt_env.engine.step`, legal
+- ``engine.step``: the reference engine :func:`sixnimmt_env.rules.engine.step`, legal
   actions from :func:`engine.legal_actions`, the choice in Python;
 - ``engine.step_unchecked``: the same with :func:`engine.step_unchecked`
   (no validation; the actions come from ``legal_actions``);
 - ``compiled engine``: the batched engine's kernels on one game, the random
-  legal choice made inside numba too (:func:`sixnimmt_env.batched.single.play_random`);
+  legal choice made inside numba too (:func:`sixnimmt_env.compiled.single.play_random`);
 - ``env reference`` / ``env compiled``: ``parallel_env(backend=...)``, a
   Python policy reading each agent's ``action_mask`` (the no-op bit, else
   ``mask.nonzero()`` and a random pick), every observation, mask, reward,
@@ -39,9 +39,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from sixnimmt_env import engine
-from sixnimmt_env.engine import NOOP, SELECT, GameConfig
 from sixnimmt_env.pettingzoo_env import SixNimmtParallelEnv
+from sixnimmt_env.rules import engine
+from sixnimmt_env.rules.engine import NOOP, SELECT, GameConfig
 
 Result = tuple[int, int, float, float]
 """(decisions, steps, wall seconds, CPU seconds)."""
@@ -77,7 +77,7 @@ def bench_engine(config: GameConfig, seconds: float, seed: int, checked: bool) -
 
 def bench_compiled_engine(config: GameConfig, seconds: float, seed: int) -> Result:
     """Random games on the compiled kernels (choice in numba too), 20,000 steps per call, for about ``seconds``."""
-    from sixnimmt_env.batched.single import SingleGame
+    from sixnimmt_env.compiled.single import SingleGame
 
     game = SingleGame(config, seed)
     policy_rng = np.random.SeedSequence(seed).generate_state(1, np.uint64)

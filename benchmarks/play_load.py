@@ -285,9 +285,9 @@ def memory_after_abandoned(games: int = 20_000, threads: int = 8, db: Path | Non
 def restarts(kills: int = 5, seed: int = 17) -> dict[str, Any]:
     """Play one seeded game to its end through ``kills`` SIGKILLs and restarts; compare it with the same game
     played in this process without a restart."""
-    from sixnimmt_env.engine import GameConfig
     from sixnimmt_env.play.saved import GameDB
     from sixnimmt_env.play.table import Table
+    from sixnimmt_env.rules.engine import GameConfig
 
     specs = ["human", "random", "mc:8", "greedy"]
     reference = Table(GameConfig(num_players=4), specs, seed=seed)

@@ -42,13 +42,13 @@ from pathlib import Path
 
 import numpy as np
 
-from sixnimmt_env.batched.agents import HeuristicPlayers
-from sixnimmt_env.batched.core import BatchedGames
-from sixnimmt_env.batched.kernel import CHOOSE_ROW
-from sixnimmt_env.batched.kinds import EXTERNAL, GREEDY
-from sixnimmt_env.batched.mc import MonteCarloPlayers
 from sixnimmt_env.champion import WEIGHTS, CardActor, ChampionAgent, read_weights
-from sixnimmt_env.engine import NOOP, NUM_ACTIONS, NUM_CARDS, GameConfig
+from sixnimmt_env.compiled.core import BatchedGames
+from sixnimmt_env.compiled.heuristics import HeuristicPlayers
+from sixnimmt_env.compiled.kinds import EXTERNAL, GREEDY
+from sixnimmt_env.compiled.mc import MonteCarloPlayers
+from sixnimmt_env.rules.engine import NOOP, NUM_ACTIONS, NUM_CARDS, GameConfig
+from sixnimmt_env.rules.kernel import CHOOSE_ROW
 from sixnimmt_env.stats import mean_ci95, win_shares
 
 CONFIG = GameConfig(num_players=4, episode="round", row_choice="player")

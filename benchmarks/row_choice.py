@@ -24,7 +24,7 @@ import numpy as np
 
 from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.arena import play_game, seat_positions
-from sixnimmt_env.engine import CHOOSE_ROW, ROW_ACTION, GameConfig
+from sixnimmt_env.rules.engine import CHOOSE_ROW, ROW_ACTION, GameConfig
 from sixnimmt_env.stats import mean_ci95
 
 

@@ -1,7 +1,7 @@
 """Per-call cost (µs of CPU time) of the step paths, for this checkout and, side by side, another one.
 
-Rows: :func:`sixnimmt_env.engine.step` (4 players ``row_choice="player"``, 4 players ``"cheapest"``, 10 players
-``"player"``), :func:`sixnimmt_env.engine.legal_actions` (4 players, every seat of every state), and one
+Rows: :func:`sixnimmt_env.rules.engine.step` (4 players ``row_choice="player"``, 4 players ``"cheapest"``, 10 players
+``"player"``), :func:`sixnimmt_env.rules.engine.legal_actions` (4 players, every seat of every state), and one
 ``parallel_env(...).step`` of the compiled and of the reference backend (4 players).
 
 Each checkout runs in its own worker process (``PYTHONPATH`` set to the checkout), which first plays fixed-seed
@@ -35,7 +35,7 @@ def _random_games(players: int, row_choice: str, games: int) -> list[tuple[Any, 
     """``(state, joint action)`` of every step of ``games`` fixed-seed random games on the reference engine."""
     import numpy as np
 
-    from sixnimmt_env import engine
+    from sixnimmt_env import engine  # sixnimmt_env.rules.engine; the old checkouts' sixnimmt_env.engine
 
     config = engine.GameConfig(num_players=players, row_choice=row_choice)  # type: ignore[arg-type]
     rng = np.random.default_rng(0)
@@ -57,7 +57,9 @@ def _time_step(players: int, row_choice: str, games: int) -> Callable[[], float]
     """A function timing one ``engine.step`` per recorded state (µs)."""
     import numpy as np
 
-    from sixnimmt_env.engine import step
+    from sixnimmt_env import engine
+
+    step = engine.step
 
     plays = _random_games(players, row_choice, games)
     clock = time.process_time
@@ -74,7 +76,9 @@ def _time_step(players: int, row_choice: str, games: int) -> Callable[[], float]
 
 def _time_legal(games: int) -> Callable[[], float]:
     """A function timing one ``legal_actions(state, seat)`` over every seat of recorded 4-player states (µs)."""
-    from sixnimmt_env.engine import legal_actions
+    from sixnimmt_env import engine
+
+    legal_actions = engine.legal_actions
 
     states = [state for state, _ in _random_games(4, "player", games)]
     clock = time.process_time
@@ -94,8 +98,10 @@ def _time_legal(games: int) -> Callable[[], float]:
 def _time_env(backend: str, games: int) -> Callable[[], float]:
     """Record the joint actions of ``games`` random 4-player episodes of ``parallel_env(backend=...)``; returns
     a function replaying them (``reset(seed)`` untimed) and timing one ``env.step`` (µs)."""
-    from sixnimmt_env.engine import NOOP
+    from sixnimmt_env import engine
     from sixnimmt_env.pettingzoo_env import parallel_env
+
+    NOOP = engine.NOOP
 
     env = parallel_env(backend=backend, num_players=4)
     rand = random.Random(0).random

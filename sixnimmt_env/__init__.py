@@ -1,6 +1,7 @@
 """sixnimmt: *6 nimmt!* as a reinforcement-learning environment.
 
-- :mod:`sixnimmt_env.engine`: the pure rules engine (`RULES.md`), no RL imports.
+- :mod:`sixnimmt_env.rules`: the rules (`RULES.md`): the pure reference engine :mod:`sixnimmt_env.rules.engine`
+  (no RL imports; also reachable as ``sixnimmt_env.engine``) and the compiled kernel beside it.
 - :mod:`sixnimmt_env.observation`: the named observation layout and encoder.
 - :func:`parallel_env` / :func:`env`: the PettingZoo parallel and AEC environments
   (:mod:`sixnimmt_env.pettingzoo_env`; PettingZoo's versioned module is :mod:`sixnimmt_env.sixnimmt_v0`).
@@ -19,19 +20,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sixnimmt_env.engine import GameConfig, State
+    from sixnimmt_env.rules.engine import GameConfig, State
 
 __all__ = ["GameConfig", "State", "env", "parallel_env"]
 
 
 def __getattr__(name: str) -> Any:
-    """``GameConfig`` and ``State`` of :mod:`sixnimmt_env.engine`, imported on first access: importing this package
-    (as ``python -m sixnimmt_env.arena`` does first) imports no numpy, so a command can set numpy's environment
-    (:mod:`sixnimmt_env.arena.__main__`) before it loads."""
-    if name in ("GameConfig", "State"):
-        from sixnimmt_env import engine
+    """``GameConfig`` and ``State`` of :mod:`sixnimmt_env.rules.engine`, and ``engine``, that module (``from
+    sixnimmt_env import engine`` as before it moved into :mod:`sixnimmt_env.rules`), imported on first access:
+    importing this package (as ``python -m sixnimmt_env.arena`` does first) imports no numpy, so a command can set
+    numpy's environment (:mod:`sixnimmt_env.arena.__main__`) before it loads."""
+    if name in ("GameConfig", "State", "engine"):
+        from sixnimmt_env.rules import engine
 
-        return getattr(engine, name)
+        return engine if name == "engine" else getattr(engine, name)
     raise AttributeError(f"module 'sixnimmt_env' has no attribute {name!r}")
 
 

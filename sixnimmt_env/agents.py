@@ -1,14 +1,14 @@
 """Baseline agents behind one small protocol: ``act(view, rng) -> action``.
 
 Every agent decides on the readable per-seat view of the engine
-(:func:`sixnimmt_env.engine.view`, a read-only ``Mapping``; the environments put
+(:func:`sixnimmt_env.rules.engine.view`, a read-only ``Mapping``; the environments put
 the same view in ``infos``) and on the ``numpy.random.Generator`` it is given.
 It never sees another seat's hand or the unused stock (`RULES.md` R4, E4). The
 arena, the Gymnasium opponents and the play command all call agents the same
 way.
 
 Every agent handles every phase it can meet and returns one legal action
-(encoding in :mod:`sixnimmt_env.engine`: ``0..103`` card ``a + 1``, ``104..107``
+(encoding in :mod:`sixnimmt_env.rules.engine`: ``0..103`` card ``a + 1``, ``104..107``
 row ``a - 104``, ``108`` no-op):
 
 ===========  ==========================  ======================  =======================================
@@ -55,7 +55,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from sixnimmt_env.engine import (
+from sixnimmt_env.rules.engine import (
     CHOOSE_ROW,
     DRAFT,
     NOOP,
@@ -91,7 +91,7 @@ __all__ = [
 class Agent(Protocol):
     """Anything that picks one action for one seat from that seat's view.
 
-    ``act(view, rng)`` gets the read-only view of :func:`sixnimmt_env.engine.view`
+    ``act(view, rng)`` gets the read-only view of :func:`sixnimmt_env.rules.engine.view`
     (keys ``seat``, ``num_players``, ``config``, ``phase``, ``must_act``,
     ``hand``, ``rows``, ``row_bullheads``, ``totals``, ``round_penalties``,
     ``revealed``, ``chooser``, ``seen``, ``piles``, ``display``, ``turn``,
@@ -109,7 +109,7 @@ class Agent(Protocol):
 
 
 def greedy_card(hand: Sequence[int], rows: Sequence[Sequence[int]], row_costs: Sequence[int]) -> int:
-    """The card of ``hand`` with the lowest :func:`~sixnimmt_env.engine.immediate_cost` against ``rows`` (ties to
+    """The card of ``hand`` with the lowest :func:`~sixnimmt_env.rules.engine.immediate_cost` against ``rows`` (ties to
     the lower card).
 
     Args:
@@ -249,9 +249,9 @@ class MonteCarloAgent:
     worlds. Scores are summed as integers, ``(n - 1)`` times the mean, so ties
     are exact.
 
-    The rollouts run in compiled code (:func:`sixnimmt_env.batched.mc.select_scores`
-    and :func:`~sixnimmt_env.batched.mc.row_scores`, on the rules kernel); the
-    tests check their scores against rollouts through :func:`sixnimmt_env.engine.step`.
+    The rollouts run in compiled code (:func:`sixnimmt_env.compiled.mc.select_scores`
+    and :func:`~sixnimmt_env.compiled.mc.row_scores`, on the rules kernel); the
+    tests check their scores against rollouts through :func:`sixnimmt_env.rules.engine.step`.
 
     Low-card row choice (R9): the same search over the 4 rows, with the turn's
     revealed cards known (R9a). Draft (V2): the greedy rule
@@ -304,7 +304,7 @@ class MonteCarloAgent:
         if len(hand) == 1:
             return hand[0]
         ends0, lens0, costs0, worlds = self._table(view, hand, rng)
-        from sixnimmt_env.batched import mc  # numba: loaded on the first search, not with this module
+        from sixnimmt_env.compiled import mc  # numba: loaded on the first search, not with this module
 
         scores = mc.select_scores(hand, ends0, lens0, costs0, worlds)
         return hand[int(np.argmin(scores))]  # the first lowest: ties to the lower card
@@ -316,7 +316,7 @@ class MonteCarloAgent:
         own = revealed[seat]
         others = [c for s, c in enumerate(revealed) if s != seat]
         ends0, lens0, costs0, worlds = self._table(view, hand, rng)
-        from sixnimmt_env.batched import mc
+        from sixnimmt_env.compiled import mc
 
         return int(np.argmin(mc.row_scores(own, others, hand, ends0, lens0, costs0, worlds)))  # ties to the lower row
 

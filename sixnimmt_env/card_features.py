@@ -39,9 +39,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.batched.kernel import target_row
-from sixnimmt_env.engine import HAND_SIZE, NUM_CARDS, NUM_ROWS, ROW_LIMIT
 from sixnimmt_env.observation import BULLHEAD_ROW_SCALE, CARD_SCALE, SLICES
+from sixnimmt_env.rules.engine import HAND_SIZE, NUM_CARDS, NUM_ROWS, ROW_LIMIT
+from sixnimmt_env.rules.kernel import target_row
 
 __all__ = ["BASE_HAND_FEATURES", "CARD_FEATURES", "HAND_FEATURES", "card_features", "hand_features"]
 

@@ -44,8 +44,8 @@ import numpy as np
 
 from sixnimmt_env.agents import register_agent
 from sixnimmt_env.card_features import BASE_HAND_FEATURES, HAND_FEATURES, hand_features
-from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE, SLICES, observation_from_view
+from sixnimmt_env.rules.engine import HAND_SIZE, NOOP, NUM_ACTIONS
 
 __all__ = ["BASELINES", "WEIGHTS", "CardActor", "ChampionAgent", "load_champion", "observation_from_view"]
 

@@ -2,11 +2,11 @@
 
 :class:`SingleSeatEnv` is a thin adapter around any PettingZoo ``ParallelEnv``
 of this package (:func:`sixnimmt_env.parallel_env`): it is the only place where
-seats are chosen. The rules stay in :mod:`sixnimmt_env.engine`; nothing here
+seats are chosen. The rules stay in :mod:`sixnimmt_env.rules.engine`; nothing here
 copies them.
 
 ``gymnasium.make("sixnimmt_env:sixnimmt/SixNimmt-v0", num_players=4, opponents=["greedy", "random", "mc:8"])``
-builds one through :func:`make_env`; every :class:`~sixnimmt_env.engine.GameConfig`
+builds one through :func:`make_env`; every :class:`~sixnimmt_env.rules.engine.GameConfig`
 field is a keyword.
 
 ====================  ==============================================================
@@ -83,10 +83,10 @@ import gymnasium as gym
 import numpy as np
 
 from sixnimmt_env.agents import Agent, make_agent
-from sixnimmt_env.engine import NOOP, NUM_ACTIONS, PlayerView
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY, RENDER_MODES, action_index, parallel_env
 from sixnimmt_env.registration import ENV_ID
 from sixnimmt_env.render import render_table, step_events
+from sixnimmt_env.rules.engine import NOOP, NUM_ACTIONS, PlayerView
 
 __all__ = ["ENV_ID", "ObservationAgent", "OpponentSampler", "SingleSeatEnv", "make_env"]
 
@@ -156,7 +156,7 @@ def opponent_actions(
     ``actions``. The one opponent turn of :class:`SingleSeatEnv` and of RLlib's self-play env.
 
     An :class:`ObservationAgent` decides on its seat's encoded observation and mask, any other agent on its
-    seat's :class:`~sixnimmt_env.engine.PlayerView` of ``parallel.game_state`` (computed on read).
+    seat's :class:`~sixnimmt_env.rules.engine.PlayerView` of ``parallel.game_state`` (computed on read).
     """
     state = None
     for seat, name, agent, act_observation in opponents:
@@ -214,7 +214,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
     Args:
         parallel: a ``ParallelEnv`` of this package whose observations are
             ``{"observation": float32 (506,), "action_mask": int8 (109,)}``,
-            whose infos are the readable views (:class:`~sixnimmt_env.engine.PlayerView`)
+            whose infos are the readable views (:class:`~sixnimmt_env.rules.engine.PlayerView`)
             and whose rewards are minus the bullheads taken. Build it with
             ``illegal_action="raise"``.
         opponents: see the module docstring; default ``"greedy"`` at every other seat.
@@ -460,7 +460,7 @@ def make_env(
 
     Args:
         opponents, learner_seat, illegal_action, illegal_penalty, render_mode: see :class:`SingleSeatEnv`.
-        **config: every :class:`~sixnimmt_env.engine.GameConfig` field
+        **config: every :class:`~sixnimmt_env.rules.engine.GameConfig` field
             (``num_players``, ``variant``, ``row_choice``, ``end_score``,
             ``end_rule``, ``max_rounds``, ``episode``) and the ParallelEnv's
             ``reward`` (``"penalty"``, default, or ``"relative"``).

@@ -35,8 +35,8 @@ drafted_by         104   seat-relative: (k + 1) / 10 where card ``i + 1`` was ta
 =================  ====  ==========================================================
 
 :func:`encode` is the readable reference encoder; the compiled encoder
-(:func:`sixnimmt_env.batched.kernel.encode_all`) must agree with it value for
-value. Both write the layout of :mod:`sixnimmt_env.observation_layout`
+(:func:`sixnimmt_env.rules.kernel.encode_all`) must agree with it value for
+value. Both write the layout of :mod:`sixnimmt_env.rules.observation_layout`
 (pieces, offsets, scales), defined once there and re-exported here.
 """
 
@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from sixnimmt_env import observation_layout as layout  # the offsets: layout.O_<PIECE>
-from sixnimmt_env.engine import (
+from sixnimmt_env.rules import observation_layout as layout  # the offsets: layout.O_<PIECE>
+from sixnimmt_env.rules.engine import (
     BULLHEADS,
     CHOOSE_ROW,
     DRAFT,
@@ -63,7 +63,7 @@ from sixnimmt_env.engine import (
     legal_actions,
     seen_cards,
 )
-from sixnimmt_env.observation_layout import (  # the layout: pieces, scales (re-exported)
+from sixnimmt_env.rules.observation_layout import (  # the layout: pieces, scales (re-exported)
     BULLHEAD_ROW_SCALE,
     CARD_SCALE,
     COUNT_SCALE,
@@ -73,9 +73,9 @@ from sixnimmt_env.observation_layout import (  # the layout: pieces, scales (re-
 )
 
 PIECES: tuple[tuple[str, int], ...] = layout.PIECES
-"""``(name, size)`` of each piece, in vector order (:data:`sixnimmt_env.observation_layout.PIECES`)."""
+"""``(name, size)`` of each piece, in vector order (:data:`sixnimmt_env.rules.observation_layout.PIECES`)."""
 SLICES: dict[str, slice] = layout.SLICES
-"""Where each named piece sits in the vector (:data:`sixnimmt_env.observation_layout.SLICES`)."""
+"""Where each named piece sits in the vector (:data:`sixnimmt_env.rules.observation_layout.SLICES`)."""
 OBS_SIZE: int = layout.OBS_SIZE
 """Length of the observation vector (506)."""
 
@@ -227,7 +227,7 @@ class BatchEncoder:
     A fast equivalent of calling :func:`encode` and :func:`action_mask` for each
     seat: :meth:`reset` builds the vectors of a state from scratch,
     :meth:`update` moves them to the state that one :func:`engine.step
-    <sixnimmt_env.engine.step>` produced from the previous one, writing only
+    <sixnimmt_env.rules.engine.step>` produced from the previous one, writing only
     what changed (cards played, rows changed, scores, phase, turn); a new round
     or a draft pick is rebuilt from scratch. Values agree with :func:`encode`
     bit for bit (tested).
@@ -392,7 +392,7 @@ class BatchEncoder:
         self._state = state
 
     def update(self, state: State) -> None:
-        """Move to ``state``, which :func:`engine.step <sixnimmt_env.engine.step>` made from the previous state.
+        """Move to ``state``, which :func:`engine.step <sixnimmt_env.rules.engine.step>` made from the previous state.
 
         Falls back to :meth:`reset` for a new round, a draft step or when there is no previous state.
         """
@@ -455,7 +455,7 @@ def observation_from_view(view: Mapping[str, Any]) -> np.ndarray:
 
     The view holds everything the observation shows (own hand, rows, penalty piles, revealed
     cards, scores, phase, chooser, display, draft picks, turn, round; R4), so a
-    :class:`~sixnimmt_env.engine.State` with only this seat's hand is enough for the reference
+    :class:`~sixnimmt_env.rules.engine.State` with only this seat's hand is enough for the reference
     encoder :func:`sixnimmt_env.observation.encode`: the result equals the environments'
     observation of that seat (tested in ``tests/test_training.py``). Used by the ``ppo:`` agents and ``champion``.
     """

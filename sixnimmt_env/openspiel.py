@@ -1,9 +1,9 @@
 """*6 nimmt!* as an OpenSpiel Python game: ``pyspiel.load_game("python_sixnimmt")`` after importing this module.
 
 Importing this module registers the game with ``pyspiel`` (the ``open-spiel`` package, ``interop`` extra);
-``import sixnimmt_env`` never imports it. The rules are those of :mod:`sixnimmt_env.engine`: an OpenSpiel
-state wraps an engine :class:`~sixnimmt_env.engine.State` and every move goes through
-:func:`sixnimmt_env.engine.step`; actions keep the engine's encoding.
+``import sixnimmt_env`` never imports it. The rules are those of :mod:`sixnimmt_env.rules.engine`: an OpenSpiel
+state wraps an engine :class:`~sixnimmt_env.rules.engine.State` and every move goes through
+:func:`sixnimmt_env.rules.engine.step`; actions keep the engine's encoding.
 
 =================  =====================================================================================
 node               OpenSpiel node (``current_player()``) and its actions
@@ -18,7 +18,7 @@ draft (V2)         sequential, the picking seat: action ``card - 1`` of a displa
                    variant's display is the whole tactics deck face up, so it has no chance node.
 =================  =====================================================================================
 
-Game parameters (those of :class:`~sixnimmt_env.engine.GameConfig`, with 0 for ``None``):
+Game parameters (those of :class:`~sixnimmt_env.rules.engine.GameConfig`, with 0 for ``None``):
 ``players`` (4), ``variant`` ("standard"), ``row_choice`` ("player"), ``episode`` ("game"),
 ``end_score`` (66; 0 = no end score), ``end_rule`` ("at_least"), ``max_rounds`` (0 = no limit), and
 ``reward`` ("penalty" or "relative", :func:`sixnimmt_env.rewards.rewards`). Rewards are given at every
@@ -50,9 +50,11 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from sixnimmt_env import engine, observation
+from sixnimmt_env import observation
 from sixnimmt_env.agents import Agent, make_agent
-from sixnimmt_env.engine import (
+from sixnimmt_env.rewards import check_reward_mode, rewards
+from sixnimmt_env.rules import engine
+from sixnimmt_env.rules.engine import (
     CHOOSE_ROW,
     DONE,
     DRAFT,
@@ -65,7 +67,6 @@ from sixnimmt_env.engine import (
     GameConfig,
     State,
 )
-from sixnimmt_env.rewards import check_reward_mode, rewards
 
 __all__ = [
     "SHORT_NAME",
@@ -237,7 +238,7 @@ class SixNimmtState(pyspiel.State):
     attributes are read-only for users.
 
     Attributes:
-        engine_state: the :class:`~sixnimmt_env.engine.State` being played; during a deal, ``None`` (the
+        engine_state: the :class:`~sixnimmt_env.rules.engine.State` being played; during a deal, ``None`` (the
             first deal) or a state with empty hands and rows holding the new round's totals and round index.
         dealt: the cards dealt so far in a deal in progress, in slot order, else ``None``.
     """
@@ -282,7 +283,7 @@ class SixNimmtState(pyspiel.State):
         return s.chooser
 
     def _legal_actions(self, player: int) -> list[int]:
-        """The engine's legal actions of ``player`` (:func:`sixnimmt_env.engine.legal_actions`), without the
+        """The engine's legal actions of ``player`` (:func:`sixnimmt_env.rules.engine.legal_actions`), without the
         no-op: a seat with no decision has no legal action."""
         actions = engine.legal_actions(self._state.value, player)
         return [] if actions == (NOOP,) else list(actions)
@@ -296,7 +297,7 @@ class SixNimmtState(pyspiel.State):
 
     def _apply_action(self, action: int) -> None:
         """Deal one card (chance), or apply the chooser's row choice (R9) or draft pick (V2) through
-        :func:`sixnimmt_env.engine.step`; the engine raises ``IllegalActionError`` for an illegal action."""
+        :func:`sixnimmt_env.rules.engine.step`; the engine raises ``IllegalActionError`` for an illegal action."""
         if self.dealt is not None:
             self._deal(int(action))
             return
@@ -306,7 +307,7 @@ class SixNimmtState(pyspiel.State):
         self._step(joint)
 
     def _apply_actions(self, actions: Sequence[int]) -> None:
-        """Apply the card choice of every seat (R5-R9) through :func:`sixnimmt_env.engine.step`."""
+        """Apply the card choice of every seat (R5-R9) through :func:`sixnimmt_env.rules.engine.step`."""
         s = self._state.value
         if s.phase != SELECT:  # a simultaneous-move caller (e.g. rl_environment) at a sequential node
             self._apply_action(actions[s.chooser])
@@ -673,7 +674,7 @@ class AgentBot(pyspiel.Bot):
     """One of our agents (any spec of :func:`sixnimmt_env.agents.make_agent`, ``champion`` included) as a
     ``pyspiel.Bot`` for one seat of ``python_sixnimmt`` or of its turn-based form.
 
-    ``step(state)`` asks the agent for its action on the seat's view (:func:`sixnimmt_env.engine.view`);
+    ``step(state)`` asks the agent for its action on the seat's view (:func:`sixnimmt_env.rules.engine.view`);
     OpenSpiel's ``evaluate_bots`` calls it for every seat at a simultaneous node.
 
     Args:

@@ -4,7 +4,7 @@
 replace the package's :func:`sixnimmt_env.env` factory once imported.)
 
 A thin shell over a backend (:class:`sixnimmt_env.backends.Backend`: the
-pure rules engine :mod:`sixnimmt_env.engine` or its compiled twin) that holds
+pure rules engine :mod:`sixnimmt_env.rules.engine` or its compiled twin) that holds
 one game and plays it (`RULES.md`): the environment holds agent names, spaces,
 the dicts, rewards, rendering and error reporting; every rule lives in the
 backend.
@@ -45,7 +45,7 @@ give untrusted agents copies (``obs.copy()``).
 ``dict``, so libraries that store infos as tensors (TorchRL, Tianshou) take
 them as they are. With ``infos="view"``, ``infos[agent]`` is the agent's
 readable view (the same as :meth:`SixNimmtParallelEnv.view`), a ``dict`` with the
-keys of :class:`sixnimmt_env.engine.PlayerView`: ``hand`` (sorted cards),
+keys of :class:`sixnimmt_env.rules.engine.PlayerView`: ``hand`` (sorted cards),
 ``rows`` (4 lists of cards), ``totals`` and ``round_penalties`` (bullheads,
 seat order), ``phase``, ``revealed`` (cards revealed this turn, by seat),
 ``legal_actions`` (action indices), ``must_act``, ``chooser``, ``seen``,
@@ -77,10 +77,10 @@ empty. Truncations are always ``False`` (no time limit of our own).
 
 **Backends** (``backend=`` keyword):
 
-- ``"reference"`` (default): the pure-Python engine :mod:`sixnimmt_env.engine`,
+- ``"reference"`` (default): the pure-Python engine :mod:`sixnimmt_env.rules.engine`,
   the readable specification, with an incremental observation encoder.
-- ``"compiled"``: the numba kernels of :mod:`sixnimmt_env.batched` on one game
-  (:class:`sixnimmt_env.batched.single.SingleGame`): each :meth:`step` is one
+- ``"compiled"``: the numba kernels of :mod:`sixnimmt_env.compiled` on one game
+  (:class:`sixnimmt_env.compiled.single.SingleGame`): each :meth:`step` is one
   compiled call that checks the actions against the masks (an illegal action
   raises before anything changes), plays the step and writes fresh
   observation and mask arrays; infos and :attr:`game_state` are rebuilt from
@@ -127,17 +127,8 @@ from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
-from sixnimmt_env import engine
 from sixnimmt_env.backends import OK, OVER, Backend
 from sixnimmt_env.backends.reference import ReferenceBackend
-from sixnimmt_env.engine import (
-    NOOP,
-    NUM_ACTIONS,
-    NUM_CARDS,
-    GameConfig,
-    PlayerView,
-    State,
-)
 from sixnimmt_env.observation import (
     MAX_SEATS,
     OBS_SIZE,
@@ -147,6 +138,15 @@ from sixnimmt_env.observation import (
 )
 from sixnimmt_env.render import render_table, step_events
 from sixnimmt_env.rewards import check_reward_mode, rewards
+from sixnimmt_env.rules import engine
+from sixnimmt_env.rules.engine import (
+    NOOP,
+    NUM_ACTIONS,
+    NUM_CARDS,
+    GameConfig,
+    PlayerView,
+    State,
+)
 
 if TYPE_CHECKING:
     from sixnimmt_env.backends.compiled import LazyState
@@ -343,7 +343,7 @@ class SixNimmtParallelEnv(ParallelEnv):
     def view(self, agent: str) -> PlayerView:
         """``agent``'s readable view of the current state (what ``infos="view"`` puts in ``infos[agent]``).
 
-        A read-only mapping with the keys of :class:`~sixnimmt_env.engine.PlayerView` (``hand``, ``rows``,
+        A read-only mapping with the keys of :class:`~sixnimmt_env.rules.engine.PlayerView` (``hand``, ``rows``,
         ``totals``, ``legal_actions``, ...): only public information and the agent's own hand (R4).
 
         Raises:
@@ -416,7 +416,7 @@ class SixNimmtParallelEnv(ParallelEnv):
 
     def _infos(self, state: State | LazyState) -> dict[str, dict[str, Any]]:
         """The infos of a step: ``{agent: {}}`` (``infos="empty"``) or each agent's readable view of ``state`` as a
-        plain ``dict`` (``"view"``: :class:`~sixnimmt_env.engine.PlayerView`'s keys and values)."""
+        plain ``dict`` (``"view"``: :class:`~sixnimmt_env.rules.engine.PlayerView`'s keys and values)."""
         if self._view_infos:
             if type(state) is not State:
                 state = state.get()  # the compiled backend's snapshot: the engine state, built once for every agent

@@ -1,6 +1,6 @@
 """Game records: every game of an arena or evaluation run, one JSON object per line (JSON Lines).
 
-A record holds everything needed to replay a game exactly through :mod:`sixnimmt_env.engine`: the rules,
+A record holds everything needed to replay a game exactly through :mod:`sixnimmt_env.rules.engine`: the rules,
 who sat where, the deal of every round and every decision. :func:`replay` re-plays it and checks that the
 engine gives the recorded bullheads at every step; :func:`describe_turn` says who took which row and why
 (full row, R8, or low card, R9), for printing (``python -m sixnimmt_env.records_text FILE``) or drawing.
@@ -11,7 +11,7 @@ Public API (stable; the play table's browser replay builds on it):
 - :func:`replay` ``(record) -> list[ReplayFrame]``: the engine state before and after every recorded step
   and the bullheads each seat took; a :class:`ReplayError` if a step does not match;
 - :func:`describe_turn` ``(rows, cards, chosen_row) -> (list[Placement], rows_after)``: the placements of the engine's
-  turn resolver (:func:`sixnimmt_env.engine.resolve_turn`; :class:`~sixnimmt_env.engine.Placement`);
+  turn resolver (:func:`sixnimmt_env.rules.engine.resolve_turn`; :class:`~sixnimmt_env.rules.engine.Placement`);
 - :class:`GameRecorder`: builds a :class:`GameRecord` while a game is played (used by the arena).
 
 File format (``format: "sixnimmt-game"``, ``version: 1``)
@@ -40,7 +40,7 @@ One game per line, UTF-8 JSON, keys in this order::
 ==============  =============================================================================================
 key             meaning
 ==============  =============================================================================================
-``config``      every :class:`~sixnimmt_env.engine.GameConfig` field (the rules, `RULES.md`)
+``config``      every :class:`~sixnimmt_env.rules.engine.GameConfig` field (the rules, `RULES.md`)
 ``seed``        the run's seed (``null`` if unknown); with ``game`` and ``deal`` it names the game in its run
 ``game``        the game's index in its run (the agents' random stream, see :mod:`sixnimmt_env.arena`)
 ``deal``        the deal's index (equals ``game`` except in duplicate runs)
@@ -75,7 +75,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sixnimmt_env.engine import (
+from sixnimmt_env.rules.engine import (
     CHOOSE_ROW,
     DONE,
     DRAFT,
@@ -455,9 +455,9 @@ def _start_state(record: GameRecord, rnd: RoundRecord, totals: tuple[int, ...]) 
 
 
 def replay(record: GameRecord) -> list[ReplayFrame]:
-    """Re-play ``record`` through :func:`sixnimmt_env.engine.step` and check every step.
+    """Re-play ``record`` through :func:`sixnimmt_env.rules.engine.step` and check every step.
 
-    Each round starts from its recorded deal (:func:`~sixnimmt_env.engine.from_position`); every recorded
+    Each round starts from its recorded deal (:func:`~sixnimmt_env.rules.engine.from_position`); every recorded
     decision is applied as a joint action; the engine's penalties must equal the recorded ones at every
     step, the round totals and the final totals too.
 
@@ -524,16 +524,16 @@ def describe_turn(
 ) -> tuple[list[Placement], list[tuple[int, ...]]]:
     """Place one turn's revealed cards in ascending order and say what each did (R6-R9).
 
-    The placements of the engine's turn resolver, :func:`sixnimmt_env.engine.resolve_turn`.
+    The placements of the engine's turn resolver, :func:`sixnimmt_env.rules.engine.resolve_turn`.
 
     Args:
         rows: the 4 rows at the start of the turn.
         cards: the card each seat revealed, seat order.
         chosen_row: the row a low card takes (R9; the owner's choice, or
-            :func:`~sixnimmt_env.engine.cheapest_row` of ``rows`` if ``None``).
+            :func:`~sixnimmt_env.rules.engine.cheapest_row` of ``rows`` if ``None``).
 
     Returns:
-        ``(placements, rows_after)``: one :class:`~sixnimmt_env.engine.Placement` per card, in placement order
+        ``(placements, rows_after)``: one :class:`~sixnimmt_env.rules.engine.Placement` per card, in placement order
         (ascending), and the 4 rows after the turn.
     """
     turn = resolve_turn(rows, cards, chosen_row)

@@ -18,8 +18,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from sixnimmt_env.engine import DRAFT, row_bullheads
 from sixnimmt_env.records import GameRecord, ReplayError, iter_turns, read_records, replay
+from sixnimmt_env.rules.engine import DRAFT, row_bullheads
 
 __all__ = ["format_game", "format_rows", "main"]
 

@@ -7,8 +7,8 @@ R9), plus, for the Gymnasium env, the learner's own hand. The RGB picture is
 drawn with matplotlib's Agg canvas (no window, no pyplot state).
 
 The description of a step (:func:`step_events`) reads the placements of the
-engine's turn resolver (:func:`sixnimmt_env.engine.resolve_turn`), the one
-:func:`sixnimmt_env.engine.step` places every turn with.
+engine's turn resolver (:func:`sixnimmt_env.rules.engine.resolve_turn`), the one
+:func:`sixnimmt_env.rules.engine.step` places every turn with.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from sixnimmt_env import engine
-from sixnimmt_env.engine import (
+from sixnimmt_env.rules import engine
+from sixnimmt_env.rules.engine import (
     BULLHEADS,
     CHOOSE_ROW,
     DRAFT,

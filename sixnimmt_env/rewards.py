@@ -3,7 +3,7 @@
 :func:`seat_reward` is the definition: one seat's reward from its own bullheads and the table's. :func:`rewards`
 applies it to every seat of a step (:class:`sixnimmt_env.pettingzoo_env.SixNimmtParallelEnv` calls it at every
 step; :class:`sixnimmt_env.gym_env.SingleSeatEnv` sums the ParallelEnv's rewards of its learner), and the compiled
-learner kernel (:mod:`sixnimmt_env.batched.learner`, behind ``training.vec_env``) compiles :func:`seat_reward`
+learner kernel (:mod:`sixnimmt_env.compiled.learner`, behind ``training.vec_env``) compiles :func:`seat_reward`
 itself with numba, for both modes; ``tests/test_rewards.py`` checks the two against each other.
 :func:`check_reward_mode` is the environments' check of a mode.
 """

@@ -48,7 +48,7 @@ from gymnasium import spaces
 from pettingzoo.utils.conversions import parallel_to_aec
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
-from sixnimmt_env.engine import NUM_ACTIONS
+from sixnimmt_env.rules.engine import NUM_ACTIONS
 
 __all__ = [
     "MASK_KEY",

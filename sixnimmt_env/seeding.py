@@ -1,9 +1,9 @@
 """The arena's seeding tags (a leaf module: no imports), shared by :mod:`sixnimmt_env.arena` and its fast path
-:mod:`sixnimmt_env.batched.fast_arena`.
+:mod:`sixnimmt_env.compiled.fast_arena`.
 
 Each random stream of an arena game is seeded from ``(tag, seed, index)``: the reference path with
 ``numpy.random.default_rng([tag, seed, index])``, the fast path with the kernel's splitmix64 streams
-(:func:`sixnimmt_env.batched.fast_arena.streams`). The tag keeps the streams of one ``(seed, index)`` apart.
+(:func:`sixnimmt_env.compiled.fast_arena.streams`). The tag keeps the streams of one ``(seed, index)`` apart.
 """
 
 from __future__ import annotations

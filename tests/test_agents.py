@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from sixnimmt_env import agents as agents_module
-from sixnimmt_env import engine as E
 from sixnimmt_env.agents import (
     Agent,
     GreedyAgent,
@@ -18,6 +17,7 @@ from sixnimmt_env.agents import (
     make_agent,
     register_agent,
 )
+from sixnimmt_env.rules import engine as E
 
 HEURISTICS = ("random", "lowest", "highest", "greedy")
 
@@ -415,11 +415,11 @@ PARITY_CONFIGS = [
 @pytest.mark.parametrize("config", PARITY_CONFIGS, ids=lambda c: f"{c.num_players}p-{c.variant}-{c.row_choice}")
 def test_reference_and_compiled_heuristics_choose_the_same_actions(config: E.GameConfig) -> None:
     """``lowest``, ``highest`` and ``greedy`` (:mod:`sixnimmt_env.agents`) and their compiled batch versions
-    (:mod:`sixnimmt_env.batched.agents`) choose the same action for every seat of 700 seeded positions per
+    (:mod:`sixnimmt_env.compiled.heuristics`) choose the same action for every seat of 700 seeded positions per
     rule set: 400 met in random play (every phase) and 300 made for ties. The ties are counted so the test
     checks the tie-breaks: greedy's among cards of equal immediate cost, the cheapest row's among equal rows."""
-    from sixnimmt_env.batched import BatchedGames
-    from sixnimmt_env.batched.agents import HeuristicPlayers, kind_codes
+    from sixnimmt_env.compiled import BatchedGames
+    from sixnimmt_env.compiled.heuristics import HeuristicPlayers, kind_codes
 
     rng = np.random.default_rng([config.num_players, len(config.row_choice)])
     positions = _random_play_positions(config, 400, rng)

@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from sixnimmt_env import engine as E
 from sixnimmt_env.agents import make_agent
 from sixnimmt_env.arena import main, markdown_table, play_game, run_arena, run_league, seat_positions
 from sixnimmt_env.arena.summary import arena_rows, part_summary, rows_from_parts
+from sixnimmt_env.rules import engine as E
 from sixnimmt_env.stats import (
     Z95,
     fractional_ranks,

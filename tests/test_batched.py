@@ -1,6 +1,6 @@
 """Parity of the batched engine with the reference engine (issue 5).
 
-The contract: with the same deals and the same actions, :class:`BatchedGames` and :mod:`sixnimmt_env.engine`
+The contract: with the same deals and the same actions, :class:`BatchedGames` and :mod:`sixnimmt_env.rules.engine`
 give identical hands, rows, penalty piles, penalties, totals, phases, observations and masks after every step,
 and the vectorised heuristic agents choose exactly what the reference agents choose.
 """
@@ -12,10 +12,10 @@ import pytest
 from numba import njit
 
 from sixnimmt_env import agents as ref_agents
-from sixnimmt_env.batched import BatchedGames, reference_deals
-from sixnimmt_env.batched.agents import HeuristicPlayers, kind_codes
-from sixnimmt_env.batched.kernel import random_below
-from sixnimmt_env.engine import (
+from sixnimmt_env.compiled import BatchedGames, reference_deals
+from sixnimmt_env.compiled.heuristics import HeuristicPlayers, kind_codes
+from sixnimmt_env.observation import OBS_SIZE, action_mask, encode
+from sixnimmt_env.rules.engine import (
     DONE,
     NOOP,
     GameConfig,
@@ -26,13 +26,13 @@ from sixnimmt_env.engine import (
     step,
     view,
 )
-from sixnimmt_env.observation import OBS_SIZE, action_mask, encode
+from sixnimmt_env.rules.kernel import random_below
 
 
 @njit(cache=True)
 def random_legal_actions(mask: np.ndarray, out: np.ndarray, rng: np.ndarray) -> None:
     """Uniformly random legal actions from masks: ``mask`` (B, n, 109) 0/1, ``out`` (B, n) int64, ``rng`` (B,) uint64
-    (:func:`~sixnimmt_env.batched.kernel.random_below`); seats with an all-zero mask get the no-op 108."""
+    (:func:`~sixnimmt_env.rules.kernel.random_below`); seats with an all-zero mask get the no-op 108."""
     for b in range(mask.shape[0]):
         for s in range(mask.shape[1]):
             count = 0
@@ -280,7 +280,7 @@ def test_single_seat_observations_and_masks_match_all_seats() -> None:
 
 
 def test_fast_arena_games_are_reproducible_and_rotate_seats() -> None:
-    from sixnimmt_env.batched.fast_arena import play_games, supports
+    from sixnimmt_env.compiled.fast_arena import play_games, supports
 
     assert supports(["greedy", "random", ref_agents.LowestAgent()]) and not supports(["greedy", "mc:8"])
     config = GameConfig(num_players=4, episode="round")
@@ -302,7 +302,7 @@ def test_batched_games_are_a_drop_in_for_the_arena_games() -> None:
     from sixnimmt_env import seeding
     from sixnimmt_env.arena import play
     from sixnimmt_env.arena import pool as arena_pool
-    from sixnimmt_env.batched import fast_arena as fast
+    from sixnimmt_env.compiled import fast_arena as fast
 
     assert (fast.DEAL_TAG, fast.AGENT_TAG, arena_pool.TABLE_TAG) == (play.DEAL_TAG, play.AGENT_TAG, seeding.TABLE_TAG)
     config = GameConfig(num_players=3, episode="round")

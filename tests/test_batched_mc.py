@@ -1,4 +1,4 @@
-"""``mc:N`` in compiled code (sixnimmt_env/batched/mc.py): the same decision rule as the reference agent (issue 5)."""
+"""``mc:N`` in compiled code (sixnimmt_env/compiled/mc.py): the same decision rule as the reference agent (issue 5)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,21 @@ import numpy as np
 import pytest
 
 from sixnimmt_env import agents as ref_agents
-from sixnimmt_env.batched import BatchedGames
-from sixnimmt_env.batched.agents import HeuristicPlayers, kind_codes
-from sixnimmt_env.batched.mc import MonteCarloPlayers, row_scores, select_scores
-from sixnimmt_env.engine import CHOOSE_ROW, DONE, DRAFT, SELECT, GameConfig, State, legal_actions, new_game, step, view
+from sixnimmt_env.compiled import BatchedGames
+from sixnimmt_env.compiled.heuristics import HeuristicPlayers, kind_codes
+from sixnimmt_env.compiled.mc import MonteCarloPlayers, row_scores, select_scores
+from sixnimmt_env.rules.engine import (
+    CHOOSE_ROW,
+    DONE,
+    DRAFT,
+    SELECT,
+    GameConfig,
+    State,
+    legal_actions,
+    new_game,
+    step,
+    view,
+)
 
 
 def _positions(
@@ -36,7 +47,7 @@ def _decider(state: State) -> int:
 def _engine_score(config: GameConfig, hands: list[list[int]], rows: list[list[int]], first: list[int]) -> int:
     """``n * own - sum(all)`` bullheads from the joint action ``first`` (then everyone greedy) to the round's end, seat
     0 being the searching player: the reference engine plays it (low cards of the rollout take the cheapest row)."""
-    from sixnimmt_env.engine import ROW_ACTION, from_position
+    from sixnimmt_env.rules.engine import ROW_ACTION, from_position
 
     n = config.num_players
     rollout = GameConfig(num_players=n, row_choice="cheapest", episode="round")

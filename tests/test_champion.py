@@ -14,7 +14,7 @@ from sixnimmt_env import parallel_env
 from sixnimmt_env.agents import make_agent
 from sixnimmt_env.arena import run_arena
 from sixnimmt_env.champion import WEIGHTS, ChampionAgent, load_champion, read_weights
-from sixnimmt_env.engine import CHOOSE_ROW, DRAFT, NOOP, SELECT, GameConfig, legal_actions, new_game, step, view
+from sixnimmt_env.rules.engine import CHOOSE_ROW, DRAFT, NOOP, SELECT, GameConfig, legal_actions, new_game, step, view
 
 WEIGHTS_DIR = Path(__file__).parent.parent / "sixnimmt_env" / "weights"
 GAMES_WEIGHTS = WEIGHTS_DIR / "champion_games.npz"  # stage 8 continued on whole games (configs/champion_games.yaml)
@@ -43,7 +43,7 @@ def test_shipped_weights_load_as_the_champion_spec() -> None:
 
 def test_playing_the_champion_imports_neither_torch_nor_sb3() -> None:
     code = (
-        "import sys, numpy as np; from sixnimmt_env.agents import make_agent; from sixnimmt_env.engine import *;"
+        "import sys, numpy as np; from sixnimmt_env.agents import make_agent; from sixnimmt_env.rules.engine import *;"
         "a = make_agent('champion'); c = GameConfig(num_players=4); s = new_game(c, np.random.default_rng(0));"
         "a.act(view(s, 0), np.random.default_rng(0));"
         "bad = [m for m in ('torch', 'stable_baselines3', 'sb3_contrib') if m in sys.modules]; print(bad)"

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from sixnimmt_env.batched import BatchedGames
-from sixnimmt_env.batched.mc import MonteCarloPlayers
-from sixnimmt_env.engine import CHOOSE_ROW, NOOP, ROW_ACTION, SELECT, GameConfig
+from sixnimmt_env.compiled import BatchedGames
+from sixnimmt_env.compiled.mc import MonteCarloPlayers
 from sixnimmt_env.observation import OBS_SIZE, SLICES
+from sixnimmt_env.rules.engine import CHOOSE_ROW, NOOP, ROW_ACTION, SELECT, GameConfig
 from training.distill import Labels, fit_policy, label_positions, teacher_probs
 
 CONFIG = GameConfig(num_players=4, episode="round", row_choice="player")

@@ -30,7 +30,7 @@ def test_the_api_reference_documents_every_public_module() -> None:
     )
     assert len(documented) == len(set(documented))
     assert sorted(documented) == sorted(public_modules())
-    assert {"sixnimmt_env.engine", "sixnimmt_env.pettingzoo_env", "training.train_config"} <= set(documented)
+    assert {"sixnimmt_env.rules.engine", "sixnimmt_env.pettingzoo_env", "training.train_config"} <= set(documented)
 
 
 def test_every_page_is_in_a_table_of_contents() -> None:

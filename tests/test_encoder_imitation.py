@@ -10,7 +10,7 @@ from conftest import load_benchmark
 
 from sixnimmt_env import parallel_env
 from sixnimmt_env.card_features import card_features
-from sixnimmt_env.engine import GameConfig
+from sixnimmt_env.rules.engine import GameConfig
 from training.distill import Labels, label_positions
 
 

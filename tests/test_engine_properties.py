@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sixnimmt_env.engine import (
+from sixnimmt_env.rules.engine import (
     BULLHEADS,
     CHOOSE_ROW,
     DONE,

@@ -13,8 +13,6 @@ import pytest
 from conftest import BAD_E2_ACTIONS
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, render_test, seed_test
 
-from sixnimmt_env import engine
-from sixnimmt_env.engine import CHOOSE_ROW, DRAFT, SELECT
 from sixnimmt_env.observation import OBS_SIZE, encode, pieces
 from sixnimmt_env.pettingzoo_env import (
     ILLEGAL_ACTION_PENALTY,
@@ -23,6 +21,8 @@ from sixnimmt_env.pettingzoo_env import (
     env,
 )
 from sixnimmt_env.pettingzoo_env import parallel_env as default_parallel_env
+from sixnimmt_env.rules import engine
+from sixnimmt_env.rules.engine import CHOOSE_ROW, DRAFT, SELECT
 
 
 def parallel_env(**config: Any) -> SixNimmtParallelEnv:

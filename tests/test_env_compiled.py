@@ -8,6 +8,7 @@ step; only the deals a seed produces differ (the compiled backend draws from the
 from __future__ import annotations
 
 import copy
+import itertools
 import pickle
 from typing import Any
 
@@ -16,10 +17,8 @@ import pytest
 from conftest import BAD_E2_ACTIONS
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, render_test, seed_test
 
-from sixnimmt_env import engine
 from sixnimmt_env.backends import OK, OVER
-from sixnimmt_env.batched import BatchedGames, reference_deals, single
-from sixnimmt_env.engine import DRAFT, GameConfig
+from sixnimmt_env.compiled import BatchedGames, reference_deals, single
 from sixnimmt_env.observation import OBS_SIZE, action_mask, encode
 from sixnimmt_env.pettingzoo_env import (
     ILLEGAL_ACTION_PENALTY,
@@ -27,6 +26,8 @@ from sixnimmt_env.pettingzoo_env import (
     env,
 )
 from sixnimmt_env.pettingzoo_env import parallel_env as default_parallel_env
+from sixnimmt_env.rules import engine
+from sixnimmt_env.rules.engine import DRAFT, GameConfig
 
 
 def parallel_env(**config: Any) -> SixNimmtParallelEnv:
@@ -350,3 +351,26 @@ def test_queue_deals_is_validated() -> None:
         game.queue_deals(np.zeros((1, 23), np.int16))
     with pytest.raises(ValueError, match=r"deals\[1\] must hold 24 distinct cards of 1..104"):
         game.queue_deals(np.stack([np.arange(1, 25), np.full(24, 3)]))
+
+
+@pytest.mark.parametrize("n", range(2, 11))
+def test_the_buffer_layout_read_from_unpack_tiles_the_buffer(n: int) -> None:
+    """The Python side reads the buffer's layout from the compiled ``_unpack`` (its one spelling): every array of
+    ``PIECES`` is a view into the buffer, no two overlap, and the buffer is as long as it was when the layout was
+    written twice (992 bytes for 2 seats, 40 to 48 more per seat)."""
+    sizes = {2: 992, 3: 1032, 4: 1072, 5: 1112, 6: 1160, 7: 1200, 8: 1248, 9: 1288, 10: 1336}
+    game = single.SingleGame(GameConfig(num_players=n), seed=0)
+    assert single.buffer_size(n) == len(game.buffer) == sizes[n]
+    base = game.buffer.ctypes.data
+    spans = []
+    for name in single.PIECES:
+        view = getattr(game, name)
+        assert np.shares_memory(view, game.buffer), name
+        start = view.ctypes.data - base
+        spans.append((start, start + view.nbytes, name))
+    spans.sort()
+    assert spans[0][:2] == (0, 64)  # the config vector first: _unpack reads the seat count there
+    assert all(end <= nxt for (_, end, _), (nxt, _, _) in itertools.pairwise(spans))
+    assert spans[-1][1] <= len(game.buffer) < spans[-1][1] + 8
+    assert game.cfg[0] == n and game.hand.shape == (1, n, 10) and game.rows.shape == (1, 4, 5)
+    assert game.rng.dtype == np.uint64 and game.display.dtype == np.bool_ and game.taken_at.shape == (105,)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from sixnimmt_env import engine as E
 from sixnimmt_env.observation import OBS_SIZE, encode
+from sixnimmt_env.rules import engine as E
 from training.features import (
     CARD_FEATURES,
     FEATURES_SIZE,

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from sixnimmt_env import engine as E
 from sixnimmt_env.agents import immediate_cost
 from sixnimmt_env.card_features import CARD_FEATURES, card_features
 from sixnimmt_env.observation import OBS_SIZE, encode
+from sixnimmt_env.rules import engine as E
 from training.features import CardFeatures
 
 

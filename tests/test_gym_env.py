@@ -13,10 +13,10 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import sixnimmt_env  # registers sixnimmt/SixNimmt-v0
 from sixnimmt_env.agents import GreedyAgent
-from sixnimmt_env.engine import CHOOSE_ROW, NOOP, ROW_ACTION
 from sixnimmt_env.gym_env import ENV_ID, SingleSeatEnv, make_env, opponent_actions, seated
 from sixnimmt_env.observation import OBS_SIZE, SLICES
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
+from sixnimmt_env.rules.engine import CHOOSE_ROW, NOOP, ROW_ACTION
 
 
 def _first_legal(env: Any) -> int:
@@ -200,7 +200,7 @@ class _ViewRecorder:
         self.pairs: list[tuple[dict, dict]] = []
 
     def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
-        from sixnimmt_env.engine import view as engine_view
+        from sixnimmt_env.rules.engine import view as engine_view
 
         expected = dict(engine_view(self.env.parallel.game_state, view["seat"]))
         self.pairs.append(({k: view[k] for k in view}, expected))

@@ -19,8 +19,8 @@ import grimp
 import pytest
 
 from sixnimmt_env import agents
-from sixnimmt_env.batched.fast_arena import supports
-from sixnimmt_env.batched.kinds import EXACT_AGENT_CLASSES, KINDS
+from sixnimmt_env.compiled.fast_arena import supports
+from sixnimmt_env.compiled.kinds import EXACT_AGENT_CLASSES, KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
@@ -61,7 +61,7 @@ def test_lint_imports_keeps_every_contract() -> None:
     run = lint_imports(ROOT)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert f"Contracts: {len(CONFIG['contracts'])} kept, 0 broken." in run.stdout
-    assert len(CONFIG["contracts"]) == 5
+    assert len(CONFIG["contracts"]) == 6
 
 
 def test_an_upward_import_under_type_checking_breaks_the_contract(tmp_path: Path) -> None:
@@ -69,13 +69,13 @@ def test_an_upward_import_under_type_checking_breaks_the_contract(tmp_path: Path
     for package in CONFIG["root_packages"]:
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("*.npz", "__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    engine = tmp_path / "sixnimmt_env" / "engine.py"
+    engine = tmp_path / "sixnimmt_env" / "rules" / "engine.py"
     hint = "\nimport typing\n\nif typing.TYPE_CHECKING:\n    from sixnimmt_env.arena.report import Plotter\n"
     engine.write_text(engine.read_text() + hint)
     run = lint_imports(tmp_path)
     assert run.returncode == 1
-    assert "sixnimmt_env.engine -> sixnimmt_env.arena.report" in run.stdout
-    assert "Contracts: 3 kept, 2 broken." in run.stdout  # also the arena: summary -> engine -> report
+    assert "sixnimmt_env.rules.engine -> sixnimmt_env.arena.report" in run.stdout
+    assert "Contracts: 4 kept, 2 broken." in run.stdout  # also the arena: summary -> engine -> report
 
 
 def test_every_module_has_a_layer(graph: grimp.ImportGraph) -> None:
@@ -169,3 +169,16 @@ def test_exact_agent_classes_name_the_heuristic_agents() -> None:
     assert supports([agents.GreedyAgent(), "lowest", agents.RandomAgent()])
     assert not supports([Sub(), "lowest"])
     assert not supports([agents.MonteCarloAgent(4)])
+
+
+def test_the_engine_keeps_its_package_name() -> None:
+    """``from sixnimmt_env import engine`` (the README's import before the rules moved into
+    :mod:`sixnimmt_env.rules`) gives the one engine module; there is no second module of that name."""
+    import sixnimmt_env
+    from sixnimmt_env import engine
+    from sixnimmt_env.rules import engine as rules_engine
+
+    assert engine is rules_engine is sixnimmt_env.engine
+    assert engine.__name__ == "sixnimmt_env.rules.engine"
+    assert not (ROOT / "sixnimmt_env" / "engine.py").exists()
+    assert not list((ROOT / "sixnimmt_env").glob("batched/*.py"))  # the compiled tier is sixnimmt_env.compiled

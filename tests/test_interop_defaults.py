@@ -29,10 +29,10 @@ import torch
 from gymnasium.utils.env_checker import data_equivalence
 
 import sixnimmt_env
-from sixnimmt_env.batched import BatchedGames
-from sixnimmt_env.engine import NOOP, GameConfig
+from sixnimmt_env.compiled import BatchedGames
 from sixnimmt_env.gym_env import make_env
 from sixnimmt_env.observation import DECK_BULLHEADS, SLICES, observation_high
+from sixnimmt_env.rules.engine import NOOP, GameConfig
 
 COPIERS: dict[str, Callable[[Any], Any]] = {
     "pickle": lambda env: pickle.loads(pickle.dumps(env)),

@@ -17,10 +17,11 @@ from open_spiel.python import rl_environment
 from open_spiel.python.algorithms import evaluate_bots, ismcts, mcts, random_agent
 from open_spiel.python.bots import uniform_random
 
-from sixnimmt_env import engine, observation
+from sixnimmt_env import observation
 from sixnimmt_env.agents import make_agent
 from sixnimmt_env.openspiel import AgentBot, SixNimmtState, config_of, play, resampler, simultaneous_state
 from sixnimmt_env.rewards import rewards
+from sixnimmt_env.rules import engine
 
 SIM = pyspiel.PlayerId.SIMULTANEOUS
 
@@ -38,7 +39,7 @@ def deal(state: pyspiel.State, cards: list[int]) -> None:
 
 def test_importing_the_package_never_imports_openspiel() -> None:
     code = (
-        "import sys, sixnimmt_env, sixnimmt_env.engine\n"
+        "import sys, sixnimmt_env, sixnimmt_env.rules.engine\n"
         "print('pyspiel' in sys.modules, 'sixnimmt_env.openspiel' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -1,4 +1,4 @@
-"""The compiled rules kernel (sixnimmt_env/batched/kernel.py) against the reference engine, and the arena's fused
+"""The compiled rules kernel (sixnimmt_env/rules/kernel.py) against the reference engine, and the arena's fused
 loop against the batched engine stepped from Python."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from sixnimmt_env import agents as ref_agents
-from sixnimmt_env import engine as E
-from sixnimmt_env.batched import BatchedGames
-from sixnimmt_env.batched import kernel as K
-from sixnimmt_env.batched.agents import HeuristicPlayers, kind_codes
-from sixnimmt_env.batched.fast_arena import play_games, streams
+from sixnimmt_env.compiled import BatchedGames
+from sixnimmt_env.compiled.fast_arena import play_games, streams
+from sixnimmt_env.compiled.heuristics import HeuristicPlayers, kind_codes
+from sixnimmt_env.rules import engine as E
+from sixnimmt_env.rules import kernel as K
 from sixnimmt_env.seeding import AGENT_TAG, DEAL_TAG
 
 
@@ -121,7 +121,7 @@ def test_fused_arena_loop_plays_the_games_of_the_stepped_engine(config: E.GameCo
 
 def test_heuristic_kernels_agree_with_the_reference_agents_on_the_light_rows() -> None:
     """greedy_index on light rows picks the reference greedy card on random positions."""
-    from sixnimmt_env.batched.agents import greedy_index
+    from sixnimmt_env.compiled.heuristics import greedy_index
 
     rng = np.random.default_rng(5)
     for _ in range(2000):

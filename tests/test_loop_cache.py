@@ -1,4 +1,4 @@
-"""The arena's compiled loop from numba's disk cache (sixnimmt_env/batched/loop_cache.py), and the kernel's random
+"""The arena's compiled loop from numba's disk cache (sixnimmt_env/compiled/loop_cache.py), and the kernel's random
 draws it deals with."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sixnimmt_env.batched import loop_cache
-from sixnimmt_env.batched.params import first_states
+from sixnimmt_env.compiled import loop_cache
+from sixnimmt_env.rules.params import first_states
 
 LOAD = (
-    "from sixnimmt_env.batched.fast_arena import load, chunk_loop\n"
-    "from sixnimmt_env.engine import GameConfig\n"
+    "from sixnimmt_env.compiled.fast_arena import load, chunk_loop\n"
+    "from sixnimmt_env.rules.engine import GameConfig\n"
     "load(GameConfig(num_players=5))\n"
     "stats = chunk_loop().stats\n"
     "print(len(stats.cache_hits), len(stats.cache_misses))\n"
@@ -92,7 +92,7 @@ def test_random_below_is_the_high_word_of_the_product() -> None:
     """random_below(k) == floor(x * k / 2**64) of the stream's next 64 bits x, computed with Python integers."""
     from numba import njit
 
-    from sixnimmt_env.batched.kernel import next_random, random_below
+    from sixnimmt_env.rules.kernel import next_random, random_below
 
     @njit
     def draws(rng: np.ndarray, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -116,7 +116,7 @@ def test_dealt_cards_are_uniform_and_distinct() -> None:
     deal (44 of 104)."""
     from numba import njit
 
-    from sixnimmt_env.batched.kernel import shuffle_deck
+    from sixnimmt_env.rules.kernel import shuffle_deck
 
     @njit
     def deals(rng: np.ndarray, trials: int, size: int, count: int) -> tuple[np.ndarray, np.ndarray, int]:

@@ -7,8 +7,6 @@ import random
 import numpy as np
 import pytest
 
-from sixnimmt_env import engine
-from sixnimmt_env.engine import CHOOSE_ROW, DRAFT, SELECT, GameConfig, State
 from sixnimmt_env.observation import (
     OBS_SIZE,
     PIECES,
@@ -18,6 +16,8 @@ from sixnimmt_env.observation import (
     encode,
     pieces,
 )
+from sixnimmt_env.rules import engine
+from sixnimmt_env.rules.engine import CHOOSE_ROW, DRAFT, SELECT, GameConfig, State
 
 
 def encode_all(state: State) -> tuple[np.ndarray, np.ndarray]:
@@ -206,7 +206,7 @@ def test_batch_encoder_rejects_a_state_of_another_size() -> None:
 
 def test_drafted_by_says_who_took_each_card_seat_relative_and_persists() -> None:
     """V2: the draft picks are public; ``drafted_by`` gives (k + 1) / 10 for relative seat k, 0 otherwise."""
-    from sixnimmt_env.batched.core import BatchedGames
+    from sixnimmt_env.compiled.core import BatchedGames
     from sixnimmt_env.pettingzoo_env import SixNimmtParallelEnv
 
     config = GameConfig(num_players=3, variant="logic", episode="round")  # deck 1..34; seat 0 picks first

@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
-from sixnimmt_env import engine as E
 from sixnimmt_env.agents import MonteCarloAgent, make_agent
 from sixnimmt_env.play.__main__ import _parser, settings_from_args
 from sixnimmt_env.play.coach import advise, warm_up
 from sixnimmt_env.play.server import BackgroundServer, create_app
 from sixnimmt_env.play.settings import PlaySettings
 from sixnimmt_env.play.table import Table, TableError, narrate_turn
+from sixnimmt_env.rules import engine as E
 
 BASE = "http://127.0.0.1"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from test_play import _engine_game, _lowest_choice
 
-from sixnimmt_env import engine as E
 from sixnimmt_env.play.server import BackgroundServer, create_app
 from sixnimmt_env.play.settings import PlaySettings
+from sixnimmt_env.rules import engine as E
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -8,9 +8,9 @@ import pytest
 from conftest import load_benchmark
 from starlette.testclient import TestClient
 
-from sixnimmt_env import engine as E
 from sixnimmt_env.play.server import create_app
 from sixnimmt_env.play.settings import PlaySettings
+from sixnimmt_env.rules import engine as E
 
 BASE = "http://127.0.0.1"
 EVIL = "http://evil.example"

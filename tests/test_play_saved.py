@@ -14,13 +14,13 @@ from conftest import load_benchmark
 from starlette.testclient import TestClient
 from test_play import _new
 
-from sixnimmt_env import engine as E
 from sixnimmt_env.play.history import history
 from sixnimmt_env.play.saved import GameDB, restore
 from sixnimmt_env.play.server import create_app
 from sixnimmt_env.play.settings import PlaySettings
 from sixnimmt_env.play.table import Table
 from sixnimmt_env.records import read_records, replay
+from sixnimmt_env.rules import engine as E
 from sixnimmt_env.stats import Z95
 
 BASE = "http://127.0.0.1"

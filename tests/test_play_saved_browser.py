@@ -8,10 +8,10 @@ from __future__ import annotations
 from starlette.testclient import TestClient
 from test_play_browser import _screenshot_dir, browser  # noqa: F401  (the fixture)
 
-from sixnimmt_env import engine as E
 from sixnimmt_env.play.saved import GameDB, restore
 from sixnimmt_env.play.server import BackgroundServer, create_app
 from sixnimmt_env.play.settings import PlaySettings
+from sixnimmt_env.rules import engine as E
 
 
 def _play(client: TestClient, moves: int | None) -> str:

@@ -125,7 +125,7 @@ def test_importing_the_packages_loads_no_numpy() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     ).stdout.split()
-    assert out == ["False", "sixnimmt_env.engine", "sixnimmt_env.arena.run", "sixnimmt_env.arena.report"]
+    assert out == ["False", "sixnimmt_env.rules.engine", "sixnimmt_env.arena.run", "sixnimmt_env.arena.report"]
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         _ = sixnimmt_env.arena.nope  # type: ignore[attr-defined]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sixnimmt_env.engine import DRAFT, NOOP, SELECT, GameConfig, from_position, legal_actions, step
+from sixnimmt_env.rules.engine import DRAFT, NOOP, SELECT, GameConfig, from_position, legal_actions, step
 
 TWO = GameConfig(num_players=2)
 ROWS = [[10], [20], [30], [40]]

@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from sixnimmt_env import engine as E
 from sixnimmt_env.arena import main as arena_main
 from sixnimmt_env.arena import run_arena, run_league
 from sixnimmt_env.records import (
@@ -23,6 +22,7 @@ from sixnimmt_env.records import (
 )
 from sixnimmt_env.records_text import format_game
 from sixnimmt_env.records_text import main as replay_main
+from sixnimmt_env.rules import engine as E
 
 
 def _arena_records(tmp_path, agents, games, config, **kw):

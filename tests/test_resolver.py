@@ -13,8 +13,8 @@ import pickle
 import numpy as np
 import pytest
 
-from sixnimmt_env import engine as E
-from sixnimmt_env.engine import Placement, deal_round, resolve_turn
+from sixnimmt_env.rules import engine as E
+from sixnimmt_env.rules.engine import Placement, deal_round, resolve_turn
 
 
 def test_resolve_turn_e1_low_card_takes_the_chosen_row() -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sixnimmt_env import engine
-from sixnimmt_env.batched.kinds import KINDS
-from sixnimmt_env.batched.learner import LearnerTables
-from sixnimmt_env.engine import GameConfig
+from sixnimmt_env.compiled.kinds import KINDS
+from sixnimmt_env.compiled.learner import LearnerTables
 from sixnimmt_env.rewards import rewards, seat_reward
+from sixnimmt_env.rules import engine
+from sixnimmt_env.rules.engine import GameConfig
 
 
 def test_reward_modes() -> None:

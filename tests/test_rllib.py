@@ -16,7 +16,6 @@ import pytest
 import yaml
 
 from sixnimmt_env import parallel_env
-from sixnimmt_env.engine import NUM_ACTIONS
 from sixnimmt_env.gym_env import make_env
 from sixnimmt_env.observation import OBS_SIZE
 from sixnimmt_env.rllib_env import (
@@ -26,6 +25,7 @@ from sixnimmt_env.rllib_env import (
     masked_aec_env,
     masked_parallel_env,
 )
+from sixnimmt_env.rules.engine import NUM_ACTIONS
 from training.train_config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from conftest import load_benchmark
 
-from sixnimmt_env.batched.core import BatchedGames
-from sixnimmt_env.batched.kernel import CHOOSE_ROW, SELECT
 from sixnimmt_env.champion import WEIGHTS, read_weights
-from sixnimmt_env.engine import NOOP, ROW_ACTION
+from sixnimmt_env.compiled.core import BatchedGames
+from sixnimmt_env.rules.engine import NOOP, ROW_ACTION
+from sixnimmt_env.rules.kernel import CHOOSE_ROW, SELECT
 
 
 @pytest.fixture(scope="module")

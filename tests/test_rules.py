@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from sixnimmt_env.engine import (
+from sixnimmt_env.rules.engine import (
     BULLHEADS,
     CHOOSE_ROW,
     DONE,

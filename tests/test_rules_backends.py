@@ -1,13 +1,13 @@
 """The rule table of `tests/test_rules.py` on every backend: the same positions, plays and expected values.
 
-`tests/test_rules.py` runs its cases on the reference engine (:mod:`sixnimmt_env.engine`). Here the same
+`tests/test_rules.py` runs its cases on the reference engine (:mod:`sixnimmt_env.rules.engine`). Here the same
 case lists (``CASES``, ``R12_CASES``, ``R13_CASES``, imported, not copied) run on
 
 - ``env-reference``: :class:`SixNimmtParallelEnv` with ``backend="reference"``, started from the position with
   ``reset(options={"hands", "rows", "totals"})``, penalties read back from its rewards;
-- ``env-compiled``: the same with ``backend="compiled"`` (:class:`sixnimmt_env.batched.single.SingleGame`, one
+- ``env-compiled``: the same with ``backend="compiled"`` (:class:`sixnimmt_env.compiled.single.SingleGame`, one
   compiled call per step);
-- ``batched``: :class:`sixnimmt_env.batched.BatchedGames`, the position loaded with ``set_state`` and played with
+- ``batched``: :class:`sixnimmt_env.compiled.BatchedGames`, the position loaded with ``set_state`` and played with
   its ``step`` (the penalties it returns).
 
 Each backend must give the expected rows, penalties, piles, totals and hands of the case. A case a backend
@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 from test_rules import CASES, E12_ROWS, R12_CASES, R13_CASES, R13_ROWS, Step, actions_for
 
-from sixnimmt_env.batched import BatchedGames
-from sixnimmt_env.engine import BULLHEADS, DONE, SELECT, GameConfig, State, from_position, winners
+from sixnimmt_env.compiled import BatchedGames
 from sixnimmt_env.pettingzoo_env import SixNimmtParallelEnv
+from sixnimmt_env.rules.engine import BULLHEADS, DONE, SELECT, GameConfig, State, from_position, winners
 
 BACKENDS = ("env-reference", "env-compiled", "batched")
 

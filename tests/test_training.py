@@ -504,7 +504,7 @@ def test_algo_section_defaults_are_maskable_ppos_and_the_env_section_is_game_con
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
-    from sixnimmt_env.engine import GameConfig
+    from sixnimmt_env.rules.engine import GameConfig
     from training.train_config import TRAINING_GAME_DEFAULTS, AlgoSection, EnvSection, PolicyKwargs
 
     ppo = inspect.signature(MaskablePPO.__init__).parameters

@@ -15,10 +15,10 @@ from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_suppo
 from stable_baselines3.common.vec_env import VecMonitor
 
 from sixnimmt_env import agents as ref_agents
-from sixnimmt_env.engine import DONE, NOOP, SELECT, GameConfig, State, step, view
 from sixnimmt_env.observation import OBS_SIZE, SLICES, action_mask, encode
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
 from sixnimmt_env.rewards import rewards
+from sixnimmt_env.rules.engine import DONE, NOOP, SELECT, GameConfig, State, step, view
 from training.opponents import MixtureSampler
 from training.policy import algo_kwargs
 from training.ppo_agents import PolicyAgent
@@ -314,7 +314,7 @@ def test_maskable_ppo_learns_on_the_batched_config(tmp_path: Path) -> None:
 
 
 def test_mc_opponents_search_in_one_batched_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sixnimmt_env.batched.mc import MonteCarloPlayers
+    from sixnimmt_env.compiled.mc import MonteCarloPlayers
 
     class ReferenceMC(ref_agents.MonteCarloAgent):
         """The same rule through act(view, rng), one decision at a time (a subclass is not batched)."""

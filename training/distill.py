@@ -1,6 +1,6 @@
 """Search distillation: label positions with ``mc:N`` and train the card policy to imitate it (issue 13).
 
-The batched ``mc:N`` player (:class:`sixnimmt_env.batched.mc.MonteCarloPlayers`) scores every candidate of a
+The batched ``mc:N`` player (:class:`sixnimmt_env.compiled.mc.MonteCarloPlayers`) scores every candidate of a
 decision (each held card in card selection, R5; each row for a low card, R9) by the mean over N sampled worlds of
 the bullheads its seat takes to the end of the round minus the opponents' mean. Two steps turn those scores into a
 policy that searches nothing:
@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sixnimmt_env.batched.core import BatchedGames
-from sixnimmt_env.batched.mc import MonteCarloPlayers
-from sixnimmt_env.engine import NUM_ACTIONS, GameConfig
+from sixnimmt_env.compiled.core import BatchedGames
+from sixnimmt_env.compiled.mc import MonteCarloPlayers
 from sixnimmt_env.observation import OBS_SIZE
+from sixnimmt_env.rules.engine import NUM_ACTIONS, GameConfig
 
 if TYPE_CHECKING:
     from training.train_config import TrainConfig

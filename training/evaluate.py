@@ -50,7 +50,7 @@ import numpy as np
 from sixnimmt_env.agents import Agent, make_agent, parse_lineup
 from sixnimmt_env.arena import markdown_table, run_arena, write_results
 from sixnimmt_env.arena.report import short_labels
-from sixnimmt_env.engine import GameConfig
+from sixnimmt_env.rules.engine import GameConfig
 from training.ppo_agents import PolicyAgent
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ the cards seen, but an MLP has to learn from scratch which row a card goes to
 (`RULES.md` R7), whether it would take a full row (R8) or be a low card (R9).
 The features are computed from the observation itself by the numba kernels of
 :mod:`sixnimmt_env.card_features` (which take the target row from the rules kernel,
-:func:`sixnimmt_env.batched.kernel.target_row`); the table of the 8 per-card
+:func:`sixnimmt_env.rules.kernel.target_row`); the table of the 8 per-card
 features (``CARD_FEATURES``) and of the held-card ``value`` is in that module. Only the
 raw observation is read (so not with ``train.normalize_obs``).
 
@@ -28,8 +28,8 @@ import torch
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
 from sixnimmt_env.card_features import CARD_FEATURES, HAND_FEATURES, card_features, hand_features
-from sixnimmt_env.engine import HAND_SIZE, NUM_CARDS
 from sixnimmt_env.observation import OBS_SIZE
+from sixnimmt_env.rules.engine import HAND_SIZE, NUM_CARDS
 
 __all__ = [
     "CARD_FEATURES",

@@ -24,8 +24,8 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
 from sixnimmt_env.card_features import HAND_FEATURES
 from sixnimmt_env.champion import CardActor, read_weights
-from sixnimmt_env.engine import HAND_SIZE, NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE
+from sixnimmt_env.rules.engine import HAND_SIZE, NUM_ACTIONS
 from training import train_config as config
 from training.features import FEATURE_EXTRACTORS, GLOBAL_SIZE, HAND_OUTPUT_SIZE, HandFeatures
 from training.train_config import TrainConfig

@@ -32,8 +32,8 @@ import numpy as np
 import torch
 
 from sixnimmt_env.agents import register_agent
-from sixnimmt_env.engine import NOOP, NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE, observation_from_view
+from sixnimmt_env.rules.engine import NOOP, NUM_ACTIONS
 from training.features import GLOBAL_SIZE
 
 __all__ = [

@@ -49,7 +49,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
-from sixnimmt_env.engine import NUM_ACTIONS
+from sixnimmt_env.rules.engine import NUM_ACTIONS
 from training.train_config import TrainConfig
 from training.vec import build_vec_env
 from training.vec_env import env_indices

@@ -12,7 +12,7 @@ section      meaning
 base         (optional) another config file, relative to this one: its keys
              apply first, then this file's (mappings merge key by key; a list
              or a value replaces the base's); ``name`` is never inherited
-env          every :class:`sixnimmt_env.engine.GameConfig` field with its
+env          every :class:`sixnimmt_env.rules.engine.GameConfig` field with its
              default (but :data:`TRAINING_GAME_DEFAULTS`: ``episode: round``), plus
              ``learner_seat`` (``"random"`` or a seat index); ``num_players``
              may be a list: training env ``i`` plays ``num_players[i % len]``
@@ -96,7 +96,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
 from sixnimmt_env.agents import parse_lineup
-from sixnimmt_env.engine import GameConfig
+from sixnimmt_env.rules.engine import GameConfig
 
 
 class ConfigError(ValueError):

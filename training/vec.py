@@ -26,7 +26,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor, VecNormalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
-from sixnimmt_env.engine import NUM_ACTIONS
+from sixnimmt_env.rules.engine import NUM_ACTIONS
 from training import ppo_agents as _ppo_agents  # noqa: F401  (registers ppo: specs in every process)
 from training.opponents import MixtureSampler, sampler_from_config
 from training.train_config import TrainConfig
@@ -45,7 +45,7 @@ class EnvFactory:
     """A picklable ``() -> gym.Env`` for one worker: a Monitor-wrapped :class:`SingleSeatEnv`.
 
     Args:
-        game: :class:`~sixnimmt_env.engine.GameConfig` keyword arguments.
+        game: :class:`~sixnimmt_env.rules.engine.GameConfig` keyword arguments.
         learner_seat: ``"random"`` or a seat.
         sampler: the opponent sampler.
         monitor_file: the Monitor CSV path (``None``: no file).

@@ -1,16 +1,16 @@
 """``SixNimmtVecEnv``: a Stable-Baselines3 ``VecEnv`` of B learner seats on the batched engine (issue 5).
 
-One env index is one game of a :class:`~sixnimmt_env.batched.learner.LearnerTables` batch: the learner holds one
+One env index is one game of a :class:`~sixnimmt_env.compiled.learner.LearnerTables` batch: the learner holds one
 seat (drawn per episode or fixed, like :class:`sixnimmt_env.gym_env.SingleSeatEnv`'s ``learner_seat``), the other
 seats are played inside the batch:
 
 - the heuristic agents (``random``, ``lowest``, ``highest``, ``greedy``) by the compiled kernel of
-  :mod:`sixnimmt_env.batched.agents`, with the rest of the step;
+  :mod:`sixnimmt_env.compiled.heuristics`, with the rest of the step;
 - checkpoint and self-play opponents (:class:`training.ppo_agents.PolicyAgent`, specs ``ppo:PATH`` and
   ``ppo-sample:PATH``) and the shipped ``champion`` (:class:`sixnimmt_env.champion.ChampionAgent`) by ONE
   forward pass of their network per engine step, over the stacked observations and masks of every game where
   that opponent must act;
-- ``mc:N`` by the batched search of :class:`sixnimmt_env.batched.mc.MonteCarloPlayers`, one compiled call per
+- ``mc:N`` by the batched search of :class:`sixnimmt_env.compiled.mc.MonteCarloPlayers`, one compiled call per
   engine step for every game where it must act (the reference agent's rule, on worlds of its own streams);
 - any other agent through its ``act(view, rng)``, one decision at a time (correct, not fast).
 
@@ -59,14 +59,14 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvO
 
 from sixnimmt_env import agents as ref_agents
 from sixnimmt_env.agents import Agent, make_agent
-from sixnimmt_env.batched.agents import KINDS
-from sixnimmt_env.batched.learner import LearnerTables
-from sixnimmt_env.batched.mc import MonteCarloPlayers
 from sixnimmt_env.champion import ChampionAgent
-from sixnimmt_env.engine import NOOP, NUM_ACTIONS, GameConfig, view
+from sixnimmt_env.compiled.heuristics import KINDS
+from sixnimmt_env.compiled.learner import LearnerTables
+from sixnimmt_env.compiled.mc import MonteCarloPlayers
 from sixnimmt_env.gym_env import check_learner_options
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
 from sixnimmt_env.rewards import check_reward_mode
+from sixnimmt_env.rules.engine import NOOP, NUM_ACTIONS, GameConfig, view
 from sixnimmt_env.stats import win_shares
 from training.opponents import MixtureSampler
 from training.ppo_agents import PolicyAgent
@@ -112,7 +112,7 @@ class SixNimmtVecEnv(VecEnv):
             round: the round's penalties; a whole game: the game's totals). 0 (default): the plain penalty reward.
         reward: ``"penalty"`` (default): minus the learner's bullheads; ``"relative"``: plus the mean of the other
             seats' bullheads taken in the same steps (the modes of :func:`sixnimmt_env.rewards.rewards`).
-        **config: every :class:`~sixnimmt_env.engine.GameConfig` field.
+        **config: every :class:`~sixnimmt_env.rules.engine.GameConfig` field.
 
     Raises:
         ValueError: a bad ``num_envs``, learner seat, illegal-action mode or penalty, ``win_bonus``, reward mode,
@@ -287,7 +287,7 @@ class SixNimmtVecEnv(VecEnv):
 
     def _mc_actions(self, samples: int, games: np.ndarray, seats: np.ndarray) -> np.ndarray:
         """``mc:samples`` decisions of the seats ``(games[i], seats[i])``, all in one compiled call
-        (:class:`sixnimmt_env.batched.mc.MonteCarloPlayers`, its worlds drawn from streams seeded by this env's
+        (:class:`sixnimmt_env.compiled.mc.MonteCarloPlayers`, its worlds drawn from streams seeded by this env's
         generator): the reference agent's rule on other sampled worlds."""
         players = self._mc_players.get(samples)
         if players is None:

@@ -45,7 +45,7 @@ The modules, bottom up:
 
 - :mod:`.play`: one game on the reference engine (:func:`play_game`) and the seat rotation;
 - :mod:`.pool`: the tables of a run, chunks of games on either engine (the batched one through
-  :mod:`sixnimmt_env.batched.fast_arena`), the worker processes;
+  :mod:`sixnimmt_env.compiled.fast_arena`), the worker processes;
 - :mod:`.summary`: the statistics per listed position (:mod:`sixnimmt_env.stats`);
 - :mod:`.report`: the Markdown table, the league note, the plot, the results folder and its checks;
 - :mod:`.run` (:func:`run_arena`) and :mod:`.league` (:func:`run_league`, OpenSkill);

@@ -26,7 +26,7 @@ from sixnimmt_env.arena.report import (
     write_results,
 )
 from sixnimmt_env.arena.run import run_arena
-from sixnimmt_env.engine import GameConfig
+from sixnimmt_env.rules.engine import GameConfig
 
 __all__ = ["main"]
 

@@ -17,8 +17,8 @@ from sixnimmt_env.arena.pool import Job, play_all, resolve_agents
 from sixnimmt_env.arena.report import check_new_file
 from sixnimmt_env.arena.run import check_games, game_config
 from sixnimmt_env.arena.summary import league_rows, settings
-from sixnimmt_env.engine import GameConfig
 from sixnimmt_env.records import write_records
+from sixnimmt_env.rules.engine import GameConfig
 from sixnimmt_env.stats import fractional_ranks
 
 __all__ = ["run_league"]

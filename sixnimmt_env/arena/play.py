@@ -15,8 +15,8 @@ from typing import NamedTuple
 import numpy as np
 
 from sixnimmt_env.agents import Agent
-from sixnimmt_env.engine import DONE, NOOP, SELECT, GameConfig, IllegalActionError, PlayerView, new_game, step
 from sixnimmt_env.records import GameRecorder
+from sixnimmt_env.rules.engine import DONE, NOOP, SELECT, GameConfig, IllegalActionError, PlayerView, new_game, step
 from sixnimmt_env.seeding import AGENT_TAG, DEAL_TAG
 
 __all__ = ["GameResult", "check_seed", "play_game", "seat_positions"]
@@ -112,7 +112,7 @@ def play_game(
 
     Raises:
         ValueError: for a wrong number of agents, a bad seed, or an agent's illegal action
-            (:class:`~sixnimmt_env.engine.IllegalActionError` names the seat and the legal actions).
+            (:class:`~sixnimmt_env.rules.engine.IllegalActionError` names the seat and the legal actions).
     """
     if len(agents) != config.num_players:
         raise ValueError(f"play_game needs one agent per seat: num_players={config.num_players}, got {len(agents)}")

@@ -1,7 +1,7 @@
 """Many arena games: the tables of a run, chunks of games on either engine, and the worker processes.
 
 A run is cut into chunks of consecutive game indices; each chunk is played by :func:`play_range`, on the batched
-engine (:mod:`sixnimmt_env.batched.fast_arena`, one compiled call per chunk) when every agent has a batched version and
+engine (:mod:`sixnimmt_env.compiled.fast_arena`, one compiled call per chunk) when every agent has a batched version and
 the engine allows it, else on the reference engine (:func:`sixnimmt_env.arena.play.play_game`, game by game).
 Game ``g`` depends on ``(seed, g)`` only, so the results do not depend on the chunks or on the number of worker
 processes (:func:`play_all`).
@@ -22,8 +22,8 @@ import numpy as np
 from sixnimmt_env import agents as agents_module
 from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.arena.play import play_game, seat_positions
-from sixnimmt_env.engine import GameConfig
 from sixnimmt_env.records import GameRecord, GameRecorder
+from sixnimmt_env.rules.engine import GameConfig
 from sixnimmt_env.seeding import AGENT_TAG, DEAL_TAG, TABLE_TAG
 
 __all__ = [
@@ -45,7 +45,7 @@ __all__ = [
 ENGINES = ("auto", "reference", "batched")
 """Which engine plays the games: ``"auto"`` (the batched engine when every agent is ``random``, ``lowest``,
 ``highest`` or ``greedy``, else the reference engine), ``"reference"`` or ``"batched"`` (an error if some agent has
-no batched version). The batched engine deals from its own per-game streams (:mod:`sixnimmt_env.batched.fast_arena`):
+no batched version). The batched engine deals from its own per-game streams (:mod:`sixnimmt_env.compiled.fast_arena`):
 same rules and agents, other deals than the reference engine for the same seed; each path is reproducible from
 ``(seed, g)``."""
 
@@ -101,7 +101,7 @@ def tables_of(job: Job, start: int, stop: int) -> np.ndarray:
 def play_range(job: Job, agents: Sequence[Agent], start: int, stop: int) -> Chunk:
     """Play games ``start..stop-1`` of the run (:data:`Chunk`), on the engine :attr:`Job.engine` selects."""
     if job.engine != "reference":
-        from sixnimmt_env.batched.fast_arena import supports
+        from sixnimmt_env.compiled.fast_arena import supports
 
         if job.record and supports(agents):
             return _batched_recorded(job, agents, start, stop)
@@ -134,13 +134,13 @@ def play_range(job: Job, agents: Sequence[Agent], start: int, stop: int) -> Chun
 def batched_games(
     job: Job, agents: Sequence[Agent | str], start: int, stop: int
 ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | None:
-    """Games ``start..stop-1`` in one compiled call (:func:`sixnimmt_env.batched.fast_arena.play_games`), or ``None``
+    """Games ``start..stop-1`` in one compiled call (:func:`sixnimmt_env.compiled.fast_arena.play_games`), or ``None``
     if some agent has no batched version (the caller then plays them on the reference engine).
 
     Returns:
         ``(start, penalties, rounds, tables)`` as in :data:`Chunk`; the tables are :func:`tables_of`.
     """
-    from sixnimmt_env.batched.fast_arena import play_games, spec_of, supports
+    from sixnimmt_env.compiled.fast_arena import play_games, spec_of, supports
 
     if not supports(agents):
         return None
@@ -150,12 +150,12 @@ def batched_games(
 
 
 def _batched_recorded(job: Job, agents: Sequence[Agent], start: int, stop: int) -> Chunk:
-    """Games ``start..stop-1`` on the batched engine, as :func:`sixnimmt_env.batched.fast_arena.play_games` plays
+    """Games ``start..stop-1`` on the batched engine, as :func:`sixnimmt_env.compiled.fast_arena.play_games` plays
     them (the same deals, agents and random streams, so the same results), with a game record of each: the
     state of every unfinished game is read (:meth:`BatchedGames.get_state`) before and after every step."""
-    from sixnimmt_env.batched.agents import KINDS, HeuristicPlayers
-    from sixnimmt_env.batched.core import BatchedGames
-    from sixnimmt_env.batched.fast_arena import spec_of, streams
+    from sixnimmt_env.compiled.core import BatchedGames
+    from sixnimmt_env.compiled.fast_arena import spec_of, streams
+    from sixnimmt_env.compiled.heuristics import KINDS, HeuristicPlayers
 
     config = job.config
     n = config.num_players
@@ -323,7 +323,7 @@ def play_all(
 
     The chunks are taken in order by whichever process is free, this one included; workers write their results
     into shared memory. Worker processes are forked (Linux) when every game is played on the batched engine, after
-    this process has loaded its compiled code (:func:`sixnimmt_env.batched.fast_arena.load`), so they start at once;
+    this process has loaded its compiled code (:func:`sixnimmt_env.compiled.fast_arena.load`), so they start at once;
     otherwise (other agents, which may hold threads or libraries that do not survive a fork) they are spawned and
     receive the entries (picklable agent objects) and the registered agent prefixes.
 
@@ -354,7 +354,7 @@ def play_all(
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     if job.engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {job.engine!r}")
-    from sixnimmt_env.batched.fast_arena import load, supports
+    from sixnimmt_env.compiled.fast_arena import load, supports
 
     batched = job.engine != "reference" and supports(built)
     if job.engine == "batched" and not batched:

@@ -17,8 +17,8 @@ from sixnimmt_env.arena.play import check_seed
 from sixnimmt_env.arena.pool import Job, play_all, resolve_agents
 from sixnimmt_env.arena.report import check_new_file
 from sixnimmt_env.arena.summary import by_position, part_summary, rows_from_parts, settings
-from sixnimmt_env.engine import GameConfig
 from sixnimmt_env.records import write_records
+from sixnimmt_env.rules.engine import GameConfig
 
 __all__ = ["check_games", "game_config", "run_arena"]
 

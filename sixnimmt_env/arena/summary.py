@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from sixnimmt_env.engine import GameConfig
+from sixnimmt_env.rules.engine import GameConfig
 from sixnimmt_env.stats import (
     fractional_ranks,
     mean_ci95,

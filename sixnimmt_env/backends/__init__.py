@@ -4,14 +4,14 @@ A backend holds one game and plays it: it deals or loads a position, applies joi
 observation and mask. The environment around it holds only agent names, spaces, dicts, rewards, rendering and
 error reporting. Two backends implement :class:`Backend`:
 
-- :class:`sixnimmt_env.backends.reference.ReferenceBackend`: the pure-Python engine :mod:`sixnimmt_env.engine`
+- :class:`sixnimmt_env.backends.reference.ReferenceBackend`: the pure-Python engine :mod:`sixnimmt_env.rules.engine`
   (the specification) with the incremental encoder :class:`sixnimmt_env.observation.BatchEncoder`;
 - :class:`sixnimmt_env.backends.compiled.CompiledBackend`: the numba kernels on one game
-  (:class:`sixnimmt_env.batched.single.SingleGame`), one compiled call per step.
+  (:class:`sixnimmt_env.compiled.single.SingleGame`), one compiled call per step.
 
 This module loads no numba. The step codes :data:`OK`, :data:`PENALTIES` and :data:`OVER` that :meth:`Backend.step`
-returns are defined beneath both backends, in :mod:`sixnimmt_env.batched.params` (the compiled kernel
-:func:`sixnimmt_env.batched.single.step_and_observe` returns them too), and re-exported here.
+returns are defined beneath both backends, in :mod:`sixnimmt_env.rules.params` (the compiled kernel
+:func:`sixnimmt_env.compiled.single.step_and_observe` returns them too), and re-exported here.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from sixnimmt_env.batched.params import OK, OVER, PENALTIES
-from sixnimmt_env.engine import State
+from sixnimmt_env.rules.engine import State
+from sixnimmt_env.rules.params import OK, OVER, PENALTIES
 
 if TYPE_CHECKING:
     from sixnimmt_env.backends.compiled import LazyState
@@ -54,7 +54,7 @@ class Backend(Protocol):
         """Deal a new game (R3): from a fresh stream of ``seed``, else continuing the backend's own stream."""
 
     def load(self, state: State, seed: int | None) -> None:
-        """Start from ``state`` (any phase, e.g. :func:`sixnimmt_env.engine.from_position`); ``seed`` restarts
+        """Start from ``state`` (any phase, e.g. :func:`sixnimmt_env.rules.engine.from_position`); ``seed`` restarts
         the stream later rounds are dealt from (``None``: continue it)."""
 
     def step(self, actions: list[int]) -> int:

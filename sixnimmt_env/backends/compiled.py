@@ -1,10 +1,10 @@
-"""The compiled backend of the ParallelEnv: the numba kernels on one game (:class:`~.batched.single.SingleGame`).
+"""The compiled backend of the ParallelEnv: the numba kernels on one game (:class:`~.compiled.single.SingleGame`).
 
 Implements :class:`sixnimmt_env.backends.Backend` with one compiled call per step
-(:func:`sixnimmt_env.batched.single.step_and_observe`): it checks the actions against the masks (nothing changes
+(:func:`sixnimmt_env.compiled.single.step_and_observe`): it checks the actions against the masks (nothing changes
 if one is illegal), plays the step (`RULES.md` R5-R14, V2) and writes fresh observation and mask arrays with a
 snapshot of the game below the observations, from which :class:`LazyState` rebuilds the engine
-:class:`~sixnimmt_env.engine.State` only when read. Deals come from the batched engine's splitmix64 generator.
+:class:`~sixnimmt_env.rules.engine.State` only when read. Deals come from the batched engine's splitmix64 generator.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from sixnimmt_env.batched.single import (
+from sixnimmt_env.compiled.single import (
     SingleGame,
     new_game_and_observe,
     observe,
     state_from_snapshot,
     step_and_observe,
 )
-from sixnimmt_env.engine import GameConfig, State
+from sixnimmt_env.rules.engine import GameConfig, State
 
 _INT_TYPES = frozenset({int, np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32, np.uint16, np.uint8})
 _empty = np.empty
@@ -28,7 +28,7 @@ _empty = np.empty
 
 class LazyState(list):
     """The engine :class:`State` of one step of the compiled backend, rebuilt on first use from the snapshot
-    stored below that step's observations (:func:`sixnimmt_env.batched.single.state_from_snapshot`).
+    stored below that step's observations (:func:`sixnimmt_env.compiled.single.state_from_snapshot`).
 
     Built as ``LazyState((config, observations))``: a ``list`` subclass, so that making one per step costs
     no Python-level ``__init__``; :meth:`get` appends the state once computed.
@@ -50,7 +50,7 @@ class CompiledBackend:
         config: the rules in force.
 
     ``observations`` has extra rows below the ``n`` seats' rows: the snapshot, a copy of the game's buffer
-    (:data:`sixnimmt_env.batched.single.LAYOUT`).
+    (:class:`~sixnimmt_env.compiled.single.SingleGame`).
     """
 
     _UNPICKLED = ("_action_row", "_penalty_row")

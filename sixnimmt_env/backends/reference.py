@@ -1,6 +1,6 @@
 """The reference backend of the ParallelEnv: the pure-Python engine (the specification) and its incremental encoder.
 
-Implements :class:`sixnimmt_env.backends.Backend` with :func:`sixnimmt_env.engine.step` (which checks every action
+Implements :class:`sixnimmt_env.backends.Backend` with :func:`sixnimmt_env.rules.engine.step` (which checks every action
 and changes nothing if one is illegal, `RULES.md` R5-R14, V2), deals from a ``numpy.random.Generator`` (R3) and
 :class:`sixnimmt_env.observation.BatchEncoder` for the observations and masks.
 """
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from sixnimmt_env import engine
 from sixnimmt_env.backends import OK, OVER, PENALTIES
-from sixnimmt_env.engine import DONE, GameConfig, IllegalActionError, State
 from sixnimmt_env.observation import BatchEncoder
+from sixnimmt_env.rules import engine
+from sixnimmt_env.rules.engine import DONE, GameConfig, IllegalActionError, State
 
 
 class ReferenceBackend:
-    """One game on :mod:`sixnimmt_env.engine` (:class:`~sixnimmt_env.backends.Backend`).
+    """One game on :mod:`sixnimmt_env.rules.engine` (:class:`~sixnimmt_env.backends.Backend`).
 
     Args:
         config: the rules in force.

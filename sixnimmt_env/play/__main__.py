@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sixnimmt_env.agents import parse_lineup
-from sixnimmt_env.engine import GameConfig
 from sixnimmt_env.play.settings import PlaySettings
+from sixnimmt_env.rules.engine import GameConfig
 
 if TYPE_CHECKING:
     from sixnimmt_env.play.saved import GameDB

@@ -5,7 +5,7 @@ cards the player has not seen to the opponents in ``samples`` sampled worlds, pl
 hand, R5, or a row for a low card, R9) against greedy opponents this turn and greedy play by everyone to the end of
 the round, and score it by the player's bullheads minus the opponents' mean. The agent keeps only the best
 candidate; the coach returns every candidate's expected score, computed by the compiled kernels
-:func:`sixnimmt_env.batched.mc.select_scores` and :func:`sixnimmt_env.batched.mc.row_scores` (about 30 ms for
+:func:`sixnimmt_env.compiled.mc.select_scores` and :func:`sixnimmt_env.compiled.mc.row_scores` (about 30 ms for
 1,000 worlds and 10 cards on one core, once numba has compiled them; :func:`warm_up` does that ahead).
 
 The coach decides on the player's own view only (hand, rows, cards seen this round, `RULES.md` R4): it never
@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from sixnimmt_env.agents import sample_worlds
-from sixnimmt_env.engine import CHOOSE_ROW, NUM_ROWS, SELECT
+from sixnimmt_env.rules.engine import CHOOSE_ROW, NUM_ROWS, SELECT
 
 __all__ = ["CoachAdvice", "advise", "sample_worlds", "warm_up"]  # sample_worlds: :mod:`sixnimmt_env.agents`'s
 
@@ -50,7 +50,7 @@ class CoachAdvice(NamedTuple):
 
 
 def advise(view: Mapping[str, Any], samples: int, rng: np.random.Generator) -> CoachAdvice | None:
-    """The coach's advice for the seat of ``view`` (a :class:`~sixnimmt_env.engine.PlayerView`).
+    """The coach's advice for the seat of ``view`` (a :class:`~sixnimmt_env.rules.engine.PlayerView`).
 
     Args:
         view: the seat's view; advice exists in phase ``select`` (every card of the hand) and in ``choose_row``
@@ -67,7 +67,7 @@ def advise(view: Mapping[str, Any], samples: int, rng: np.random.Generator) -> C
     """
     if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
         raise ValueError(f"coach samples must be a positive integer, got {samples!r}")
-    from sixnimmt_env.batched import mc  # numba: imported on first use
+    from sixnimmt_env.compiled import mc  # numba: imported on first use
 
     phase = view["phase"]
     if phase not in (SELECT, CHOOSE_ROW) or not view["must_act"]:
@@ -101,7 +101,7 @@ def advise(view: Mapping[str, Any], samples: int, rng: np.random.Generator) -> C
 
 def warm_up() -> None:
     """Compile (or load from numba's cache) the search kernels, so that the first advice is fast."""
-    from sixnimmt_env.batched import mc
+    from sixnimmt_env.compiled import mc
 
     worlds = np.array([[[3, 4]]], np.int64)
     mc.select_scores([1, 2], [10, 20, 30, 40], [1, 1, 1, 1], [3, 3, 3, 3], worlds)

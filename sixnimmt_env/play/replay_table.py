@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from sixnimmt_env.engine import CHOOSE_ROW, DRAFT
 from sixnimmt_env.play.table import Table
 from sixnimmt_env.records import GameRecord, replay
+from sixnimmt_env.rules.engine import CHOOSE_ROW, DRAFT
 
 __all__ = ["ReplayTable"]
 

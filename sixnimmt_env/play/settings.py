@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sixnimmt_env.engine import GameConfig
+from sixnimmt_env.rules.engine import GameConfig
 
 __all__ = ["HUMAN", "PlaySettings"]
 

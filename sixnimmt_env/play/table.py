@@ -2,16 +2,16 @@
 
 :class:`Table` is free of any web or terminal code; the server (:mod:`sixnimmt_env.play.server`) and the
 terminal mode (:mod:`sixnimmt_env.play.tui`) are thin shells around it. Every decision goes through the engine
-(:func:`sixnimmt_env.engine.step`, which validates it); the person's action is first checked against
-:func:`sixnimmt_env.engine.legal_actions`, so a rejected request changes nothing, not even an agent's random
+(:func:`sixnimmt_env.rules.engine.step`, which validates it); the person's action is first checked against
+:func:`sixnimmt_env.rules.engine.legal_actions`, so a rejected request changes nothing, not even an agent's random
 stream. Each change of the game raises :attr:`Table.version`; a request made on an older version is stale and
 rejected, so a double click or a request from an out-of-date page cannot play twice.
 
 A turn is told as the engine played it: the cards revealed (R5), then placed one at a time in ascending order
 (R6): which row each joins (R7), which sixth card takes a full row (R8), which low card takes the chosen row
 (R9). :func:`narrate_turn` takes these placements from the engine's turn resolver
-(:func:`sixnimmt_env.engine.resolve_turn`, the one :func:`~sixnimmt_env.engine.step` places the turn with), and the
-table checks them against the rows and bullheads of the step it books.
+(:func:`sixnimmt_env.rules.engine.resolve_turn`, the one :func:`~sixnimmt_env.rules.engine.step` places the turn
+with), and the table checks them against the rows and bullheads of the step it books.
 
 Seeds: the game with index ``k`` of a table seeded ``S`` deals from ``numpy.random.default_rng([S, k])`` (the
 engine's shuffles); its agents draw from ``default_rng([S, k, 1])`` and the coach from
@@ -35,7 +35,10 @@ from typing import Any
 import numpy as np
 
 from sixnimmt_env.agents import Agent, make_agent
-from sixnimmt_env.engine import (
+from sixnimmt_env.play.coach import CoachAdvice, advise
+from sixnimmt_env.play.settings import HUMAN
+from sixnimmt_env.records import GameRecord, GameRecorder
+from sixnimmt_env.rules.engine import (
     BULLHEADS,
     CHOOSE_ROW,
     DONE,
@@ -54,9 +57,6 @@ from sixnimmt_env.engine import (
     step,
     view,
 )
-from sixnimmt_env.play.coach import CoachAdvice, advise
-from sixnimmt_env.play.settings import HUMAN
-from sixnimmt_env.records import GameRecord, GameRecorder
 
 __all__ = ["Placement", "Table", "TableError", "narrate_turn"]
 
@@ -83,17 +83,17 @@ class TableError(ValueError):
 def narrate_turn(rows: Sequence[Sequence[int]], cards: Sequence[int], low_row: int | None = None) -> list[Placement]:
     """Place one turn's revealed cards one at a time in ascending order and say what each did (R6-R9).
 
-    The placements of the engine's turn resolver, :func:`sixnimmt_env.engine.resolve_turn`; each carries the rows
+    The placements of the engine's turn resolver, :func:`sixnimmt_env.rules.engine.resolve_turn`; each carries the rows
     after it (its ``rows``), for drawing the turn card by card.
 
     Args:
         rows: the 4 rows at the start of the turn.
         cards: the card each seat revealed (seat order).
         low_row: the row the lowest card takes if it is lower than every row's last card (R9: the owner's
-            choice); ``None`` takes :func:`~sixnimmt_env.engine.cheapest_row` (R9b ``"cheapest"``).
+            choice); ``None`` takes :func:`~sixnimmt_env.rules.engine.cheapest_row` (R9b ``"cheapest"``).
 
     Returns:
-        One :class:`~sixnimmt_env.engine.Placement` per card, in the order they are placed.
+        One :class:`~sixnimmt_env.rules.engine.Placement` per card, in the order they are placed.
     """
     return list(resolve_turn(rows, cards, low_row).placements)
 
@@ -139,7 +139,7 @@ class Table:
         coach_samples: worlds the coach searches (``mc:N`` with this N).
         agents: already built agents by seat (optional, e.g. to share a loaded checkpoint between games);
             the others are built from ``specs``.
-        start: a position to start from (e.g. :func:`~sixnimmt_env.engine.from_position`) instead of a new deal;
+        start: a position to start from (e.g. :func:`~sixnimmt_env.rules.engine.from_position`) instead of a new deal;
             its config must be ``config``.
         moves: joint actions already played in this game (engine encoding, one list per engine step, e.g. a
             saved :meth:`record`'s): re-played through the engine from the deal before anyone is asked.

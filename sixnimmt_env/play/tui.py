@@ -27,9 +27,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header, Static
 
 from sixnimmt_env.agents import make_agent
-from sixnimmt_env.engine import BULLHEADS, CHOOSE_ROW, DONE, DRAFT
 from sixnimmt_env.play.settings import HUMAN, PlaySettings
 from sixnimmt_env.play.table import Table, TableError
+from sixnimmt_env.rules.engine import BULLHEADS, CHOOSE_ROW, DONE, DRAFT
 
 __all__ = ["PlayApp", "run_tui"]
 

@@ -40,9 +40,9 @@ from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.utils.torch_utils import FLOAT_MIN
 
-from sixnimmt_env.engine import NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE
 from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY
+from sixnimmt_env.rules.engine import NUM_ACTIONS
 from training.features import HandFeatures
 from training.policy import ACTIVATION_CLASSES, CardHead, CardNetworks, mlp
 from training.train_config import RLLIB_POLICIES

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 
 from sixnimmt_env.agents import register_agent
-from sixnimmt_env.engine import NUM_ACTIONS
 from sixnimmt_env.observation import OBS_SIZE
+from sixnimmt_env.rules.engine import NUM_ACTIONS
 from training.ppo_agents import PolicyAgent
 
 __all__ = ["RLlibAgent", "load_module", "load_rllib_agent", "module_dir"]

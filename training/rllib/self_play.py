@@ -29,10 +29,10 @@ import numpy as np
 from gymnasium import spaces
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
-from sixnimmt_env.engine import NOOP, NUM_ACTIONS
 from sixnimmt_env.gym_env import Seated, opponent_actions, seated
 from sixnimmt_env.pettingzoo_env import parallel_env
 from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY, masked_space
+from sixnimmt_env.rules.engine import NOOP, NUM_ACTIONS
 from training.opponents import MixtureSampler
 
 __all__ = [
@@ -66,7 +66,7 @@ class LeagueEnv(MultiAgentEnv):
     """The learner's seat and the snapshot seats of one table as RLlib agents; other seats played inside.
 
     Args:
-        config: ``game`` (:class:`~sixnimmt_env.engine.GameConfig` keywords; ``num_players`` is taken from
+        config: ``game`` (:class:`~sixnimmt_env.rules.engine.GameConfig` keywords; ``num_players`` is taken from
             ``table_sizes``), ``table_sizes`` (env runner ``i`` plays ``table_sizes[i % len]``),
             ``learner_seat`` (``"random"`` or a seat index), ``specs``/``weights`` (the opponent mixture,
             a :class:`training.opponents.MixtureSampler` without a pool: snapshots are RLlib agents here),

@@ -1,7 +1,7 @@
 """The kernel's constants that need no numba: the rules as a config vector, the games' first random states and the
 step codes.
 
-:mod:`sixnimmt_env.batched.kernel` re-exports everything here. It lives apart so that a caller can build the
+:mod:`sixnimmt_env.rules.kernel` re-exports everything here. It lives apart so that a caller can build the
 compiled loops' arguments and read their results without importing numba.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sixnimmt_env.engine import GameConfig
+from sixnimmt_env.rules.engine import GameConfig
 
 C_N, C_DECK, C_LOGIC, C_CHEAPEST, C_END_SCORE, C_MORE_THAN, C_MAX_ROUNDS, C_ROUND_EPISODE = range(8)
 """Entries of the ``int64`` config vector (:func:`config_vector`)."""
@@ -18,9 +18,9 @@ GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 MIX2 = np.uint64(0x94D049BB133111EB)
 S30, S27, S31 = np.uint64(30), np.uint64(27), np.uint64(31)
-"""splitmix64's increment, multipliers and shifts (:func:`sixnimmt_env.batched.kernel.next_random`)."""
+"""splitmix64's increment, multipliers and shifts (:func:`sixnimmt_env.rules.kernel.next_random`)."""
 S32, LOW32 = np.uint64(32), np.uint64(0xFFFFFFFF)
-"""The halves of a 64-bit word (:func:`sixnimmt_env.batched.kernel.random_below`)."""
+"""The halves of a 64-bit word (:func:`sixnimmt_env.rules.kernel.random_below`)."""
 
 OK = -1
 """Step code: the joint action was applied, nobody took bullheads, the game goes on."""
@@ -46,7 +46,7 @@ def config_vector(config: GameConfig) -> np.ndarray:
 
 def first_states(key: np.uint64, ids: np.ndarray) -> np.ndarray:
     """``uint64 (len(ids),)``: one generator state per id, ``key ^ id`` advanced once by
-    :func:`~sixnimmt_env.batched.kernel.next_random`'s step and mixed (the returned 64 bits become the state).
+    :func:`~sixnimmt_env.rules.kernel.next_random`'s step and mixed (the returned 64 bits become the state).
     Plain numpy, so that no compiled function has to be loaded for it; ``uint64`` arithmetic wraps around as in
     ``next_random``."""
     z = (np.uint64(key) ^ np.asarray(ids, np.int64).astype(np.uint64)) + GOLDEN

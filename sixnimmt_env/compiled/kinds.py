@@ -1,6 +1,6 @@
 """Kind codes of the heuristic agents that have a compiled version (a leaf module: no numba, cheap to import).
 
-The kernels of :mod:`sixnimmt_env.batched.agents` identify an agent by a small integer; :data:`KINDS` maps the
+The kernels of :mod:`sixnimmt_env.compiled.heuristics` identify an agent by a small integer; :data:`KINDS` maps the
 agent specs of :mod:`sixnimmt_env.agents` to those codes.
 """
 

@@ -1,24 +1,24 @@
-"""The compiled loop behind :func:`sixnimmt_env.batched.fast_arena.play_games` (imported on first use: it loads numba).
+"""The compiled loop behind :func:`sixnimmt_env.compiled.fast_arena.play_games` (imported on first use: it loads numba).
 
 A game is held in a few small local arrays (hands, the light rows, the draft display) and played round after round
 through the kernel's functions and the batched agents' decisions, with no rule of its own:
 
-- a round's set-up: :func:`~sixnimmt_env.batched.kernel.shuffle_deck` and :func:`~.kernel.hand_out` (R3, R14), or
+- a round's set-up: :func:`~sixnimmt_env.rules.kernel.shuffle_deck` and :func:`~.kernel.hand_out` (R3, R14), or
   the draft (V2: :func:`~.kernel.open_display`, :func:`~.kernel.first_picker`, :func:`~.kernel.draft_into`,
   :func:`~.kernel.next_picker`, :func:`~.kernel.rows_from_display`) with the agents'
-  :func:`~sixnimmt_env.batched.agents.draft_card`;
-- a turn: each seat's card (the agents' choice, :func:`~sixnimmt_env.batched.agents.greedy_index` for ``greedy``)
+  :func:`~sixnimmt_env.compiled.heuristics.draft_card`;
+- a turn: each seat's card (the agents' choice, :func:`~sixnimmt_env.compiled.heuristics.greedy_index` for ``greedy``)
   and :func:`~.kernel.remove_at` (R5), the low card's row (:func:`~.kernel.lowest_play`, :func:`~.kernel.target_row`,
-  :func:`~.kernel.cheapest_row`, the agents' :func:`~sixnimmt_env.batched.agents.row_index`; R9, R9a, R9b) and
+  :func:`~.kernel.cheapest_row`, the agents' :func:`~sixnimmt_env.compiled.heuristics.row_index`; R9, R9a, R9b) and
   :func:`~.kernel.play_turn` (R6-R9);
 - the end of the game: :func:`~.kernel.game_over` (R12).
 
 Numba inlines every call (``inline="always"``). Two short compositions are written out as their calls, where going
-through the composed function measured slower: :func:`~sixnimmt_env.batched.agents.card_index`'s choice of a kind
+through the composed function measured slower: :func:`~sixnimmt_env.compiled.heuristics.card_index`'s choice of a kind
 (twice as slow through it: refcount operations on its array arguments) and the turn's low-card check
 (:func:`~.kernel.low_card_seat` and :func:`~.kernel.rule_row`, 12 % slower). These are the calls
-:class:`~sixnimmt_env.batched.core.BatchedGames` makes, in the same order and with the same random draws, when
-:class:`~sixnimmt_env.batched.agents.HeuristicPlayers` plays it, so the same games (``tests/test_batched.py``); the
+:class:`~sixnimmt_env.compiled.core.BatchedGames` makes, in the same order and with the same random draws, when
+:class:`~sixnimmt_env.compiled.heuristics.HeuristicPlayers` plays it, so the same games (``tests/test_batched.py``); the
 loop only leaves out what an observation needs (the rows' cards, the penalty piles, the phases).
 """
 
@@ -27,8 +27,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.batched.agents import draft_card, greedy_index, row_index
-from sixnimmt_env.batched.kernel import (
+from sixnimmt_env.compiled.heuristics import draft_card, greedy_index, row_index
+from sixnimmt_env.compiled.kinds import HIGHEST, LOWEST, RANDOM
+from sixnimmt_env.rules.engine import HAND_SIZE, NUM_CARDS, NUM_ROWS
+from sixnimmt_env.rules.kernel import (
     C_CHEAPEST,
     C_DECK,
     C_LOGIC,
@@ -48,8 +50,6 @@ from sixnimmt_env.batched.kernel import (
     shuffle_deck,
     target_row,
 )
-from sixnimmt_env.batched.kinds import HIGHEST, LOWEST, RANDOM
-from sixnimmt_env.engine import HAND_SIZE, NUM_CARDS, NUM_ROWS
 
 
 @njit(cache=True)
@@ -64,8 +64,8 @@ def play_chunk(
     """Play one game per row of ``kinds`` to its end, every seat a heuristic agent, in one compiled call.
 
     Args:
-        cfg: the rules (:func:`~sixnimmt_env.batched.kernel.config_vector`).
-        kinds: ``int8 (G, n)``: the kind code of each seat of each game (:data:`~sixnimmt_env.batched.kinds.KINDS`).
+        cfg: the rules (:func:`~sixnimmt_env.rules.kernel.config_vector`).
+        kinds: ``int8 (G, n)``: the kind code of each seat of each game (:data:`~sixnimmt_env.compiled.kinds.KINDS`).
         deal_rng, agent_rng: ``uint64 (G,)``: each game's deal stream and its agents' stream (consumed).
         penalties: ``int64 (G, n)``, filled with each seat's bullheads over the episode (R11, R12).
         rounds: ``int64 (G,)``, filled with the rounds each game played.

@@ -516,7 +516,7 @@ def legal_actions(state: State, seat: int) -> tuple[int, ...]:
     ``select``: every card in its hand (R5); ``choose_row``: the chooser may
     take any of the 4 rows (R9), the others only no-op; ``draft``: the picker
     may take any display card (V2), the others only no-op; ``done``: none.
-    The rule is ``_choices``, which :func:`~sixnimmt_env.engine.step` checks actions against.
+    The rule is ``_choices``, which :func:`~sixnimmt_env.rules.engine.step` checks actions against.
 
     Raises:
         ValueError: if ``seat`` is not a seat of this game (0..num_players-1).
@@ -590,8 +590,8 @@ def immediate_cost(rows: Sequence[Sequence[int]], row_costs: Sequence[int], card
     """Bullheads ``card`` would take now against ``rows``, the other cards of the turn ignored (the greedy agent's
     cost).
 
-    The bullheads of its row (:func:`~sixnimmt_env.engine.row_for`, R7) if that row holds 5 cards (R8), the
-    cheapest row's (:func:`~sixnimmt_env.engine.cheapest_row_index`) if it is a low card (R9), else 0.
+    The bullheads of its row (:func:`~sixnimmt_env.rules.engine.row_for`, R7) if that row holds 5 cards (R8), the
+    cheapest row's (:func:`~sixnimmt_env.rules.engine.cheapest_row_index`) if it is a low card (R9), else 0.
     ``row_costs``: each row's bullheads (R2).
     """
     r = row_for(rows, card)
@@ -806,7 +806,7 @@ class _Placed(NamedTuple):
 
 class Placement(_Placed):
     """What one revealed card did in its turn (R6-R9): a ``(seat, card, row, reason, taken, bullheads)`` tuple,
-    with the rows after it as ``rows``. :func:`~sixnimmt_env.engine.resolve_turn` gives them, one per card in
+    with the rows after it as ``rows``. :func:`~sixnimmt_env.rules.engine.resolve_turn` gives them, one per card in
     placement order.
 
     Attributes:

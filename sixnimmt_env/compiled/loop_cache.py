@@ -1,7 +1,7 @@
 """The arena's compiled loop from numba's disk cache: checked against its sources, warmed ahead, announced when
 it has to be compiled.
 
-:func:`sixnimmt_env.batched._fused.play_chunk` (the loop behind :func:`sixnimmt_env.batched.fast_arena.play_games`) is
+:func:`sixnimmt_env.compiled._fused.play_chunk` (the loop behind :func:`sixnimmt_env.compiled.fast_arena.play_games`) is
 compiled by numba just in time with ``cache=True``: the first process compiles it (several seconds) and saves the
 machine code in numba's cache (``__pycache__`` beside the source, or numba's per-user cache folder where the
 package folder is read-only, or ``$NUMBA_CACHE_DIR``); every later process loads it from there (importing numba and
@@ -10,7 +10,7 @@ compiler is needed, so the package is one pure-Python wheel for every Python and
 
 Warm the cache ahead (``make install`` runs it) so that no arena command waits::
 
-    python -m sixnimmt_env.batched.loop_cache    # compiles into numba's cache now, unless it is there already
+    python -m sixnimmt_env.compiled.loop_cache    # compiles into numba's cache now, unless it is there already
 
 A process that has to compile says so on stderr, once (:func:`loop`). Numba checks a cached function against its
 own file only: after an edit of the kernel, a cached caller in another module (``play_chunk`` among them) would
@@ -27,21 +27,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sixnimmt_env.engine import GameConfig
+    from sixnimmt_env.rules.engine import GameConfig
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 """The ``sixnimmt_env`` package directory."""
 
 SOURCES = (
-    "engine.py",
-    "observation_layout.py",
-    "batched/kinds.py",
-    "batched/params.py",
-    "batched/kernel.py",
-    "batched/agents.py",
-    "batched/_fused.py",
+    "rules/engine.py",
+    "rules/observation_layout.py",
+    "rules/params.py",
+    "rules/kernel.py",
+    "compiled/kinds.py",
+    "compiled/heuristics.py",
+    "compiled/_fused.py",
+    "rewards.py",
 )
-"""The files (relative to :data:`PACKAGE_DIR`) whose code ``play_chunk`` compiles, directly or inlined."""
+"""The files (relative to :data:`PACKAGE_DIR`) whose code numba compiles into a cached function of another file:
+``play_chunk`` compiles all but the last, directly or inlined; the learner kernel compiles ``rewards.py``'s
+``seat_reward``."""
 
 STAMP = "play_chunk.sources"
 """The file, in ``play_chunk``'s cache folder, holding the :func:`source_key` its cached code was compiled from."""
@@ -66,7 +69,7 @@ def loop() -> Callable[..., None]:
     """
     if _loaded:
         return _loaded[0]
-    from sixnimmt_env.batched._fused import play_chunk
+    from sixnimmt_env.compiled._fused import play_chunk
 
     cache = Path(play_chunk.stats.cache_path)
     check_stamp(cache, source_key())
@@ -87,7 +90,7 @@ def load(config: GameConfig) -> Callable[..., None]:
     """
     import numpy as np
 
-    from sixnimmt_env.batched.params import config_vector
+    from sixnimmt_env.rules.params import config_vector
 
     play_chunk = loop()
     n, none = config.num_players, np.zeros(0, np.uint64)
@@ -146,15 +149,15 @@ def clear_folders(folders: list[Path]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m sixnimmt_env.batched.loop_cache``: compile the arena's loop into numba's cache (warm it).
+    """``python -m sixnimmt_env.compiled.loop_cache``: compile the arena's loop into numba's cache (warm it).
 
     Prints where the cache is and whether it was compiled now or loaded.
     """
     import argparse
 
-    from sixnimmt_env.engine import GameConfig
+    from sixnimmt_env.rules.engine import GameConfig
 
-    parser = argparse.ArgumentParser(prog="python -m sixnimmt_env.batched.loop_cache", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m sixnimmt_env.compiled.loop_cache", description=main.__doc__)
     parser.parse_args(argv)
     play_chunk = load(GameConfig())
     how = "compiled now" if play_chunk.stats.cache_misses else "loaded from the cache"

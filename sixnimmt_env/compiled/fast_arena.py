@@ -1,22 +1,22 @@
 """The arena's fast path: whole chunks of games between heuristic agents in one compiled loop.
 
 :func:`play_games` plays games ``start..stop-1`` of an arena run (every seat a ``random``, ``lowest``, ``highest``
-or ``greedy`` agent) in ONE compiled call, :func:`sixnimmt_env.batched._fused.play_chunk`: for each game it deals,
+or ``greedy`` agent) in ONE compiled call, :func:`sixnimmt_env.compiled._fused.play_chunk`: for each game it deals,
 asks the agents and plays every turn through the kernel's functions on the light rows
-(:mod:`sixnimmt_env.batched.kernel`: ``shuffle_deck``, ``hand_out``, the draft's functions, ``play_turn``,
-``game_over``; the agents of :mod:`sixnimmt_env.batched.agents`) until the game is over, with no Python in between.
+(:mod:`sixnimmt_env.rules.kernel`: ``shuffle_deck``, ``hand_out``, the draft's functions, ``play_turn``,
+``game_over``; the agents of :mod:`sixnimmt_env.compiled.heuristics`) until the game is over, with no Python in between.
 It returns what :mod:`sixnimmt_env.arena` needs: per-seat penalties, rounds played and the listed agent position of
 every seat. The arena's pool (:func:`sixnimmt_env.arena.pool.batched_games`) calls it when every agent of the run has a
 batched version (:func:`supports`). The compiled code is cached on disk (numba ``cache=True``, checked against its
-sources by :mod:`sixnimmt_env.batched.loop_cache`): after the first run, a new process loads it instead of
+sources by :mod:`sixnimmt_env.compiled.loop_cache`): after the first run, a new process loads it instead of
 compiling.
 
 Reproducibility: game ``g`` depends on ``(seed, g)`` only, as in the reference path, but its deals and the
 random agents' choices come from the kernel's splitmix64 streams (seeded from ``(DEAL_TAG, seed, deal)`` and
 ``(AGENT_TAG, seed, g)``), not from ``numpy.random.default_rng``: the fast path plays other deals than the
 reference path for the same seed, with the same rules and the same agents. The games are those that
-:class:`~sixnimmt_env.batched.core.BatchedGames` stepped with
-:class:`~sixnimmt_env.batched.agents.HeuristicPlayers` plays from the same streams (tested).
+:class:`~sixnimmt_env.compiled.core.BatchedGames` stepped with
+:class:`~sixnimmt_env.compiled.heuristics.HeuristicPlayers` plays from the same streams (tested).
 
 Importing this module is cheap (numpy only): the compiled loop is loaded by the first :func:`play_games` (or by
 :func:`load`).
@@ -28,9 +28,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from sixnimmt_env.batched.kinds import EXACT_AGENT_CLASSES, KINDS
-from sixnimmt_env.batched.params import config_vector, first_states
-from sixnimmt_env.engine import GameConfig
+from sixnimmt_env.compiled.kinds import EXACT_AGENT_CLASSES, KINDS
+from sixnimmt_env.rules.engine import GameConfig
+from sixnimmt_env.rules.params import config_vector, first_states
 from sixnimmt_env.seeding import AGENT_TAG, DEAL_TAG
 
 
@@ -60,18 +60,18 @@ def streams(tag: int, seed: int, ids: np.ndarray) -> np.ndarray:
 
 def chunk_loop() -> Callable[..., None]:
     """The compiled ``play_chunk``: numba's, its disk cache checked against the sources
-    (:func:`sixnimmt_env.batched.loop_cache.loop`)."""
-    from sixnimmt_env.batched.loop_cache import loop
+    (:func:`sixnimmt_env.compiled.loop_cache.loop`)."""
+    from sixnimmt_env.compiled.loop_cache import loop
 
     return loop()
 
 
 def load(config: GameConfig) -> None:
     """Load the compiled loop for ``config``'s player count without playing a game
-    (:func:`sixnimmt_env.batched.loop_cache.load`): it reads numba's cache on disk (or compiles, the first time,
+    (:func:`sixnimmt_env.compiled.loop_cache.load`): it reads numba's cache on disk (or compiles, the first time,
     and says so on stderr), as the first :func:`play_games` would; worker processes forked afterwards
     (:func:`sixnimmt_env.arena.pool.play_all`) start with it loaded."""
-    from sixnimmt_env.batched import loop_cache
+    from sixnimmt_env.compiled import loop_cache
 
     loop_cache.load(config)
 

@@ -1,8 +1,9 @@
-"""The batched engine: B games of one :class:`~sixnimmt_env.engine.GameConfig` in lockstep (`RULES.md` R1-R14, V1, V2).
+"""The batched engine: B games of one :class:`~sixnimmt_env.rules.engine.GameConfig` in lockstep (`RULES.md`
+R1-R14, V1, V2).
 
-The reference engine (:mod:`sixnimmt_env.engine`) is the readable specification; this module is the fast
+The reference engine (:mod:`sixnimmt_env.rules.engine`) is the readable specification; this module is the fast
 path's Python face. Every game lives in rows of the preallocated arrays of a
-:class:`~sixnimmt_env.batched.kernel.GameArrays` (the table of its fields is in :mod:`sixnimmt_env.batched.kernel`)
+:class:`~sixnimmt_env.rules.kernel.GameArrays` (the table of its fields is in :mod:`sixnimmt_env.rules.kernel`)
 and is advanced by the kernel's compiled functions, looped over the batch, so a step of B games costs one call
 from Python. Each game is in its own phase (select, row choice, draft, done); one call to
 :meth:`BatchedGames.step` takes one action per seat of every game, in the action encoding of the reference
@@ -24,7 +25,18 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.batched.kernel import (
+from sixnimmt_env.observation import OBS_SIZE
+from sixnimmt_env.rules.engine import (
+    HAND_SIZE,
+    NUM_ACTIONS,
+    NUM_CARDS,
+    NUM_ROWS,
+    PHASES,
+    GameConfig,
+    State,
+    new_game,
+)
+from sixnimmt_env.rules.kernel import (
     BULL,
     CHOOSE_ROW,
     DONE,
@@ -40,17 +52,6 @@ from sixnimmt_env.batched.kernel import (
     new_games,
     step_game,
 )
-from sixnimmt_env.engine import (
-    HAND_SIZE,
-    NUM_ACTIONS,
-    NUM_CARDS,
-    NUM_ROWS,
-    PHASES,
-    GameConfig,
-    State,
-    new_game,
-)
-from sixnimmt_env.observation import OBS_SIZE
 
 __all__ = ["BULL", "CHOOSE_ROW", "DONE", "DRAFT", "SELECT", "BatchedGames", "load_state", "reference_deals", "state_of"]
 
@@ -122,8 +123,8 @@ def _seats(seats: np.ndarray, batch_size: int, num_players: int) -> np.ndarray:
 def reference_deals(config: GameConfig, rngs: Sequence[np.random.Generator], rounds: int) -> np.ndarray:
     """The first ``rounds`` deals the reference engine would make from each generator, for ``reset(deals=...)``.
 
-    Each deal is drawn with :func:`sixnimmt_env.engine.new_game`, which consumes a generator exactly as a
-    new round of :func:`sixnimmt_env.engine.step` does, so a copy of the reference game's generator yields the
+    Each deal is drawn with :func:`sixnimmt_env.rules.engine.new_game`, which consumes a generator exactly as a
+    new round of :func:`sixnimmt_env.rules.engine.step` does, so a copy of the reference game's generator yields the
     deals of its rounds 0, 1, 2, ... in order.
 
     Args:
@@ -153,7 +154,7 @@ def reference_deals(config: GameConfig, rngs: Sequence[np.random.Generator], rou
 def load_state(S: GameArrays, b: int, state: State) -> None:
     """Write the reference-engine ``state`` (any phase) into game ``b`` of the arrays ``S``: the one conversion from
     a :class:`State` to the kernel's arrays (the batched engine's :meth:`BatchedGames.set_state` and the compiled
-    backend's :meth:`sixnimmt_env.batched.single.SingleGame.load` call it). ``state`` must be a state of the rules
+    backend's :meth:`sixnimmt_env.compiled.single.SingleGame.load` call it). ``state`` must be a state of the rules
     the arrays are played under; nothing is checked."""
     S.phase[b] = PHASES.index(state.phase)
     S.hand[b] = 0
@@ -242,11 +243,11 @@ class BatchedGames:
 
     Attributes:
         config, batch_size (B), num_players (n);
-        arrays: the :class:`~sixnimmt_env.batched.kernel.GameArrays` of the batch, also reachable one by one
+        arrays: the :class:`~sixnimmt_env.rules.kernel.GameArrays` of the batch, also reachable one by one
             (``phase``, ``hand``, ``hand_len``, ``rows``, ``row_len``, ``row_end``, ``row_bull``, ``pile``,
             ``display``, ``revealed``, ``round_pen``, ``totals``, ``chooser``, ``turn``, ``round``, ``drafter``);
             treat them as read-only;
-        cfg: the rules as the kernels' ``int64`` config vector (:func:`~sixnimmt_env.batched.kernel.config_vector`);
+        cfg: the rules as the kernels' ``int64`` config vector (:func:`~sixnimmt_env.rules.kernel.config_vector`);
         deal_rng: ``uint64 (B,)``, each game's deal generator; deals, deal_next: the injected deals and the
             cursor into them (:meth:`reset`). Code that drives the kernels itself (the learner tables, the
             vectorised agents) passes these to them.

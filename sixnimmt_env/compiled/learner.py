@@ -3,7 +3,7 @@
 :class:`LearnerTables` is the engine side of :class:`training.vec_env.SixNimmtVecEnv` (and of anything else that
 asks one seat per game for its decisions, e.g. an evaluation loop): B games of a :class:`BatchedGames` batch, in
 each a learner seat ``seat[b]``, and every other seat either a heuristic agent (kind code of
-:mod:`sixnimmt_env.batched.agents`, played by the compiled kernel) or an *external* agent (``ext[b, s] >= 0``, an
+:mod:`sixnimmt_env.compiled.heuristics`, played by the compiled kernel) or an *external* agent (``ext[b, s] >= 0``, an
 index into a list the caller holds, e.g. a policy network that decides for many games in one forward pass).
 
 :meth:`LearnerTables.play` applies the learner's action of every active game together with its opponents'
@@ -23,9 +23,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.batched.agents import HeuristicPlayers, heuristic_game_actions
-from sixnimmt_env.batched.core import BatchedGames
-from sixnimmt_env.batched.kernel import (
+from sixnimmt_env.compiled.core import BatchedGames
+from sixnimmt_env.compiled.heuristics import HeuristicPlayers, heuristic_game_actions
+from sixnimmt_env.observation import OBS_SIZE
+from sixnimmt_env.rewards import check_reward_mode, seat_reward
+from sixnimmt_env.rules.engine import NOOP, NUM_ACTIONS, NUM_CARDS, GameConfig
+from sixnimmt_env.rules.kernel import (
     C_N,
     DONE,
     SELECT,
@@ -36,9 +39,6 @@ from sixnimmt_env.batched.kernel import (
     new_games,
     step_game,
 )
-from sixnimmt_env.engine import NOOP, NUM_ACTIONS, NUM_CARDS, GameConfig
-from sixnimmt_env.observation import OBS_SIZE
-from sixnimmt_env.rewards import check_reward_mode, seat_reward
 
 _seat_reward = njit(cache=True, inline="always")(seat_reward)
 """numba's compilation of :func:`sixnimmt_env.rewards.seat_reward`, the one definition of a seat's reward."""
@@ -120,7 +120,7 @@ class LearnerTables:
     Attributes:
         games: the :class:`BatchedGames` batch (its state arrays are read-only for callers).
         seat: ``int64 (B,)``: the learner's seat in each game (set by the caller, e.g. per episode).
-        kinds: ``int8 (B, n)``: heuristic kind code per seat (:data:`sixnimmt_env.batched.agents.KINDS`), -1 for
+        kinds: ``int8 (B, n)``: heuristic kind code per seat (:data:`sixnimmt_env.compiled.heuristics.KINDS`), -1 for
             the learner and external seats.
         ext: ``int16 (B, n)``: index of the external agent of each seat, -1 for the learner and heuristic seats.
 

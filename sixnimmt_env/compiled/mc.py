@@ -10,8 +10,8 @@ mean opponent, exact in integers); play the lowest score, ties to the lower card
 - :func:`select_scores` and :func:`row_scores`: the scores of every candidate on given worlds; the reference agent
   calls them for its rollouts. The rollouts play on the kernel's light rows (:func:`~.kernel.play_turn`, the
   ``greedy`` pick of :func:`~.agents.greedy_index`); ``tests/test_batched_mc.py`` compares their scores with
-  rollouts through :func:`sixnimmt_env.engine.step` on random positions.
-- :class:`MonteCarloPlayers`: ``mc:N`` for chosen seats of a :class:`~sixnimmt_env.batched.core.BatchedGames` batch,
+  rollouts through :func:`sixnimmt_env.rules.engine.step` on random positions.
+- :class:`MonteCarloPlayers`: ``mc:N`` for chosen seats of a :class:`~sixnimmt_env.compiled.core.BatchedGames` batch,
   worlds sampled in compiled code from each game's splitmix64 stream (so not the reference agent's worlds for the
   same seed: the same rule, other samples).
 
@@ -23,9 +23,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.batched.agents import draft_card, greedy_index
-from sixnimmt_env.batched.core import BatchedGames
-from sixnimmt_env.batched.kernel import (
+from sixnimmt_env.compiled.core import BatchedGames
+from sixnimmt_env.compiled.heuristics import draft_card, greedy_index
+from sixnimmt_env.compiled.kinds import GREEDY
+from sixnimmt_env.rules.engine import HAND_SIZE, NOOP, NUM_ACTIONS, NUM_CARDS, NUM_ROWS, ROW_ACTION
+from sixnimmt_env.rules.kernel import (
     C_DECK,
     C_N,
     CHOOSE_ROW,
@@ -39,8 +41,6 @@ from sixnimmt_env.batched.kernel import (
     remove_at,
     sort_small,
 )
-from sixnimmt_env.batched.kinds import GREEDY
-from sixnimmt_env.engine import HAND_SIZE, NOOP, NUM_ACTIONS, NUM_CARDS, NUM_ROWS, ROW_ACTION
 
 # --------------------------------------------------------------------------- rollouts on the kernel's light rows
 

@@ -1,7 +1,7 @@
 """The observation layout, defined once beneath both encoders: the named pieces, where they sit, how values scale.
 
 The reference encoder :func:`sixnimmt_env.observation.encode` and the compiled one
-(:func:`sixnimmt_env.batched.kernel.encode_all`) both write the vector described here; neither writes an offset or a
+(:func:`sixnimmt_env.rules.kernel.encode_all`) both write the vector described here; neither writes an offset or a
 scale of its own. The table of pieces and their meaning is in :mod:`sixnimmt_env.observation`. This module imports
 only the engine's constants (no numpy, no numba), so that every tier can import it.
 
@@ -15,7 +15,7 @@ only the engine's constants (no numpy, no numba), so that every tier can import 
 
 from __future__ import annotations
 
-from sixnimmt_env.engine import NUM_CARDS, NUM_ROWS, PHASES, ROW_LIMIT
+from sixnimmt_env.rules.engine import NUM_CARDS, NUM_ROWS, PHASES, ROW_LIMIT
 
 MAX_SEATS = 10
 """The seat slots of every seat-relative piece, the most players a table can have (R3)."""

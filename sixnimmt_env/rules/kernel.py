@@ -1,9 +1,9 @@
 """The compiled rules kernel: every fast path plays the rules through these functions (`RULES.md` R1-R14, V1, V2).
 
-:mod:`sixnimmt_env.engine` is the readable specification; this module is its one compiled twin. The batched engine
+:mod:`sixnimmt_env.rules.engine` is the readable specification; this module is its one compiled twin. The batched engine
 (:mod:`.core`), the compiled single-game backend (:mod:`.single`), the learner tables (:mod:`.learner`), the arena's
-heuristic games (:mod:`~sixnimmt_env.batched.fast_arena`), the ``mc:N`` rollouts (:mod:`.mc`), the vectorised agents
-(:mod:`~sixnimmt_env.batched.agents`) and the card features (:mod:`..card_features`) call it; none of them deals,
+heuristic games (:mod:`~sixnimmt_env.compiled.fast_arena`), the ``mc:N`` rollouts (:mod:`.mc`), the vectorised agents
+(:mod:`~sixnimmt_env.compiled.heuristics`) and the card features (:mod:`..card_features`) call it; none of them deals,
 drafts, places a card, picks a target row, books a penalty or checks legality by itself. A rule changes in the
 engine (the specification) and here (its compiled twin): the parity tests (``tests/test_batched.py``,
 ``tests/test_kernel.py``, ``tests/test_env_compiled.py``) compare the two and fail until both agree.
@@ -49,14 +49,14 @@ field              shape, dtype      meaning
 
 :func:`step_game` applies one joint action to game ``b`` (R5-R14, V2); :func:`deal` sets up a round (R3, R14);
 :func:`legal_mask` is the legal actions (:func:`is_legal` reads it, :func:`mask_all` writes it for many seats);
-:func:`encode_all` writes observations (the layout of :mod:`sixnimmt_env.observation_layout`, as
+:func:`encode_all` writes observations (the layout of :mod:`sixnimmt_env.rules.observation_layout`, as
 :func:`sixnimmt_env.observation.encode`).
 
 **Compiled-code cache.** Every function is compiled with ``cache=True`` and the kernel's functions are inlined into
 their callers (``inline="always"``). Numba checks a cached function against its own source file only, so after
-editing this module (or the constants it inlines: :mod:`.params`, :mod:`.kinds`, :mod:`sixnimmt_env.engine`)
+editing this module (or the constants it inlines: :mod:`.params`, :mod:`.kinds`, :mod:`sixnimmt_env.rules.engine`)
 the callers in other modules would keep running the old inlined code: the arena's loop deletes numba's caches of
-the package when these sources changed (:mod:`sixnimmt_env.batched.loop_cache`), and so does ``make install``.
+the package when these sources changed (:mod:`sixnimmt_env.compiled.loop_cache`), and so does ``make install``.
 
 **Random numbers.** Each game draws from its own splitmix64 counter (:func:`next_random`, :func:`random_below`),
 a ``uint64`` per game, so a game's deals do not depend on the batch it is played in. A bounded draw is
@@ -70,31 +70,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.batched.params import (  # re-exported: the kernel's public API
-    C_CHEAPEST,
-    C_DECK,
-    C_END_SCORE,
-    C_LOGIC,
-    C_MAX_ROUNDS,
-    C_MORE_THAN,
-    C_N,
-    C_ROUND_EPISODE,
-    GOLDEN,
-    LOW32,
-    MIX1,
-    MIX2,
-    S27,
-    S30,
-    S31,
-    S32,
-)
-from sixnimmt_env.batched.params import (
-    config_vector as config_vector,
-)
-from sixnimmt_env.batched.params import (
-    first_states as first_states,
-)
-from sixnimmt_env.engine import (
+from sixnimmt_env.rules.engine import (
     BULLHEADS,
     HAND_SIZE,
     NOOP,
@@ -104,7 +80,7 @@ from sixnimmt_env.engine import (
     ROW_ACTION,
     ROW_LIMIT,
 )
-from sixnimmt_env.observation_layout import (
+from sixnimmt_env.rules.observation_layout import (
     BULLHEAD_ROW_SCALE,
     CARD_SCALE,
     COUNT_SCALE,
@@ -129,6 +105,30 @@ from sixnimmt_env.observation_layout import (
     OBS_SIZE,
     ROW_LENGTH_SCALE,
     SCORE_SCALE,
+)
+from sixnimmt_env.rules.params import (  # re-exported: the kernel's public API
+    C_CHEAPEST,
+    C_DECK,
+    C_END_SCORE,
+    C_LOGIC,
+    C_MAX_ROUNDS,
+    C_MORE_THAN,
+    C_N,
+    C_ROUND_EPISODE,
+    GOLDEN,
+    LOW32,
+    MIX1,
+    MIX2,
+    S27,
+    S30,
+    S31,
+    S32,
+)
+from sixnimmt_env.rules.params import (
+    config_vector as config_vector,
+)
+from sixnimmt_env.rules.params import (
+    first_states as first_states,
 )
 
 SELECT, CHOOSE_ROW, DRAFT, DONE = 0, 1, 2, 3
@@ -860,7 +860,7 @@ def encode_drafted(S: GameArrays, cfg: np.ndarray, b: int, seat: int, o: np.ndar
 @njit(cache=True, inline="always")
 def encode_all(S: GameArrays, cfg: np.ndarray, games: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
     """Write the observation of seat ``seats[i]`` of game ``games[i]`` into ``out[i]`` for every ``i``: value for
-    value :func:`sixnimmt_env.observation.encode` (the layout of :mod:`sixnimmt_env.observation_layout`).
+    value :func:`sixnimmt_env.observation.encode` (the layout of :mod:`sixnimmt_env.rules.observation_layout`).
 
     ``games``, ``seats``: integer arrays ``(K,)``; ``out``: ``float32 (K, OBS_SIZE)``, every entry written. The
     compiled encoder's one call sequence: every fast path observes through it. Rows of one game that follow one

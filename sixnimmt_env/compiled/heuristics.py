@@ -26,8 +26,10 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.batched.core import BatchedGames
-from sixnimmt_env.batched.kernel import (
+from sixnimmt_env.compiled.core import BatchedGames
+from sixnimmt_env.compiled.kinds import EXTERNAL, GREEDY, HIGHEST, KINDS, LOWEST, RANDOM
+from sixnimmt_env.rules.engine import NOOP, NUM_ROWS, ROW_ACTION, ROW_LIMIT
+from sixnimmt_env.rules.kernel import (
     C_DECK,
     C_N,
     CHOOSE_ROW,
@@ -39,8 +41,6 @@ from sixnimmt_env.batched.kernel import (
     random_below,
     target_row,
 )
-from sixnimmt_env.batched.kinds import EXTERNAL, GREEDY, HIGHEST, KINDS, LOWEST, RANDOM
-from sixnimmt_env.engine import NOOP, NUM_ROWS, ROW_ACTION, ROW_LIMIT
 
 __all__ = ["EXTERNAL", "GREEDY", "HIGHEST", "KINDS", "LOWEST", "RANDOM", "HeuristicPlayers", "kind_codes"]
 
@@ -63,7 +63,7 @@ def kind_codes(specs: Sequence[str]) -> np.ndarray:
 def greedy_index(hands: np.ndarray, s: int, k: int, ends: np.ndarray, lens: np.ndarray, costs: np.ndarray) -> int:
     """Index into the ascending hand ``hands[s, :k]`` of its card of lowest immediate cost, ties to the lower card.
 
-    The cost is :func:`~sixnimmt_env.batched.kernel.immediate_cost` on the light rows ``ends``, ``lens``,
+    The cost is :func:`~sixnimmt_env.rules.kernel.immediate_cost` on the light rows ``ends``, ``lens``,
     ``costs`` (as :func:`sixnimmt_env.agents.greedy_card`), written out with the cheapest row computed once: the
     first card that takes nothing is played at once.
     """
@@ -147,7 +147,7 @@ def card_index(
 @njit(cache=True, inline="always")
 def row_index(kind: int, costs: np.ndarray, rng: np.ndarray, b: int) -> int:
     """Low-card row choice (R9) of a heuristic ``kind``: a random row (one draw from ``rng[b]``), else the
-    cheapest row (:func:`~sixnimmt_env.batched.kernel.cheapest_row`)."""
+    cheapest row (:func:`~sixnimmt_env.rules.kernel.cheapest_row`)."""
     if kind == RANDOM:
         return random_below(rng, b, NUM_ROWS)
     return cheapest_row(costs)

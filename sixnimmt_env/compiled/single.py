@@ -1,16 +1,16 @@
 """One game at a time through the batched engine's kernels: the compiled backend of the ParallelEnv.
 
-:class:`SingleGame` keeps one game in the state arrays of :mod:`sixnimmt_env.batched.core` (batch size 1),
-packed into one byte buffer (:data:`LAYOUT`), and advances it with ONE compiled call per step
+:class:`SingleGame` keeps one game in the state arrays of :mod:`sixnimmt_env.compiled.core` (batch size 1),
+packed into one byte buffer (``_unpack``), and advances it with ONE compiled call per step
 (:func:`step_and_observe`): check every action against the mask (nothing changes if one is illegal), apply the
-joint action with the engine's inline kernel :func:`~sixnimmt_env.batched.core.step_game` (`RULES.md` R5-R14,
+joint action with the engine's inline kernel :func:`~sixnimmt_env.compiled.core.step_game` (`RULES.md` R5-R14,
 V2), then fill fresh arrays passed in by the caller: every seat's observation (``float32 (n, OBS_SIZE)``, value for
 value :func:`sixnimmt_env.observation.encode`), every seat's mask (``int8 (n, 109)``,
 :func:`sixnimmt_env.observation.action_mask`) and a snapshot of the whole game (a byte copy of its buffer, in
 extra rows of the observation array) from which :func:`state_from_snapshot` rebuilds the reference
-:class:`~sixnimmt_env.engine.State` on demand (for readable infos, ``state()`` and rendering). The state goes into
-the arrays and back through the batched engine's one conversion (:func:`~sixnimmt_env.batched.core.load_state`,
-:func:`~sixnimmt_env.batched.core.state_of`).
+:class:`~sixnimmt_env.rules.engine.State` on demand (for readable infos, ``state()`` and rendering). The state goes into
+the arrays and back through the batched engine's one conversion (:func:`~sixnimmt_env.compiled.core.load_state`,
+:func:`~sixnimmt_env.compiled.core.state_of`).
 
 Why so: a compiled call costs about 0.07 µs per array argument and 0.5 µs per returned array, more than the
 step itself, so the game crosses as one buffer and the outputs are allocated by the caller.
@@ -19,7 +19,7 @@ The buffer also records the order in which cards went into each penalty pile (``
 keeps only who holds a card), so the rebuilt state equals the reference engine's, piles in taken order included.
 
 Deals come from the batched engine's per-game generator (splitmix64): the same seed gives the same games here,
-but not the reference engine's games (see :mod:`sixnimmt_env.batched.core`; :meth:`SingleGame.queue_deals`
+but not the reference engine's games (see :mod:`sixnimmt_env.compiled.core`; :meth:`SingleGame.queue_deals`
 replays given deals).
 """
 
@@ -28,8 +28,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sixnimmt_env.batched.core import load_state, state_of
-from sixnimmt_env.batched.kernel import (
+from sixnimmt_env.compiled.core import load_state, state_of
+from sixnimmt_env.rules.engine import (
+    HAND_SIZE,
+    NOOP,
+    NUM_ACTIONS,
+    NUM_CARDS,
+    NUM_ROWS,
+    ROW_LIMIT,
+    GameConfig,
+    State,
+)
+from sixnimmt_env.rules.kernel import (
     C_LOGIC,
     C_N,
     DONE,
@@ -44,109 +54,29 @@ from sixnimmt_env.batched.kernel import (
     random_below,
     step_game,
 )
-from sixnimmt_env.batched.params import OK, OVER, PENALTIES  # the step codes of every env backend
-from sixnimmt_env.engine import (
-    HAND_SIZE,
-    NOOP,
-    NUM_ACTIONS,
-    NUM_CARDS,
-    NUM_ROWS,
-    ROW_LIMIT,
-    GameConfig,
-    State,
-)
-from sixnimmt_env.observation_layout import MAX_SEATS, OBS_SIZE
+from sixnimmt_env.rules.observation_layout import MAX_SEATS, OBS_SIZE
+from sixnimmt_env.rules.params import OK, OVER, PENALTIES  # the step codes of every env backend
 
 _PILE_SIZE = NUM_CARDS + 1
 
 
 # --------------------------------------------------------------------------- the packed game
 
-_ALIGN = 8
-LAYOUT: tuple[tuple[type, tuple[tuple[str, tuple[int | str, ...]], ...]], ...] = (
-    (np.int64, (("cfg", (8,)), ("actions", (1, "n")), ("rng", (1,)))),
-    (
-        np.int32,
-        (
-            ("round_pen", (1, "n")),
-            ("totals", (1, "n")),
-            ("round", (1,)),
-            ("penalties", (1, "n")),
-            ("deal_next", (1,)),
-            ("taken_at", (_PILE_SIZE,)),
-            ("row_bull", (1, NUM_ROWS)),
-        ),
-    ),
-    (
-        np.int16,
-        (
-            ("hand", (1, "n", HAND_SIZE)),
-            ("rows", (1, NUM_ROWS, ROW_LIMIT)),
-            ("revealed", (1, "n")),
-            ("row_end", (1, NUM_ROWS)),
-        ),
-    ),
-    (
-        np.int8,
-        (
-            ("phase", (1,)),
-            ("hand_len", (1, "n")),
-            ("row_len", (1, NUM_ROWS)),
-            ("pile", (1, _PILE_SIZE)),
-            ("chooser", (1,)),
-            ("turn", (1,)),
-            ("drafter", (1, _PILE_SIZE)),
-        ),
-    ),
-    (np.bool_, (("display", (1, _PILE_SIZE)),)),
-)
-"""The arrays of one game, grouped by dtype, each a view into one byte buffer (each group starts on 8 bytes):
-the config vector (:func:`~sixnimmt_env.batched.kernel.config_vector`), the action buffer, the deal generator
-state (``rng``, stored as ``int64``, viewed as ``uint64``), the 16 arrays of a
-:class:`~sixnimmt_env.batched.kernel.GameArrays` with batch size 1, this step's penalties, the deal cursor and
-``taken_at`` (index 0: the step clock; ``taken_at[c]``: the step at which card c entered a penalty pile, -1 if
-it is in none). One buffer crosses into numba instead of twenty arrays (a compiled call costs about 0.07 µs per
-array argument), and inside it one view per dtype is cut into the pieces."""
-
-
-def _group_sizes(n: int) -> list[list[int]]:
-    return [[int(np.prod([n if d == "n" else d for d in shape])) for _, shape in pieces] for _, pieces in LAYOUT]
-
-
-def _pad(nbytes: int) -> int:
-    return (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
-
-
-def _views(buf: np.ndarray, n: int) -> dict[str, np.ndarray]:
-    """Numpy views of :data:`LAYOUT` into ``buf`` (Python side; :func:`_unpack` is the compiled twin)."""
-    views, offset = {}, 0
-    for (dtype, pieces), sizes in zip(LAYOUT, _group_sizes(n), strict=True):
-        region = buf[offset : offset + sum(sizes) * np.dtype(dtype).itemsize].view(dtype)
-        k = 0
-        for (name, shape), size in zip(pieces, sizes, strict=True):
-            views[name] = region[k : k + size].reshape(tuple(n if d == "n" else d for d in shape))
-            k += size
-        offset += _pad(region.nbytes)
-    views["rng"] = views["rng"].view(np.uint64)
-    return views
-
-
-def _arrays(views: dict[str, np.ndarray]) -> GameArrays:
-    """The :class:`GameArrays` (batch size 1) among the :data:`LAYOUT` views."""
-    return GameArrays(*(views[name] for name in GameArrays._fields))
-
-
-def buffer_size(num_players: int) -> int:
-    """Bytes of the buffer of a game of ``num_players`` seats (:data:`LAYOUT`)."""
-    return sum(
-        _pad(sum(sizes) * np.dtype(dtype).itemsize)
-        for (dtype, _), sizes in zip(LAYOUT, _group_sizes(num_players), strict=True)
-    )
-
 
 @njit(cache=True, inline="always")
 def _unpack(buf: np.ndarray) -> tuple:
-    """The :data:`LAYOUT` views of ``buf`` inside numba: ``(S, cfg, actions, pen, deal_next, rng, taken_at)``."""
+    """The game's arrays as views of ``buf``: ``(S, cfg, actions, pen, deal_next, rng, taken_at, size)``, ``size``
+    the bytes they span. This function is the buffer's layout, the one place it is written.
+
+    The buffer holds, in groups by dtype, each group starting on 8 bytes: the config vector
+    (:func:`~sixnimmt_env.rules.kernel.config_vector`, first: the seat count is read from it), the action buffer
+    and the deal generator state (``rng``: ``int64`` viewed as ``uint64``); the ``int32``, ``int16``, ``int8`` and
+    ``bool`` arrays of a :class:`~sixnimmt_env.rules.kernel.GameArrays` with batch size 1 (``S``), this step's
+    penalties (``pen``), the deal cursor and ``taken_at`` (index 0: the step clock; ``taken_at[c]``: the step at
+    which card c entered a penalty pile, -1 if it is in none). One buffer crosses into numba instead of twenty
+    arrays (a compiled call costs about 0.07 µs per array argument). The Python side reads the layout from here
+    (``_views``, :func:`buffer_size`); the compiled callers inline it, and numba drops what they leave unused.
+    """
     n = buf[0:8].view(np.int64)[C_N]
     o = 0
     k = 8 + n + 1  # int64: cfg, actions, rng
@@ -185,11 +115,54 @@ def _unpack(buf: np.ndarray) -> tuple:
     drafter = i8[j + _PILE_SIZE + 2 : k].reshape((1, _PILE_SIZE))
     o += (k + 7) // 8 * 8
     display = buf[o : o + _PILE_SIZE].view(np.bool_).reshape((1, _PILE_SIZE))
+    size = o + (_PILE_SIZE + 7) // 8 * 8
     S = GameArrays(
         phase, hand, hand_len, rows, row_len, row_end, row_bull, pile, display, revealed, round_pen, totals, chooser,
         turn, rnd, drafter,
     )  # fmt: skip
-    return S, cfg, actions, pen, deal_next, rng, taken_at
+    return S, cfg, actions, pen, deal_next, rng, taken_at, size
+
+
+@njit(cache=True)
+def _unpacked(buf: np.ndarray) -> tuple:
+    """``_unpack`` for the Python side (numpy views into ``buf``)."""
+    return _unpack(buf)
+
+
+PIECES: tuple[str, ...] = (*GameArrays._fields, "cfg", "actions", "penalties", "deal_next", "rng", "taken_at")
+"""The names of the arrays in a game's buffer, as ``_unpack`` returns them (the fields of ``S`` first)."""
+
+_SCRATCH_BYTES = 4096
+"""More than the buffer of a game of :data:`~sixnimmt_env.rules.observation_layout.MAX_SEATS` seats."""
+
+
+def _views(buf: np.ndarray) -> dict[str, np.ndarray]:
+    """Numpy views of the arrays of :data:`PIECES` into ``buf``, which starts with its config vector
+    (``_unpack``)."""
+    S, *others, _ = _unpacked(buf)
+    return dict(zip(PIECES, (*S, *others), strict=True))
+
+
+def _arrays(views: dict[str, np.ndarray]) -> GameArrays:
+    """The :class:`GameArrays` (batch size 1) among the ``_views``."""
+    return GameArrays(*(views[name] for name in GameArrays._fields))
+
+
+def _new_buffer(cfg: np.ndarray) -> np.ndarray:
+    """A zeroed ``uint8`` buffer for a game of the config vector ``cfg``, which it starts with."""
+    scratch = np.zeros(_SCRATCH_BYTES, np.uint8)
+    scratch[: cfg.nbytes] = cfg.view(np.uint8)
+    size = _unpacked(scratch)[-1]
+    buf = np.zeros(size, np.uint8)
+    buf[: cfg.nbytes] = cfg.view(np.uint8)
+    return buf
+
+
+def buffer_size(num_players: int) -> int:
+    """Bytes of the buffer of a game of ``num_players`` seats (a multiple of 8; ``_unpack``)."""
+    cfg = np.zeros(8, np.int64)
+    cfg[C_N] = num_players
+    return len(_new_buffer(cfg))
 
 
 # --------------------------------------------------------------------------- kernels
@@ -247,7 +220,7 @@ def step_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, masks:
     """Check, apply and observe one joint action of a packed game (one compiled call per env step).
 
     Args:
-        buf: the game's :data:`LAYOUT` buffer (``uint8``), its ``actions`` holding one action per seat; the
+        buf: the game's ``uint8`` buffer (``_unpack``), its ``actions`` holding one action per seat; the
             game must not be over.
         deals: ``int16 (1, R, 10 n + 4)`` deals to use before the game's own generator (``R`` may be 0).
         obs: ``float32 (n + k, OBS_SIZE)`` (:func:`output_shapes`), filled after the step: rows ``0..n-1`` with the
@@ -262,7 +235,7 @@ def step_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, masks:
 
     Output arrays are passed in rather than returned: numba boxes a returned array in about 0.5 µs.
     """
-    S, cfg, actions, pen, deal_next, rng, taken_at = _unpack(buf)
+    S, cfg, actions, pen, deal_next, rng, taken_at, _ = _unpack(buf)
     n = cfg[C_N]
     if S.phase[0] != DONE:
         mask_all(S, cfg, _GAME_0[:n], _SEATS[:n], masks)  # the legal actions now (overwritten after the step)
@@ -288,7 +261,7 @@ def step_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, masks:
 def new_game_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> None:
     """Deal a new game from the game's generator (or ``deals``) (R3; V1, V2); write ``obs`` and ``masks`` as
     :func:`step_and_observe` does."""
-    S, cfg, _, _, deal_next, rng, taken_at = _unpack(buf)
+    S, cfg, _, _, deal_next, rng, taken_at, _ = _unpack(buf)
     new_games(S, cfg, np.ones(1, np.bool_), deals, deal_next, rng)
     taken_at[:] = -1
     taken_at[0] = 0
@@ -298,7 +271,7 @@ def new_game_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, ma
 @njit(cache=True)
 def observe(buf: np.ndarray, obs: np.ndarray, masks: np.ndarray) -> None:
     """Write the observations (snapshot below them) and masks of the packed game as :func:`step_and_observe`."""
-    S, cfg, _, _, _, _, _ = _unpack(buf)
+    S, cfg, _, _, _, _, _, _ = _unpack(buf)
     _outputs(buf, S, cfg, obs, masks)
 
 
@@ -310,7 +283,7 @@ def play_random(buf: np.ndarray, deals: np.ndarray, policy_rng: np.ndarray, step
     is replaced by a new deal (R3). Returns ``(decisions, games finished)``, a decision being one seat choosing
     a real action (every seat in ``select``, the chooser in ``choose_row`` and ``draft``; no-ops do not count).
     """
-    S, cfg, actions, pen, deal_next, rng, _ = _unpack(buf)
+    S, cfg, actions, pen, deal_next, rng, _, _ = _unpack(buf)
     n = cfg[C_N]
     phase = S.phase
     m = np.empty(NUM_ACTIONS, np.int8)
@@ -360,16 +333,16 @@ def state_from_snapshot(config: GameConfig, obs: np.ndarray) -> State:
             game's buffer below the seats' rows).
 
     The buffer's arrays are read back by the batched engine's conversion
-    (:func:`~sixnimmt_env.batched.core.state_of`, the piles ordered by ``taken_at``).
+    (:func:`~sixnimmt_env.compiled.core.state_of`, the piles ordered by ``taken_at``).
     """
     n = config.num_players
     raw = np.ascontiguousarray(obs[n:]).reshape(-1).view(np.uint8)[: buffer_size(n)].copy()
-    views = _views(raw, n)
+    views = _views(raw)
     return state_of(_arrays(views), config, 0, views["taken_at"])
 
 
 class SingleGame:
-    """One game in a packed buffer (:data:`LAYOUT`), advanced by one compiled call per step (the ParallelEnv's
+    """One game in a packed buffer (``_unpack``), advanced by one compiled call per step (the ParallelEnv's
     ``backend="compiled"``).
 
     Args:
@@ -378,7 +351,7 @@ class SingleGame:
             same games; not the reference engine's deals); ``None``: fresh entropy.
 
     Its attributes:
-        config, num_players, buffer (``uint8``), and one numpy view per :data:`LAYOUT` piece (``actions``:
+        config, num_players, buffer (``uint8``), and one numpy view per array of :data:`PIECES` (``actions``:
         fill ``actions[0, seat]`` before :meth:`step`; ``penalties``; the state arrays; treat the others as
         read-only); ``deals`` (the queued deals, ``int16 (1, R, 10 n + 4)``), ``obs_shape`` and ``mask_shape``
         (:func:`output_shapes`) for callers of the kernels.
@@ -390,11 +363,10 @@ class SingleGame:
     def __init__(self, config: GameConfig, seed: int | None = None) -> None:
         self.config = config
         self.num_players = n = config.num_players
-        self.buffer = np.zeros(buffer_size(n), np.uint8)
-        self._views = _views(self.buffer, n)
+        self.buffer = _new_buffer(config_vector(config))
+        self._views = _views(self.buffer)
         for name, view in self._views.items():
             setattr(self, name, view)
-        self._views["cfg"][:] = config_vector(config)
         self._views["phase"][:] = DONE
         self._views["pile"][:] = -1
         self._views["chooser"][:] = -1
@@ -413,7 +385,7 @@ class SingleGame:
         self.config = config = saved["config"]  # type: ignore[assignment]
         self.num_players = n = config.num_players  # type: ignore[attr-defined]
         self.buffer = np.array(saved["buffer"], np.uint8)  # own memory, 8-byte aligned like a fresh buffer
-        self._views = _views(self.buffer, n)
+        self._views = _views(self.buffer)
         for name, view in self._views.items():
             setattr(self, name, view)
         self.deals = saved["deals"]
@@ -460,7 +432,7 @@ class SingleGame:
         return obs, masks
 
     def queue_deals(self, deals: np.ndarray) -> None:
-        """Use ``deals`` (``(R, 10 n + 4)``, see :func:`~sixnimmt_env.batched.core.reference_deals`) for the next R
+        """Use ``deals`` (``(R, 10 n + 4)``, see :func:`~sixnimmt_env.compiled.core.reference_deals`) for the next R
         rounds dealt, e.g. to replay the reference engine's games (testing).
 
         Raises:
