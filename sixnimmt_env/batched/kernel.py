@@ -98,7 +98,6 @@ from sixnimmt_env.engine import (
     BULLHEADS,
     HAND_SIZE,
     NOOP,
-    NUM_ACTIONS,
     NUM_CARDS,
     NUM_ROWS,
     ROW_ACTION,
