@@ -25,6 +25,9 @@ replays given deals).
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 from numba import njit
 
@@ -109,8 +112,10 @@ it is in none). One buffer crosses into numba instead of twenty arrays (a compil
 array argument), and inside it one view per dtype is cut into the pieces."""
 
 
+@functools.cache
 def _group_sizes(n: int) -> list[list[int]]:
-    return [[int(np.prod([n if d == "n" else d for d in shape])) for _, shape in pieces] for _, pieces in LAYOUT]
+    """The element count of each :data:`LAYOUT` piece for ``n`` seats, by group (computed once per ``n``)."""
+    return [[math.prod([n if d == "n" else d for d in shape]) for _, shape in pieces] for _, pieces in LAYOUT]
 
 
 def _pad(nbytes: int) -> int:
