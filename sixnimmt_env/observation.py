@@ -125,12 +125,17 @@ def _count_value(k: int) -> float:
     return k / COUNT_SCALE
 
 
-def _write_row(v: Any, at: int, r: int, row: tuple[int, ...], start: int = 0, bull: int = 0, old: int = 0) -> int:
-    """Row ``r``'s pieces (``rows``, ``row_lengths``, ``row_ends``, ``row_bullheads``); returns its bullheads.
+_ROW_AT = [layout.O_ROWS + r * ROW_LIMIT for r in range(NUM_ROWS)]
+_O_ROW_LEN, _O_ROW_END, _O_ROW_BULL = layout.O_ROW_LEN, layout.O_ROW_END, layout.O_ROW_BULL
+
+
+def _write_row(v: Any, r: int, row: tuple[int, ...], start: int = 0, bull: int = 0, old: int = 0) -> int:
+    """Row ``r``'s pieces (``rows``, ``row_lengths``, ``row_ends``, ``row_bullheads``) at the start of ``v``;
+    returns its bullheads.
 
     Cards ``row[start:]`` are written (the first ``start``, of ``bull`` bullheads, are in place), the slots
     ``len(row)..old - 1`` of a row that held ``old`` cards are cleared."""
-    base = at + layout.O_ROWS + r * ROW_LIMIT
+    base = _ROW_AT[r]
     for j in range(start, len(row)):
         c = row[j]
         v[base + j] = _CARD_VALUE[c]
@@ -138,28 +143,28 @@ def _write_row(v: Any, at: int, r: int, row: tuple[int, ...], start: int = 0, bu
     for j in range(len(row), old):
         v[base + j] = 0.0
     if row:
-        v[at + layout.O_ROW_LEN + r] = _LENGTH_VALUE[len(row)]
-        v[at + layout.O_ROW_END + r] = _CARD_VALUE[row[-1]]
-        v[at + layout.O_ROW_BULL + r] = bull / BULLHEAD_ROW_SCALE
+        v[_O_ROW_LEN + r] = _LENGTH_VALUE[len(row)]
+        v[_O_ROW_END + r] = _CARD_VALUE[row[-1]]
+        v[_O_ROW_BULL + r] = bull / BULLHEAD_ROW_SCALE
     else:
-        v[at + layout.O_ROW_LEN + r] = v[at + layout.O_ROW_END + r] = v[at + layout.O_ROW_BULL + r] = 0.0
+        v[_O_ROW_LEN + r] = v[_O_ROW_END + r] = v[_O_ROW_BULL + r] = 0.0
     return bull
 
 
-def _write_public(v: Any, at: int, state: State) -> list[int]:
-    """The pieces every seat sees alike: rows, seen, display, seat_present, turn, round, num_players; returns
-    the rows' bullheads."""
+def _write_public(v: Any, state: State) -> list[int]:
+    """The pieces every seat sees alike (rows, seen, display, seat_present, turn, round, num_players) at the start
+    of ``v``; returns the rows' bullheads."""
     n = state.config.num_players
-    bulls = [_write_row(v, at, r, row) for r, row in enumerate(state.rows)]
+    bulls = [_write_row(v, r, row) for r, row in enumerate(state.rows)]
     for c in seen_cards(state):
-        v[at + layout.O_SEEN + c - 1] = 1.0
+        v[layout.O_SEEN + c - 1] = 1.0
     for c in state.display:
-        v[at + layout.O_DISPLAY + c - 1] = 1.0
+        v[layout.O_DISPLAY + c - 1] = 1.0
     for k in range(n):
-        v[at + layout.O_SEAT_PRESENT + k] = 1.0
-    v[at + layout.O_TURN] = _count_value(state.turn)
-    v[at + layout.O_ROUND] = _count_value(state.round)
-    v[at + layout.O_NUM_PLAYERS] = _count_value(n)
+        v[layout.O_SEAT_PRESENT + k] = 1.0
+    v[layout.O_TURN] = _count_value(state.turn)
+    v[layout.O_ROUND] = _count_value(state.round)
+    v[layout.O_NUM_PLAYERS] = _count_value(n)
     return bulls
 
 
@@ -201,7 +206,7 @@ def encode(state: State, seat: int, out: np.ndarray | None = None) -> np.ndarray
     if obs.dtype == np.float32 and obs.ndim == 1 and obs.flags.c_contiguous:
         v = memoryview(obs).cast("B").cast("f")  # the same float32 rounding, faster item writes
     n = state.config.num_players
-    _write_public(v, 0, state)
+    _write_public(v, state)
     _write_hand(v, 0, state.hands[seat])
     for k in range(n):
         s = (seat + k) % n
@@ -401,7 +406,7 @@ class BatchEncoder:
             raise ValueError(f"this BatchEncoder serves {self.num_players} players, the state has {n}")
         obs, flat = self._obs, self._flat
         obs.fill(0.0)
-        self._row_bull = _write_public(flat, 0, state) + [0] * (NUM_ROWS - len(state.rows))
+        self._row_bull = _write_public(flat, state) + [0] * (NUM_ROWS - len(state.rows))
         obs[1:] = obs[0]  # every piece written so far is public
         self._obs[:, _PHASE_BLOCK] = self._phase_blocks[state.phase, state.chooser]
         self._set_revealed(state.revealed)
@@ -452,9 +457,9 @@ class BatchEncoder:
                 k = len(prev)
                 if len(row) > k and row[k - 1] == prev[-1]:
                     # Cards were appended: a card still in place proves the row was not taken (R8, R10).
-                    self._row_bull[r] = _write_row(flat, 0, r, row, k, self._row_bull[r])
+                    self._row_bull[r] = _write_row(flat, r, row, k, self._row_bull[r])
                 else:
-                    self._row_bull[r] = _write_row(flat, 0, r, row, 0, 0, k)
+                    self._row_bull[r] = _write_row(flat, r, row, 0, 0, k)
         obs[1:, _PUBLIC_BLOCK] = obs[0, _PUBLIC_BLOCK]
         if state.round_penalties != old.round_penalties:
             old_pen = old.round_penalties

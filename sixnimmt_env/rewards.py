@@ -55,7 +55,8 @@ def rewards(penalties: Sequence[int], mode: str) -> list[float]:
     Raises:
         ValueError: an unknown ``mode``.
     """
-    if mode in REWARD_MODES:
-        total, n, relative = sum(penalties), len(penalties), mode == "relative"
+    relative = mode == "relative"
+    if relative or mode == "penalty":
+        total, n = sum(penalties), len(penalties)
         return [seat_reward(p, total, n, relative) for p in penalties]
     raise ValueError(f"reward mode must be one of {', '.join(map(repr, REWARD_MODES))}, got {mode!r}")
