@@ -56,7 +56,10 @@ def rewards(penalties: Sequence[int], mode: str) -> list[float]:
         ValueError: an unknown ``mode``.
     """
     relative = mode == "relative"
-    if relative or mode == "penalty":
+    if relative:
         total, n = sum(penalties), len(penalties)
-        return [seat_reward(p, total, n, relative) for p in penalties]
-    raise ValueError(f"reward mode must be one of {', '.join(map(repr, REWARD_MODES))}, got {mode!r}")
+    elif mode == "penalty":
+        total = n = 0  # the "penalty" mode reads only the seat's own bullheads
+    else:
+        raise ValueError(f"reward mode must be one of {', '.join(map(repr, REWARD_MODES))}, got {mode!r}")
+    return [seat_reward(p, total, n, relative) for p in penalties]
