@@ -105,9 +105,10 @@ def pieces(obs: np.ndarray) -> dict[str, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- the pieces, written once
-# Each writer puts pieces of one seat's vector at offset ``at`` of ``v``: a flat float32 buffer (a ``float32``
-# array or a memoryview of one) that ``v[i] = value`` rounds to float32. :func:`encode` writes a vector with them
-# and :class:`BatchEncoder` every seat's (the value tables are the values of the layout's scales).
+# Each writer puts pieces of one seat's vector into ``v``, a flat float32 buffer (a ``float32`` array or a
+# memoryview of one) that ``v[i] = value`` rounds to float32: at offset ``at``, or at the start for the public
+# pieces (BatchEncoder writes them into seat 0's vector and copies them). :func:`encode` writes a vector with them
+# and :class:`BatchEncoder` every seat's; the value tables and ``_*_value`` are the layout's scales applied.
 
 _CARD_VALUE = [c / CARD_SCALE for c in range(NUM_CARDS + 1)]
 """Card ``c`` (0 = none) as a value: ``c / CARD_SCALE``."""
