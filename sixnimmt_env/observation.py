@@ -104,6 +104,96 @@ def pieces(obs: np.ndarray) -> dict[str, np.ndarray]:
     return {name: obs[..., sl] for name, sl in SLICES.items()}
 
 
+# --------------------------------------------------------------------------- the pieces, written once
+# Each writer puts pieces of one seat's vector into ``v``, a flat float32 buffer (a ``float32`` array or a
+# memoryview of one) that ``v[i] = value`` rounds to float32: at offset ``at``, or at the start for the public
+# pieces (BatchEncoder writes them into seat 0's vector and copies them). :func:`encode` writes a vector with them
+# and :class:`BatchEncoder` every seat's; the value tables and ``_*_value`` are the layout's scales applied.
+
+_CARD_VALUE = [c / CARD_SCALE for c in range(NUM_CARDS + 1)]
+"""Card ``c`` (0 = none) as a value: ``c / CARD_SCALE``."""
+_LENGTH_VALUE = [k / ROW_LENGTH_SCALE for k in range(ROW_LIMIT + 1)]
+_PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
+
+
+def _score_value(bullheads: int) -> float:
+    """A total or a round's penalties as a value (``totals``, ``round_penalties``)."""
+    return bullheads / SCORE_SCALE
+
+
+def _count_value(k: int) -> float:
+    """A count (turn, round, players, a relative seat + 1) as a value."""
+    return k / COUNT_SCALE
+
+
+_ROW_AT = [layout.O_ROWS + r * ROW_LIMIT for r in range(NUM_ROWS)]
+_O_ROW_LEN, _O_ROW_END, _O_ROW_BULL = layout.O_ROW_LEN, layout.O_ROW_END, layout.O_ROW_BULL
+
+
+def _write_row(v: Any, r: int, row: tuple[int, ...], start: int = 0, bull: int = 0, old: int = 0) -> int:
+    """Row ``r``'s pieces (``rows``, ``row_lengths``, ``row_ends``, ``row_bullheads``) at the start of ``v``;
+    returns its bullheads.
+
+    Cards ``row[start:]`` are written (the first ``start``, of ``bull`` bullheads, are in place), the slots
+    ``len(row)..old - 1`` of a row that held ``old`` cards are cleared."""
+    base = _ROW_AT[r]
+    for j in range(start, len(row)):
+        c = row[j]
+        v[base + j] = _CARD_VALUE[c]
+        bull += BULLHEADS[c]
+    for j in range(len(row), old):
+        v[base + j] = 0.0
+    if row:
+        v[_O_ROW_LEN + r] = _LENGTH_VALUE[len(row)]
+        v[_O_ROW_END + r] = _CARD_VALUE[row[-1]]
+        v[_O_ROW_BULL + r] = bull / BULLHEAD_ROW_SCALE
+    else:
+        v[_O_ROW_LEN + r] = v[_O_ROW_END + r] = v[_O_ROW_BULL + r] = 0.0
+    return bull
+
+
+def _write_public(v: Any, state: State) -> list[int]:
+    """The pieces every seat sees alike (rows, seen, display, seat_present, turn, round, num_players) at the start
+    of ``v``; returns the rows' bullheads."""
+    n = state.config.num_players
+    bulls = [_write_row(v, r, row) for r, row in enumerate(state.rows)]
+    for c in seen_cards(state):
+        v[layout.O_SEEN + c - 1] = 1.0
+    for c in state.display:
+        v[layout.O_DISPLAY + c - 1] = 1.0
+    for k in range(n):
+        v[layout.O_SEAT_PRESENT + k] = 1.0
+    v[layout.O_TURN] = _count_value(state.turn)
+    v[layout.O_ROUND] = _count_value(state.round)
+    v[layout.O_NUM_PLAYERS] = _count_value(n)
+    return bulls
+
+
+def _write_phase(v: Any, at: int, phase: str, chooser: int, seat: int, n: int) -> None:
+    """``phase`` (one-hot), ``must_act`` and ``chooser`` (seat-relative one-hot) of ``seat``."""
+    v[at + layout.O_PHASE + _PHASE_INDEX[phase]] = 1.0
+    must_act = phase == SELECT or (phase in (CHOOSE_ROW, DRAFT) and chooser == seat)
+    v[at + layout.O_MUST_ACT] = float(must_act)
+    if chooser >= 0:
+        v[at + layout.O_CHOOSER + (chooser - seat) % n] = 1.0
+
+
+def _write_hand(v: Any, at: int, hand: tuple[int, ...]) -> None:
+    """The ``hand`` piece (its ones)."""
+    at += layout.O_HAND - 1
+    for c in hand:
+        v[at + c] = 1.0
+
+
+def _write_drafted(v: Any, at: int, drafted: tuple[tuple[int, ...], ...], seat: int, n: int) -> None:
+    """The ``drafted_by`` piece of ``seat``: each card the relative seat ``k`` drafted is ``(k + 1) / 10``."""
+    at += layout.O_DRAFTED_BY - 1
+    for s, cards in enumerate(drafted):
+        value = _count_value((s - seat) % n + 1)
+        for c in cards:
+            v[at + c] = value
+
+
 def encode(state: State, seat: int, out: np.ndarray | None = None) -> np.ndarray:
     """The observation of ``seat``: ``float32`` array of shape ``(OBS_SIZE,)``.
 
@@ -113,38 +203,19 @@ def encode(state: State, seat: int, out: np.ndarray | None = None) -> np.ndarray
     obs = np.zeros(OBS_SIZE, np.float32) if out is None else out
     if out is not None:
         obs[:] = 0.0
-    v = pieces(obs)
+    v: Any = obs
+    if obs.dtype == np.float32 and obs.ndim == 1 and obs.flags.c_contiguous:
+        v = memoryview(obs).cast("B").cast("f")  # the same float32 rounding, faster item writes
     n = state.config.num_players
-    for c in state.hands[seat]:
-        v["hand"][c - 1] = 1.0
-    for r, row in enumerate(state.rows):
-        for j, c in enumerate(row):
-            v["rows"][r * ROW_LIMIT + j] = c / CARD_SCALE
-        v["row_lengths"][r] = len(row) / ROW_LENGTH_SCALE
-        v["row_ends"][r] = row[-1] / CARD_SCALE
-        v["row_bullheads"][r] = sum(BULLHEADS[c] for c in row) / BULLHEAD_ROW_SCALE
-    for c in seen_cards(state):
-        v["seen"][c - 1] = 1.0
+    _write_public(v, state)
+    _write_hand(v, 0, state.hands[seat])
     for k in range(n):
         s = (seat + k) % n
-        v["revealed"][k] = state.revealed[s] / CARD_SCALE
-        v["totals"][k] = state.totals[s] / SCORE_SCALE
-        v["round_penalties"][k] = state.round_penalties[s] / SCORE_SCALE
-        v["seat_present"][k] = 1.0
-    v["phase"][PHASES.index(state.phase)] = 1.0
-    must_act = state.phase == SELECT or (state.phase in (CHOOSE_ROW, DRAFT) and state.chooser == seat)
-    v["must_act"][0] = float(must_act)
-    if state.chooser >= 0:
-        v["chooser"][(state.chooser - seat) % n] = 1.0
-    for c in state.display:
-        v["display"][c - 1] = 1.0
-    v["turn"][0] = state.turn / COUNT_SCALE
-    v["round"][0] = state.round / COUNT_SCALE
-    v["num_players"][0] = n / COUNT_SCALE
-    for s, cards in enumerate(state.drafted):
-        k = (s - seat) % n
-        for c in cards:
-            v["drafted_by"][c - 1] = (k + 1) / COUNT_SCALE
+        v[layout.O_REVEALED + k] = _CARD_VALUE[state.revealed[s]]
+        v[layout.O_TOTALS + k] = _score_value(state.totals[s])
+        v[layout.O_ROUND_PEN + k] = _score_value(state.round_penalties[s])
+    _write_phase(v, 0, state.phase, state.chooser, seat, n)
+    _write_drafted(v, 0, state.drafted, seat, n)
     return obs
 
 
@@ -213,10 +284,6 @@ _PHASE_BLOCK = slice(layout.O_PHASE, SLICES["chooser"].stop)
 assert SLICES["row_lengths"].start == SLICES["rows"].stop and SLICES["seen"].start == SLICES["row_bullheads"].stop
 assert SLICES["must_act"].start == SLICES["phase"].stop and SLICES["chooser"].start == SLICES["must_act"].stop
 
-# Value tables (Python floats, rounded to float32 on write exactly as numpy does in :func:`encode`).
-_CARD_VALUE = [c / CARD_SCALE for c in range(NUM_CARDS + 1)]
-_LENGTH_VALUE = [k / ROW_LENGTH_SCALE for k in range(ROW_LIMIT + 1)]
-_PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
 _ROW_ACTION0 = NUM_ACTIONS - 1 - NUM_ROWS  # 104: first take-row action
 _NOOP_ACTION = NUM_ACTIONS - 1  # 108
 
@@ -276,12 +343,8 @@ class BatchEncoder:
         for phase in PHASES:
             for chooser in range(-1, n):
                 block = np.zeros((n, _PHASE_BLOCK.stop - _PHASE_BLOCK.start), np.float32)
-                block[:, _PHASE_INDEX[phase]] = 1.0
                 for i in range(n):
-                    must_act = phase == SELECT or (phase in (CHOOSE_ROW, DRAFT) and chooser == i)
-                    block[i, layout.O_MUST_ACT - layout.O_PHASE] = float(must_act)
-                    if chooser >= 0:
-                        block[i, layout.O_CHOOSER - layout.O_PHASE + (chooser - i) % n] = 1.0
+                    _write_phase(block[i], -layout.O_PHASE, phase, chooser, i, n)
                 self._phase_blocks[phase, chooser] = block
         self._row_bull = [0] * NUM_ROWS
         self._state: State | None = None
@@ -327,33 +390,15 @@ class BatchEncoder:
     def _set_revealed(self, revealed: tuple[int, ...]) -> None:
         n, flat = self.num_players, self._rev_flat
         for s in range(n):
-            flat[s] = flat[s + n] = revealed[s] / CARD_SCALE
+            flat[s] = flat[s + n] = _CARD_VALUE[revealed[s]]
         np.copyto(self._rev_target, self._rev_rotated)
 
     def _set_scores(self, totals: tuple[int, ...], round_penalties: tuple[int, ...], seats: range | list[int]) -> None:
         n, flat = self.num_players, self._score_flat
         for s in seats:
-            flat[s] = flat[s + n] = totals[s] / SCORE_SCALE
-            flat[2 * n + s] = flat[3 * n + s] = round_penalties[s] / SCORE_SCALE
+            flat[s] = flat[s + n] = _score_value(totals[s])
+            flat[2 * n + s] = flat[3 * n + s] = _score_value(round_penalties[s])
         np.copyto(self._score_target, self._score_rotated)
-
-    def _write_row(self, r: int, row: tuple[int, ...], old_length: int) -> None:
-        """Write row ``r`` into seat 0's vector (rows, row_lengths, row_ends, row_bullheads)."""
-        flat = self._flat
-        base = layout.O_ROWS + r * ROW_LIMIT
-        bull = 0
-        for j, c in enumerate(row):
-            flat[base + j] = _CARD_VALUE[c]
-            bull += BULLHEADS[c]
-        for j in range(len(row), old_length):
-            flat[base + j] = 0.0
-        if row:
-            flat[layout.O_ROW_LEN + r] = _LENGTH_VALUE[len(row)]
-            flat[layout.O_ROW_END + r] = _CARD_VALUE[row[-1]]
-            flat[layout.O_ROW_BULL + r] = bull / BULLHEAD_ROW_SCALE
-        else:
-            flat[layout.O_ROW_LEN + r] = flat[layout.O_ROW_END + r] = flat[layout.O_ROW_BULL + r] = 0.0
-        self._row_bull[r] = bull
 
     def reset(self, state: State) -> None:
         """Build every seat's observation and mask of ``state`` from scratch."""
@@ -362,17 +407,7 @@ class BatchEncoder:
             raise ValueError(f"this BatchEncoder serves {self.num_players} players, the state has {n}")
         obs, flat = self._obs, self._flat
         obs.fill(0.0)
-        for r, row in enumerate(state.rows):
-            self._write_row(r, row, 0)
-        for c in seen_cards(state):
-            flat[layout.O_SEEN + c - 1] = 1.0
-        for c in state.display:
-            flat[layout.O_DISPLAY + c - 1] = 1.0
-        for k in range(n):
-            flat[layout.O_SEAT_PRESENT + k] = 1.0
-        flat[layout.O_TURN] = state.turn / COUNT_SCALE
-        flat[layout.O_ROUND] = state.round / COUNT_SCALE
-        flat[layout.O_NUM_PLAYERS] = n / COUNT_SCALE
+        self._row_bull = _write_public(flat, state) + [0] * (NUM_ROWS - len(state.rows))
         obs[1:] = obs[0]  # every piece written so far is public
         self._obs[:, _PHASE_BLOCK] = self._phase_blocks[state.phase, state.chooser]
         self._set_revealed(state.revealed)
@@ -380,15 +415,13 @@ class BatchEncoder:
         self._hand_mask.fill(0)
         mflat = self._mflat
         for i, hand in enumerate(state.hands):
-            b, mb = self._bases[i], self._mbases[i]
+            _write_hand(flat, self._bases[i], hand)
+            mb = self._mbases[i]
             for c in hand:
-                flat[b + layout.O_HAND + c - 1] = 1.0
                 mflat[mb + c - 1] = 1
-        for s, cards in enumerate(state.drafted):  # draft picks change only in a draft step, which resets
-            for i in self._seats if cards else ():
-                at, value = self._bases[i] + layout.O_DRAFTED_BY - 1, ((s - i) % n + 1) / COUNT_SCALE
-                for c in cards:
-                    flat[at + c] = value
+        if any(state.drafted):  # draft picks change only in a draft step, which resets
+            for i in self._seats:
+                _write_drafted(flat, self._bases[i], state.drafted, i, n)
         self._state = state
 
     def update(self, state: State) -> None:
@@ -425,18 +458,9 @@ class BatchEncoder:
                 k = len(prev)
                 if len(row) > k and row[k - 1] == prev[-1]:
                     # Cards were appended: a card still in place proves the row was not taken (R8, R10).
-                    base = layout.O_ROWS + r * ROW_LIMIT
-                    bull = self._row_bull[r]
-                    for j in range(k, len(row)):
-                        c = row[j]
-                        flat[base + j] = _CARD_VALUE[c]
-                        bull += BULLHEADS[c]
-                    self._row_bull[r] = bull
-                    flat[layout.O_ROW_LEN + r] = _LENGTH_VALUE[len(row)]
-                    flat[layout.O_ROW_END + r] = _CARD_VALUE[row[-1]]
-                    flat[layout.O_ROW_BULL + r] = bull / BULLHEAD_ROW_SCALE
+                    self._row_bull[r] = _write_row(flat, r, row, k, self._row_bull[r])
                 else:
-                    self._write_row(r, row, k)
+                    self._row_bull[r] = _write_row(flat, r, row, 0, 0, k)
         obs[1:, _PUBLIC_BLOCK] = obs[0, _PUBLIC_BLOCK]
         if state.round_penalties != old.round_penalties:
             old_pen = old.round_penalties
@@ -446,7 +470,7 @@ class BatchEncoder:
         if state.phase != old.phase or state.chooser != old.chooser:
             obs[:, _PHASE_BLOCK] = self._phase_blocks[state.phase, state.chooser]
         if state.turn != old.turn:
-            obs[:, layout.O_TURN] = state.turn / COUNT_SCALE
+            obs[:, layout.O_TURN] = _count_value(state.turn)
         self._state = state
 
 

@@ -55,7 +55,11 @@ def rewards(penalties: Sequence[int], mode: str) -> list[float]:
     Raises:
         ValueError: an unknown ``mode``.
     """
-    if mode in REWARD_MODES:
-        total, n, relative = sum(penalties), len(penalties), mode == "relative"
-        return [seat_reward(p, total, n, relative) for p in penalties]
-    raise ValueError(f"reward mode must be one of {', '.join(map(repr, REWARD_MODES))}, got {mode!r}")
+    relative = mode == "relative"
+    if relative:
+        total, n = sum(penalties), len(penalties)
+    elif mode == "penalty":
+        total = n = 0  # the "penalty" mode reads only the seat's own bullheads
+    else:
+        raise ValueError(f"reward mode must be one of {', '.join(map(repr, REWARD_MODES))}, got {mode!r}")
+    return [seat_reward(p, total, n, relative) for p in penalties]

@@ -12,12 +12,13 @@ import pytest
 from numba import njit
 
 from sixnimmt_env import agents as ref_agents
-from sixnimmt_env.compiled import BatchedGames, reference_deals
+from sixnimmt_env.compiled import BatchedGames, core, reference_deals
 from sixnimmt_env.compiled.heuristics import HeuristicPlayers, kind_codes
 from sixnimmt_env.observation import OBS_SIZE, action_mask, encode
 from sixnimmt_env.rules.engine import (
     DONE,
     NOOP,
+    NUM_ACTIONS,
     GameConfig,
     State,
     from_position,
@@ -164,6 +165,48 @@ def test_illegal_action_is_a_clear_error_and_changes_nothing() -> None:
     assert batch.get_state(1) == before
     with pytest.raises(ValueError, match=r"actions must have shape \(batch_size=3, num_players=2\)"):
         batch.step(actions[:, :1])
+
+
+@pytest.mark.parametrize("variant", ["standard", "logic"])
+def test_step_refuses_exactly_what_the_masks_leave_out(variant: str) -> None:
+    """``step``'s check (the masks of ``kernel.mask_all``) against ``legal_mask``: in every phase each action the
+    mask leaves out (and -1, 109) is refused naming its game and seat, with nothing changed; the masks' actions
+    are taken, and the actions of finished games are ignored."""
+    config = GameConfig(num_players=3, variant=variant, episode="round")  # type: ignore[arg-type]
+    B = 4
+    batch = BatchedGames(config, B, seed=7)
+    rng = np.random.default_rng(3)
+    phases_seen: set[int] = set()
+    refused = 0
+    finished_steps = 0
+    for _ in range(60):
+        masks = batch.legal_mask()
+        actions = np.full((B, 3), -5, np.int64)  # -5 stays in the rows of finished games
+        for b in range(B):
+            if batch.phase[b] == core.DONE:
+                continue
+            for s in range(3):
+                actions[b, s] = rng.choice(np.flatnonzero(masks[b, s]))
+        b = int(rng.integers(B))
+        if batch.phase[b] != core.DONE:
+            phases_seen.add(int(batch.phase[b]))
+            s = int(rng.integers(3))
+            before = [batch.get_state(g) for g in range(B)]
+            illegal = [*np.flatnonzero(masks[b, s] == 0)[::7].tolist(), -1, NUM_ACTIONS]
+            for a in illegal:
+                wrong = actions.copy()
+                wrong[b, s] = a
+                with pytest.raises(ValueError, match=rf"^game {b}, seat {s}: action {a} is not legal"):
+                    batch.step(wrong)
+                refused += 1
+            assert [batch.get_state(g) for g in range(B)] == before
+        finished_steps += int(batch.done.any())
+        batch.step(actions)  # legal where a game goes on, -5 where it is over
+        if batch.done.all():
+            batch.reset_done()
+    assert refused > 100
+    assert finished_steps > 0
+    assert phases_seen >= ({core.SELECT, core.CHOOSE_ROW} if variant == "standard" else {core.SELECT, core.DRAFT})
 
 
 def test_same_seed_same_games_and_reset_done() -> None:

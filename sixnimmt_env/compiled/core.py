@@ -45,7 +45,6 @@ from sixnimmt_env.rules.kernel import (
     GameArrays,
     config_vector,
     encode_all,
-    is_legal,
     legal_mask,
     mask_all,
     new_arrays,
@@ -60,12 +59,21 @@ __all__ = ["BULL", "CHOOSE_ROW", "DONE", "DRAFT", "SELECT", "BatchedGames", "loa
 
 
 @njit(cache=True)
-def _first_illegal(S: GameArrays, cfg: np.ndarray, actions: np.ndarray) -> int:
+def _first_illegal(
+    S: GameArrays, cfg: np.ndarray, actions: np.ndarray, games: np.ndarray, seats: np.ndarray, masks: np.ndarray
+) -> int:
+    """The first ``b * n + s`` whose action ``actions[b, s]`` is illegal, else -1: every seat's mask written once by
+    :func:`~sixnimmt_env.rules.kernel.mask_all` into ``masks`` (``int8 (B * n, 109)``; ``games``, ``seats``: the
+    ``(B * n,)`` rows), then each action looked up in it. Actions of finished games are ignored."""
+    mask_all(S, cfg, games, seats, masks)
     n = cfg[0]
-    scratch = np.empty(NUM_ACTIONS, np.int8)
+    phase = S.phase
     for b in range(actions.shape[0]):
+        if phase[b] == DONE:
+            continue
         for s in range(n):
-            if not is_legal(S, cfg, b, s, actions[b, s], scratch):
+            a = actions[b, s]
+            if a < 0 or a >= NUM_ACTIONS or masks[b * n + s, a] == 0:
                 return b * n + s
     return -1
 
@@ -271,6 +279,7 @@ class BatchedGames:
         self._games = np.arange(B, dtype=np.int64)  # the (game, seat) rows of observe() and legal_mask()
         self._every_game = np.repeat(self._games, n)
         self._every_seat = np.tile(np.arange(n, dtype=np.int64), B)
+        self._check_masks: np.ndarray | None = None  # step()'s masks to check the actions against (made at first use)
         self.deal_rng = np.zeros(B, np.uint64)
         self.deals = np.zeros((B, 0, n * HAND_SIZE + NUM_ROWS), np.int16)
         self.deal_next = np.zeros(B, np.int32)
@@ -384,7 +393,9 @@ class BatchedGames:
         if actions.dtype != np.int64:
             actions = actions.astype(np.int64)
         if check:
-            bad = _first_illegal(self.arrays, self.cfg, actions)
+            if self._check_masks is None:
+                self._check_masks = np.empty((B * n, NUM_ACTIONS), np.int8)
+            bad = _first_illegal(self.arrays, self.cfg, actions, self._every_game, self._every_seat, self._check_masks)
             if bad >= 0:
                 b, s = divmod(bad, n)
                 legal = np.flatnonzero(self.legal_mask_of(b, s)).tolist()

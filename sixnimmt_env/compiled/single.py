@@ -243,7 +243,7 @@ def step_and_observe(buf: np.ndarray, deals: np.ndarray, obs: np.ndarray, masks:
             a = actions[0, s]
             if a < 0 or a >= NUM_ACTIONS or masks[s, a] == 0:
                 return s
-    # (kernel.is_legal per seat, which zeroes and fills a scratch mask each time, measured 1.5 µs slower here)
+    # (one mask per seat written and zeroed inside the loop measured 1.5 µs slower here)
     deck = np.empty(NUM_CARDS, np.int16)
     step_game(S, cfg, 0, actions, pen, deck, deals, deal_next, rng)
     _track_piles(S.pile, taken_at)

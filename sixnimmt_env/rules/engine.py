@@ -510,6 +510,11 @@ def _drafted(
 # --------------------------------------------------------------------------- queries
 
 
+_LAST_CHOICES: tuple[State | None, Sequence[tuple[int, ...]], int] = (None, (), 0)
+"""``(state, *_choices(state))`` of the last state :func:`legal_actions` was asked about (states are immutable:
+the same object has the same choices; one tuple, replaced whole, so a reader never sees half of it)."""
+
+
 def legal_actions(state: State, seat: int) -> tuple[int, ...]:
     """The legal actions of ``seat`` (action encoding in the module docstring).
 
@@ -521,15 +526,25 @@ def legal_actions(state: State, seat: int) -> tuple[int, ...]:
     Raises:
         ValueError: if ``seat`` is not a seat of this game (0..num_players-1).
     """
-    if not 0 <= seat < len(state.hands):
-        raise ValueError(f"seat must be 0..{len(state.hands) - 1}, got {seat!r}")
-    options, shift = _choices(state)
-    mine = options[seat]
-    if shift == 1:  # select, draft: cards
-        return tuple([o - 1 for o in mine])
-    if shift == _ROW_SHIFT:  # choose_row: one of the two option tuples of _ROW_CHOICES
-        return _ROW_ACTIONS if mine is _ROWS else _NOOP_ONLY
-    return ()  # done
+    global _LAST_CHOICES
+    last = _LAST_CHOICES
+    if last[0] is state:  # the seats of one state are usually asked one after another
+        options, shift = last[1], last[2]
+    else:
+        options, shift = _choices(state)
+        _LAST_CHOICES = (state, options, shift)
+    if seat >= 0:
+        try:
+            mine = options[seat]  # one entry per seat: an IndexError past the last seat
+        except IndexError:
+            pass
+        else:
+            if shift == 1:  # select, draft: cards
+                return tuple([o - 1 for o in mine])
+            if shift == _ROW_SHIFT:  # choose_row: one of the two option tuples of _ROW_CHOICES
+                return _ROW_ACTIONS if mine is _ROWS else _NOOP_ONLY
+            return ()  # done
+    raise ValueError(f"seat must be 0..{len(state.hands) - 1}, got {seat!r}")
 
 
 def _choices(state: State) -> tuple[Sequence[tuple[int, ...]], int]:

@@ -48,7 +48,7 @@ field              shape, dtype      meaning
 =================  ================  ==========================================================
 
 :func:`step_game` applies one joint action to game ``b`` (R5-R14, V2); :func:`deal` sets up a round (R3, R14);
-:func:`legal_mask` is the legal actions (:func:`is_legal` reads it, :func:`mask_all` writes it for many seats);
+:func:`legal_mask` is the legal actions (:func:`mask_all` writes it for many seats; every check reads it);
 :func:`encode_all` writes observations (the layout of :mod:`sixnimmt_env.rules.observation_layout`, as
 :func:`sixnimmt_env.observation.encode`).
 
@@ -74,7 +74,6 @@ from sixnimmt_env.rules.engine import (
     BULLHEADS,
     HAND_SIZE,
     NOOP,
-    NUM_ACTIONS,
     NUM_CARDS,
     NUM_ROWS,
     ROW_ACTION,
@@ -650,7 +649,7 @@ def _select(
 ) -> None:
     """Every seat plays a card at once (R5); a low card waits for its row choice (R9) or takes the cheapest.
 
-    The actions must be legal (each seat's card in its hand: :func:`is_legal`, which ``BatchedGames.step`` checks
+    The actions must be legal (each seat's card in its hand: :func:`legal_mask`, which ``BatchedGames.step`` checks
     unless ``check=False``): the card's place is counted, not searched, so a card not held removes another.
     """
     hand = S.hand
@@ -714,7 +713,7 @@ def step_game(
 ) -> None:
     """Advance game ``b`` by the joint action ``actions[b]`` (nothing if it is over); ``pen[b]`` gets its bullheads.
 
-    The actions must be legal (:func:`is_legal`). ``deck`` is scratch space of ``NUM_CARDS`` int16 for a new deal.
+    The actions must be legal (:func:`legal_mask`). ``deck`` is scratch space of ``NUM_CARDS`` int16 for a new deal.
     """
     phase, chooser = S.phase, S.chooser
     for s in range(cfg[C_N]):
@@ -752,20 +751,6 @@ def legal_mask(S: GameArrays, cfg: np.ndarray, b: int, seat: int, m: np.ndarray)
         for c in range(1, cfg[C_DECK] + 1):
             if display[b, c]:
                 m[c - 1] = 1
-
-
-@njit(cache=True, inline="always")
-def is_legal(S: GameArrays, cfg: np.ndarray, b: int, seat: int, a: int, scratch: np.ndarray) -> bool:
-    """Whether action ``a`` is legal for ``seat`` in game ``b``: its entry of :func:`legal_mask` (written into
-    ``scratch``, ``int8 (109,)``, overwritten), the one definition of the legal actions in compiled code. Any action
-    of a finished game counts as legal: it is ignored."""
-    if S.phase[b] == DONE:
-        return True
-    if a < 0 or a >= NUM_ACTIONS:
-        return False
-    scratch[:] = 0
-    legal_mask(S, cfg, b, seat, scratch)
-    return scratch[a] != 0
 
 
 @njit(cache=True, inline="always")
