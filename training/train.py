@@ -118,7 +118,7 @@ def spaced_checkpoints(run_dir: Path, count: int, every: int) -> list[Path]:
     chosen: list[Path] = []
     last = None
     for path in checkpoints(run_dir):
-        steps = int(path.stem.split("_")[1])
+        steps = _steps_of_checkpoint(path)
         if last is None or last - steps >= every / 2:
             chosen.append(path)
             last = steps
@@ -149,9 +149,9 @@ def average_checkpoints(paths: list[Path]) -> dict[str, Any]:
         raise ValueError("average_checkpoints: no checkpoint to average")
     states = [load_from_zip_file(p, load_data=False, device="cpu")[1]["policy"] for p in paths]
     first = states[0]
+    layout = {k: v.shape for k, v in first.items()}
     for path, state in zip(paths[1:], states[1:], strict=True):
-        shapes = {k: tuple(v.shape) for k, v in state.items()}
-        if shapes != {k: tuple(v.shape) for k, v in first.items()}:
+        if {k: v.shape for k, v in state.items()} != layout:
             raise ValueError(f"average_checkpoints: {path.name} holds another policy than {paths[0].name}")
     return {
         k: (sum(s[k].double() for s in states) / len(states)).to(v.dtype) if v.is_floating_point() else v

@@ -324,8 +324,9 @@ class EvalSection(Section):
 
 class CheckpointSection(Section):
     """Periodic checkpoints (``checkpoints/model_<steps>_steps.zip``). ``average: K`` makes ``final_model.zip`` the
-    element-wise mean of the policy weights of the run's last ``K`` checkpoints (the one written at the end
-    included, so ``every`` steps apart; :func:`training.train.average_checkpoints`); 1 keeps the last weights."""
+    element-wise mean of the policy weights of the run's last ``K`` checkpoints at least ``every / 2`` steps apart,
+    the one written at the end first (:func:`training.train.spaced_checkpoints`,
+    :func:`training.train.average_checkpoints`); 1 keeps the last weights."""
 
     every: Count = 100_000
     average: Count = 1
