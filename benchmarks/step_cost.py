@@ -3,12 +3,12 @@ it implies, and what more cores would give.
 
 Usage::
 
-    python benchmarks/step_cost.py [--config configs/ppo_4p.yaml] [--rollouts 30] [--set KEY=VALUE ...]
+    python benchmarks/step_cost.py [--config configs/ppo_4p.yaml] [--rollouts 30] [--pool N] [--set KEY=VALUE ...]
 
 The config's PPO (distillation off: it comes before and is timed by the main job itself) runs synchronously
-(``train.workers=1``) on its vector env, with one snapshot of the policy in the self-play pool (what a run steps
-once its pool has filled: its snapshots play ``self_play.prob`` of the opponent seats), and every part is timed
-by wrapping the functions that do it:
+(``train.workers=1``) on its vector env, with a full self-play pool (``--pool``, default ``self_play.pool_size``
+snapshots of the policy, each its own opponent: what a run steps once its pool has filled; its snapshots play
+``self_play.prob`` of the opponent seats), and every part is timed by wrapping the functions that do it:
 
 ==================  ====================================================================================
 part                what it is
@@ -21,7 +21,7 @@ update              ``train()``: PPO's forward and backward passes over the roll
 everything else     SB3's rollout bookkeeping: the buffer, masks, callbacks, VecMonitor, ``step`` glue
 ==================  ====================================================================================
 
-The same config then runs with ``train.workers=2`` for as many rollouts, timing what the learner does besides its
+The same config then runs with ``train.workers=2`` for as many rollouts, with the same pool, timing what the learner does besides its
 update (taking each rollout from shared memory, the callbacks) and how long it waits for the rollout process.
 
 The physical limit: the multiply-adds of the networks per env step (the policy's forward in the rollout, its
@@ -90,13 +90,13 @@ def _macs(module: torch.nn.Module, per_sample: dict[str, int]) -> int:
     return total
 
 
-def _async_learner(cfg: object, rollouts: int) -> tuple[float, float, float]:
-    """Run ``cfg`` with ``train.workers=2`` for ``rollouts`` rollouts; returns the learner's ms per 1000 steps outside
+def _async_learner(cfg: object, rollouts: int, pool: list[str]) -> tuple[float, float, float]:
+    """Run ``cfg`` with ``train.workers=2`` for ``rollouts`` rollouts, the snapshots ``pool`` in its self-play pool; returns the learner's ms per 1000 steps outside
     ``train()`` and outside waiting, the steps/s, and its ms per 1000 steps waiting for the rollout process."""
     from training.rollouts import AsyncMaskablePPO, RolloutWorkers
 
     cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"workers": 2})})  # type: ignore[attr-defined]
-    workers = RolloutWorkers(cfg, 2, cfg.algo.n_steps, cfg.algo.gamma)  # type: ignore[attr-defined]
+    workers = RolloutWorkers(cfg, 2, cfg.algo.n_steps, cfg.algo.gamma, pool=pool)  # type: ignore[attr-defined]
     try:
         model = AsyncMaskablePPO(env=workers, seed=0, device="cpu", verbose=0, **algo_kwargs(cfg))  # type: ignore[arg-type]
         per_rollout = model.n_steps * workers.num_envs
@@ -118,6 +118,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default="configs/ppo_4p.yaml")
     p.add_argument("--rollouts", type=int, default=30, help="rollouts timed (after 4 to warm up)")
+    p.add_argument("--pool", type=int, default=None, help="snapshots in the self-play pool (default: pool_size)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     args = p.parse_args()
     cfg = load_config(args.config, [*args.overrides, "distill.enabled=false", "train.workers=1"])
@@ -125,10 +126,13 @@ def main() -> None:
     venv = build_vec_env(cfg, None)
     model = MaskablePPO(env=venv, seed=cfg.train.seed, device="cpu", verbose=0, **algo_kwargs(cfg))
     base = venv.venv if hasattr(venv, "venv") else venv
+    pool: list[str] = []
     if cfg.self_play.enabled:
-        snapshot = Path(tempfile.mkdtemp()) / "snapshot_0.zip"
-        model.save(snapshot)
-        venv.env_method("set_opponents", sampler_from_config(cfg, [str(snapshot)]))
+        folder = Path(tempfile.mkdtemp())
+        for i in range(cfg.self_play.pool_size if args.pool is None else args.pool):
+            model.save(folder / f"snapshot_{i}.zip")
+            pool.append(str(folder / f"snapshot_{i}.zip"))
+        venv.env_method("set_opponents", sampler_from_config(cfg, pool))
     per_rollout = model.n_steps * venv.num_envs
     model.learn(4 * per_rollout)  # warm up: numba, torch, the pool's snapshot loaded
     times: dict[str, float] = {}
@@ -204,7 +208,7 @@ def main() -> None:
         f"{cores * limit:,.0f} on {cores} cores; measured {steps / wall:,.0f} in one process "
         f"({100 * steps / wall / limit:.0f} % of one core's limit)"
     )
-    learner_other, async_rate, waiting = _async_learner(cfg, args.rollouts)
+    learner_other, async_rate, waiting = _async_learner(cfg, args.rollouts, pool)
     learner = update + learner_other
     rollout = engine + opponents + forward + other
     print(

@@ -171,19 +171,31 @@ class CardActor:
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """Unmasked logits ``float32 (batch, 109)`` for observations ``float32 (batch, 506)`` (or one ``(506,)``)."""
         obs = np.asarray(obs, np.float32).reshape(-1, OBS_SIZE)
-        batch = obs.shape[0]
+        batch, cards = obs.shape[0], HAND_SIZE
         feats, held = hand_features(obs)
-        glob = np.concatenate([obs, feats.reshape(batch, -1)], axis=1)
-        for weight, bias, tanh in self.layers:
-            glob = glob @ weight + bias
-            glob = np.tanh(glob) if tanh else np.maximum(glob, 0.0)
-        hidden = np.maximum(feats @ self.card_in_w + self.card_in_b + (glob @ self.global_in_w)[:, None, :], 0.0)
+        glob = obs
+        for i, (weight, bias, tanh) in enumerate(self.layers):
+            if i == 0:  # the input is the observation then the held cards' features: two products, no concatenation
+                out = obs @ weight[:OBS_SIZE]
+                out += feats.reshape(batch, -1) @ weight[OBS_SIZE:]
+            else:
+                out = glob @ weight
+            out += bias
+            glob = np.tanh(out, out=out) if tanh else np.maximum(out, 0.0, out=out)
+        width = len(self.card_in_b)
+        # the per-card layers as 2-D products over the batch's batch x 10 cards
+        hidden = (feats.reshape(batch * cards, -1) @ self.card_in_w).reshape(batch, cards, width)
+        hidden += self.card_in_b
+        hidden += (glob @ self.global_in_w)[:, None, :]
+        np.maximum(hidden, 0.0, out=hidden)
         if self.attention is not None:
             hidden = hidden + self._attend(hidden, feats[:, :, 0] > 0)
-        scores = (hidden @ self.card_out_w + self.card_out_b)[:, :, 0] * feats[:, :, 0]
+        scores = (hidden.reshape(batch * cards, width) @ self.card_out_w).reshape(batch, cards)
+        scores += self.card_out_b
+        scores *= feats[:, :, 0]
         logits = glob @ self.linear_w + self.linear_b
         logits[np.arange(batch)[:, None], held] += scores  # held indices are distinct
-        return logits.astype(np.float32)
+        return logits.astype(np.float32, copy=False)
 
     def _attend(self, hidden: np.ndarray, held: np.ndarray) -> np.ndarray:
         """Multi-head self-attention among the held cards: ``hidden float32 (batch, 10, H)`` with ``held bool

@@ -254,6 +254,26 @@ def test_checkpoint_save_load_gives_the_same_actions(tmp_path: Path) -> None:
     np.testing.assert_allclose(ours, torch_logits, rtol=0, atol=1e-5)
 
 
+def test_sample_masked_draws_from_the_masked_softmax() -> None:
+    """``ppo-sample`` decisions: one uniform per row, the legal action where the masked softmax's cumulative
+    probability reaches it; the frequencies of 200,000 draws match the probabilities."""
+    from training.ppo_agents import sample_masked
+
+    logits = np.array([[0.0, 1.0, 2.0, 50.0, np.log(3.0)], [5.0, 0.0, 0.0, 0.0, 0.0]], np.float32)
+    mask = np.array([[1, 1, 0, 0, 1], [0, 0, 0, 0, 0]], np.int8)
+    # probabilities of row 0 over actions 0, 1, 4: 1, e, 3 over 4 + e; row 1 has no legal action
+    edges = np.array([1.0, 1.0 + np.e]) / (4.0 + np.e)
+    u = np.array([edges[0] - 1e-6, 0.0])
+    assert sample_masked(logits, mask, u).tolist() == [0, -1]
+    assert sample_masked(logits[:1], mask[:1], np.array([edges[0] + 1e-6])).tolist() == [1]
+    assert sample_masked(logits[:1], mask[:1], np.array([edges[1] + 1e-6])).tolist() == [4]
+    assert sample_masked(logits[:1], mask[:1], np.array([np.nextafter(1.0, 0.0)])).tolist() == [4]
+    n = 200_000
+    draws = sample_masked(np.repeat(logits[:1], n, 0), np.repeat(mask[:1], n, 0), np.random.default_rng(0).random(n))
+    counts = np.bincount(draws, minlength=5) / n
+    np.testing.assert_allclose(counts, [1 / (4 + np.e), np.e / (4 + np.e), 0, 0, 3 / (4 + np.e)], atol=0.004)
+
+
 def test_policy_agent_decides_the_same_on_observations_and_on_views(tmp_path: Path) -> None:
     """As a Gymnasium opponent a checkpoint reads its seat's observation; in the arena, its view: same actions,
     also when sampling with the same generator."""

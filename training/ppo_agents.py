@@ -10,7 +10,8 @@ spec                   agent
 ``ppo:PATH``           the MaskablePPO checkpoint at ``PATH`` (a ``.zip``), greedy
                        over the masked logits (deterministic)
 ``ppo-sample:PATH``    the same, sampling from the masked policy with the ``rng``
-                       it is given (Gumbel-max), e.g. for self-play opponents
+                       it is given (one uniform draw per decision), e.g. for
+                       self-play opponents
 =====================  ==========================================================
 
 A checkpoint trained with observation normalisation carries its statistics in
@@ -28,6 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numba as nb
 import numpy as np
 import torch
 
@@ -43,6 +45,7 @@ __all__ = [
     "load_policy_agent",
     "obs_norm_path",
     "observation_from_view",
+    "sample_masked",
     "save_obs_norm",
 ]
 
@@ -94,6 +97,36 @@ _ACTIVATIONS: dict[type, Callable[[np.ndarray], np.ndarray]] = {
     torch.nn.Identity: lambda x: x,
 }
 """numpy versions of the activation modules SB3's MLP policies use."""
+
+
+@nb.njit(cache=True, nogil=True)
+def sample_masked(logits: np.ndarray, mask: np.ndarray, uniform: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """One draw per row from the softmax of ``logits`` (``(batch, A)``, any float dtype) over the actions where
+    ``mask`` (``(batch, A)``, nonzero at the legal actions) is set: the first legal action whose cumulative
+    probability reaches ``uniform[i]`` (``float64 (batch,)`` in [0, 1)), found in float64; ``int64 (batch,)``.
+    A row without a legal action gets -1."""
+    batch, actions = logits.shape
+    out = np.full(batch, -1, np.int64)
+    for i in range(batch):
+        top = -np.inf
+        for a in range(actions):
+            if mask[i, a] and logits[i, a] > top:
+                top = logits[i, a]
+        if top == -np.inf:
+            continue
+        total = 0.0
+        for a in range(actions):
+            if mask[i, a]:
+                total += np.exp(logits[i, a] - top)
+        threshold = uniform[i] * total
+        running = 0.0
+        for a in range(actions):
+            if mask[i, a]:
+                running += np.exp(logits[i, a] - top)
+                out[i] = a  # the last legal action if rounding leaves the threshold above the sum
+                if running > threshold:
+                    break
+    return out
 
 
 def actor_layers(policy: Any) -> list[tuple[np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray]]] | None:
@@ -195,18 +228,20 @@ class PolicyAgent:
         """Masked best (or sampled) actions, ``int64 (batch,)``, for ``obs (batch, 506)`` and ``mask (batch, 109)``
         (nonzero at the legal actions).
 
-        Sampling adds Gumbel noise drawn from ``rng`` (one ``(batch, 109)`` draw) to the logits: the argmax
-        is then a draw from the masked softmax.
+        Sampling draws one uniform number per row from ``rng`` and picks the legal action where the masked
+        softmax's cumulative probability reaches it (:func:`sample_masked`).
 
         Raises:
             ValueError: a sampling agent without ``rng``.
         """
-        logits = self.logits(obs).astype(np.float64)
+        logits = self.logits(obs)
+        mask = np.asarray(mask)
         if self.sample:
             if rng is None:
                 raise ValueError(f"{self.spec}: a sampling PolicyAgent needs an rng")
-            logits = logits + rng.gumbel(size=logits.shape)
-        logits[np.asarray(mask) == 0] = -np.inf
+            return sample_masked(logits, mask, rng.random(len(logits)))
+        logits = logits.astype(np.float64)
+        logits[mask == 0] = -np.inf
         return logits.argmax(axis=-1)
 
     def act_observation(self, observation: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:

@@ -148,6 +148,7 @@ def _worker(conn: Any, job: _Job) -> None:
         obs = venv.reset()
         starts = np.ones(venv.num_envs, np.float32)
         conn.send(("ready", None))
+        _warm_up(job.cfg)
         while True:
             cmd, data = conn.recv()
             if cmd == "collect":
@@ -184,6 +185,25 @@ def _worker(conn: Any, job: _Job) -> None:
 
         with contextlib.suppress(BrokenPipeError, OSError):
             conn.send(("error", f"rollout worker {job.index}: {exc!r}\n{traceback.format_exc()}"))
+
+
+def _warm_up(cfg: TrainConfig, steps: int = 12) -> None:
+    """Compile (or load from numba's cache) what a rollout runs, on a throwaway one-game copy of ``cfg``'s vector
+    env played with its first legal actions: on a fresh checkout the batched engine's play loop takes about half a
+    minute to compile, and a rollout process does it here, right after it reports ready, while the learner is
+    still busy (distilling, building its model) instead of inside the run's first rollout and its wall-time
+    budget. The run's own envs, seeds and random streams are untouched."""
+    from sixnimmt_env.card_features import hand_features
+
+    one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"n_envs": 1})})
+    venv = build_vec_env(one, None, wrap_normalize=False)
+    try:
+        obs = venv.reset()
+        for _ in range(steps):
+            hand_features(np.asarray(obs, np.float32))
+            obs, *_ = venv.step(_action_masks(venv).argmax(axis=1))
+    finally:
+        venv.close()
 
 
 def _collect(
