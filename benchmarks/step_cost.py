@@ -21,8 +21,9 @@ update              ``train()``: PPO's forward and backward passes over the roll
 everything else     SB3's rollout bookkeeping: the buffer, masks, callbacks, VecMonitor, ``step`` glue
 ==================  ====================================================================================
 
-The same config then runs with ``train.workers=2`` for as many rollouts, with the same pool, timing what the learner does besides its
-update (taking each rollout from shared memory, the callbacks) and how long it waits for the rollout process.
+The same config then runs with ``train.workers=2`` for as many rollouts, with the same pool, timing what the
+learner does besides its update (taking each rollout from shared memory, the callbacks) and how long it waits for
+the rollout process.
 
 The physical limit: the multiply-adds of the networks per env step (the policy's forward in the rollout, its
 forward and backward in the update, ~3x the forward's, ``n_epochs`` times, and the snapshots' actor forwards at
@@ -91,7 +92,8 @@ def _macs(module: torch.nn.Module, per_sample: dict[str, int]) -> int:
 
 
 def _async_learner(cfg: object, rollouts: int, pool: list[str]) -> tuple[float, float, float]:
-    """Run ``cfg`` with ``train.workers=2`` for ``rollouts`` rollouts, the snapshots ``pool`` in its self-play pool; returns the learner's ms per 1000 steps outside
+    """Run ``cfg`` with ``train.workers=2`` for ``rollouts`` rollouts, the snapshots ``pool`` in its self-play pool;
+    returns the learner's ms per 1000 steps outside
     ``train()`` and outside waiting, the steps/s, and its ms per 1000 steps waiting for the rollout process."""
     from training.rollouts import AsyncMaskablePPO, RolloutWorkers
 
