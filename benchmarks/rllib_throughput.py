@@ -47,7 +47,7 @@ def measure_rllib(cfg: TrainConfig, iterations: int) -> dict[str, float]:
     import ray
     from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED
 
-    from training.rllib.train import algorithm_config, register_envs, start_ray
+    from training.rllib.backend import algorithm_config, register_envs, start_ray
 
     started = start_ray(cfg)
     register_envs()

@@ -277,8 +277,8 @@ def test_league_snapshot_module_plays_seats_and_is_not_trained(local_ray, tmp_pa
     module changes."""
     from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_MODULE_STEPS_SAMPLED
 
+    from training.rllib.backend import algorithm_config, register_envs
     from training.rllib.self_play import LEARNER_MODULE, push_slots, snapshot_into_slot
-    from training.rllib.train import algorithm_config, register_envs
 
     cfg = load_config(_write(tmp_path, {"ray": {"num_env_runners": 1, "num_envs_per_env_runner": 2}}))
     register_envs()

@@ -1,5 +1,5 @@
 """A training run's lifecycle, written once for both backends (SB3, :mod:`training.train`; Ray RLlib,
-:mod:`training.rllib.train`): how a stop signal ends the run, and the record of the evaluations during training.
+:mod:`training.rllib.backend`): how a stop signal ends the run, and the record of the evaluations during training.
 
 - :class:`StopSignals`: SIGTERM (``timeout``, a job scheduler) and Ctrl-C while the run trains. Either way the run
   saves a checkpoint and writes its report; the backend says whether the signal stops it at once (SB3's loop can

@@ -268,10 +268,10 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
         "signal", "timed_out", "checkpoint", "final_model", "best_model"}``: ``seconds`` and
         ``steps_per_second`` count this session only (``session_steps`` steps from ``start_steps``).
 
-        With ``train.backend: rllib`` the run is :func:`training.rllib.train.train_rllib`'s.
+        With ``train.backend: rllib`` the run is :func:`training.rllib.backend.train_rllib`'s.
     """
     if cfg.train.backend == "rllib":
-        from training.rllib.train import train_rllib
+        from training.rllib.backend import train_rllib
 
         return train_rllib(cfg, run_dir, resume_from, progress)
     import torch
@@ -537,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
                 stack.enter_context(run_lock(run_dir, command))
                 cfg, changes = _resume_config(run_dir, args.overrides)
                 if cfg.train.backend == "rllib":
-                    from training.rllib.train import last_rllib_checkpoint
+                    from training.rllib.backend import last_rllib_checkpoint
 
                     resume_from, skipped = last_rllib_checkpoint(run_dir), []
                 else:

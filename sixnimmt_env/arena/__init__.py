@@ -57,7 +57,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sixnimmt_env.arena.cli import main
+    from sixnimmt_env.arena.command import main
     from sixnimmt_env.arena.league import run_league
     from sixnimmt_env.arena.play import GameResult, play_game, seat_positions
     from sixnimmt_env.arena.report import markdown_table, write_results
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "GameResult": "play",
-    "main": "cli",
+    "main": "command",
     "markdown_table": "report",
     "play_game": "play",
     "run_arena": "run",

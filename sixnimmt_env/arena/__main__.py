@@ -1,4 +1,4 @@
-"""``python -m sixnimmt_env.arena``: the arena's command line (:func:`sixnimmt_env.arena.cli.main`)."""
+"""``python -m sixnimmt_env.arena``: the arena's command line (:func:`sixnimmt_env.arena.command.main`)."""
 
 import gc
 import os
@@ -13,7 +13,7 @@ from sixnimmt_env.arena.plotter import PlotProcess  # the standard library only
 # The plot helper starts first: it imports matplotlib on the other core while this process imports the arena
 # (also for --help or a refused option, when it is stopped at once, having written nothing).
 with PlotProcess() as plotter:
-    from sixnimmt_env.arena.cli import main
+    from sixnimmt_env.arena.command import main
 
     main(plotter=plotter)
 # Every object stays until the process exits: frozen, they are not visited by the collections of Python's

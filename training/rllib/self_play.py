@@ -1,6 +1,6 @@
 """Self-play on RLlib through its policy mapping: a multi-agent env of learner and snapshot seats, and the league.
 
-With ``self_play.enabled`` the RLlib backend (:mod:`training.rllib.train`) trains a multi-agent setup:
+With ``self_play.enabled`` the RLlib backend (:mod:`training.rllib.backend`) trains a multi-agent setup:
 
 - :class:`LeagueEnv`, an RLlib ``MultiAgentEnv``: one table of the game (:func:`sixnimmt_env.parallel_env`),
   the learner's seat (``env.learner_seat``) and every opponent seat drawn at reset. An opponent seat is a
