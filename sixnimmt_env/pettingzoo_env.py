@@ -420,7 +420,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         if self._view_infos:
             if type(state) is not State:
                 state = state.get()  # the compiled backend's snapshot: the engine state, built once for every agent
-            return {name: dict(PlayerView(state, seat)) for seat, name in enumerate(self._names)}
+            return dict(zip(self._names, engine.views(state), strict=True))
         return {name: {} for name in self._names}
 
     def _action_list(self, actions: Any) -> tuple[list[int], bool]:

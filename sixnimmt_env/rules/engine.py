@@ -1103,6 +1103,51 @@ class PlayerView(Mapping[str, Any]):
         return f"PlayerView(seat={self._seat}, phase={self._state.phase!r}, hand={list(self._state.hands[self._seat])})"
 
 
+def views(state: State) -> list[dict[str, Any]]:
+    """Every seat's readable view as a plain ``dict``, in seat order: ``views(state)[seat] ==
+    dict(PlayerView(state, seat))``, keys in :class:`PlayerView`'s order (tested).
+
+    The public values (rows, row bullheads, scores, revealed and seen cards, piles, display, draft picks) are
+    computed once for every seat, then each seat gets its own fresh lists of them beside its private part (hand,
+    ``must_act``, ``legal_actions``): changing one seat's dict never changes another's. The environments'
+    ``infos="view"`` build their infos with it at every step.
+    """
+    config, phase, chooser = state.config, state.phase, state.chooser
+    n, turn, round_index = config.num_players, state.turn, state.round
+    rows, piles, drafted = state.rows, state.piles, state.drafted
+    row_bulls = [row_bullheads(r) for r in rows]
+    totals, round_penalties, revealed = state.totals, state.round_penalties, state.revealed
+    seen, display = seen_cards(state), state.display
+    everyone_acts = phase == SELECT
+    one_acts = phase in (CHOOSE_ROW, DRAFT)
+    out = []
+    for seat, hand in enumerate(state.hands):
+        out.append(
+            {
+                "seat": seat,
+                "num_players": n,
+                "config": config,
+                "phase": phase,
+                "must_act": everyone_acts or (one_acts and chooser == seat),
+                "hand": list(hand),
+                "rows": list(map(list, rows)),
+                "row_bullheads": row_bulls.copy(),
+                "totals": list(totals),
+                "round_penalties": list(round_penalties),
+                "revealed": list(revealed),
+                "chooser": chooser,
+                "seen": list(seen),
+                "piles": list(map(list, piles)),
+                "display": list(display),
+                "drafted": list(map(list, drafted)),
+                "turn": turn,
+                "round": round_index,
+                "legal_actions": list(legal_actions(state, seat)),
+            }
+        )
+    return out
+
+
 def view(state: State, seat: int) -> PlayerView:
     """The readable view of ``seat`` (see :class:`PlayerView`).
 
