@@ -321,6 +321,7 @@ class BatchEncoder:
         self._seats = range(n)
         self._hand_at = [b + layout.O_HAND - 1 for b in self._bases]  # card c of seat i is at _hand_at[i] + c
         self._mask_at = [b - 1 for b in self._mbases]
+        self._turn_at = [b + layout.O_TURN for b in self._bases]
         # Seat-relative pieces: a doubled vector v + v viewed as an (n, n) matrix whose row i is v rotated by i,
         # copied into the observations at once. totals and round_penalties are adjacent: one (2, 2n) buffer.
         self._rev_buf = np.zeros(2 * n, np.float32)
@@ -480,7 +481,9 @@ class BatchEncoder:
         if state.phase != old.phase or state.chooser != old.chooser:
             obs[:, _PHASE_BLOCK] = self._phase_blocks[state.phase, state.chooser]
         if state.turn != old.turn:
-            obs[:, layout.O_TURN] = _count_value(state.turn)
+            value = _count_value(state.turn)
+            for at in self._turn_at:  # seat by seat: a third of the time of a numpy column assignment
+                flat[at] = value
         self._state = state
 
 
