@@ -42,7 +42,7 @@ value. Both write the layout of :mod:`sixnimmt_env.rules.observation_layout`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,6 +60,7 @@ from sixnimmt_env.rules.engine import (
     SELECT,
     GameConfig,
     State,
+    choices,
     legal_actions,
     seen_cards,
 )
@@ -284,8 +285,10 @@ _PHASE_BLOCK = slice(layout.O_PHASE, SLICES["chooser"].stop)
 assert SLICES["row_lengths"].start == SLICES["rows"].stop and SLICES["seen"].start == SLICES["row_bullheads"].stop
 assert SLICES["must_act"].start == SLICES["phase"].stop and SLICES["chooser"].start == SLICES["must_act"].stop
 
-_ROW_ACTION0 = NUM_ACTIONS - 1 - NUM_ROWS  # 104: first take-row action
-_NOOP_ACTION = NUM_ACTIONS - 1  # 108
+
+_OPTION_MASKS_KEPT = 64
+"""The most masks :meth:`BatchEncoder.masks` keeps for options other than the hands (then it starts afresh): the
+choose-row options repeat (one per chooser), the draft displays seldom."""
 
 
 class BatchEncoder:
@@ -318,6 +321,7 @@ class BatchEncoder:
         self._seats = range(n)
         self._hand_at = [b + layout.O_HAND - 1 for b in self._bases]  # card c of seat i is at _hand_at[i] + c
         self._mask_at = [b - 1 for b in self._mbases]
+        self._turn_at = [b + layout.O_TURN for b in self._bases]
         # Seat-relative pieces: a doubled vector v + v viewed as an (n, n) matrix whose row i is v rotated by i,
         # copied into the observations at once. totals and round_penalties are adjacent: one (2, 2n) buffer.
         self._rev_buf = np.zeros(2 * n, np.float32)
@@ -331,13 +335,6 @@ class BatchEncoder:
         self._score_target = self._obs[:, layout.O_TOTALS : layout.O_TOTALS + 2 * MAX_SEATS].reshape(n, 2, MAX_SEATS)[
             :, :, :n
         ]
-        self._choose_masks = []
-        for chooser in range(n):
-            mask = np.zeros((n, NUM_ACTIONS), np.int8)
-            mask[:, _NOOP_ACTION] = 1
-            mask[chooser, _NOOP_ACTION] = 0
-            mask[chooser, _ROW_ACTION0 : _ROW_ACTION0 + NUM_ROWS] = 1
-            self._choose_masks.append(mask)
         # phase, must_act and chooser are contiguous: one precomputed (n, 15) block per (phase, chooser).
         self._phase_blocks: dict[tuple[str, int], np.ndarray] = {}
         for phase in PHASES:
@@ -347,6 +344,7 @@ class BatchEncoder:
                     _write_phase(block[i], -layout.O_PHASE, phase, chooser, i, n)
                 self._phase_blocks[phase, chooser] = block
         self._row_bull = [0] * NUM_ROWS
+        self._option_masks: dict[tuple[Sequence[tuple[int, ...]], int], np.ndarray] = {}  # masks()
         self._state: State | None = None
 
     # ------------------------------------------------------------------ copies
@@ -369,21 +367,34 @@ class BatchEncoder:
         return self._obs.copy()
 
     def masks(self) -> np.ndarray:
-        """A fresh ``int8`` array ``(num_players, 109)``: row ``i`` is ``action_mask(state, i)``."""
+        """A fresh ``int8`` array ``(num_players, 109)``: row ``i`` is ``action_mask(state, i)``, the actions the
+        legality rule (:func:`engine.choices <sixnimmt_env.rules.engine.choices>`) allows seat ``i``.
+
+        When the rule's options are the hands (``select``, R5), the hands' masks kept up to date step by step are
+        copied; other options (the chooser's rows and the others' no-op, R9; a draft display, V2; nothing once
+        done) are written once and kept by value, up to ``_OPTION_MASKS_KEPT`` (64) of them.
+
+        Raises:
+            ValueError: before :meth:`reset`.
+        """
         state = self._state
         if state is None:
             raise ValueError("BatchEncoder has no state: call reset(state) first")
-        phase = state.phase
-        if phase == SELECT:
+        options, shift = choices(state)
+        if options is state.hands:
             return self._hand_mask.copy()
-        if phase == CHOOSE_ROW:
-            return self._choose_masks[state.chooser].copy()
-        mask = np.zeros((self.num_players, NUM_ACTIONS), np.int8)
-        if phase == DRAFT:
-            mask[:, _NOOP_ACTION] = 1
-            mask[state.chooser, _NOOP_ACTION] = 0
-            mask[state.chooser, [c - 1 for c in state.display]] = 1
-        return mask
+        key = (options, shift)
+        mask = self._option_masks.get(key)
+        if mask is None:
+            mask = np.zeros((self.num_players, NUM_ACTIONS), np.int8)
+            flat = memoryview(mask).cast("B")
+            for b, seat_options in zip(self._mbases, options, strict=True):
+                for o in seat_options:
+                    flat[b + o - shift] = 1  # seat i's option o is action o - shift
+            if len(self._option_masks) >= _OPTION_MASKS_KEPT:
+                self._option_masks.clear()
+            self._option_masks[key] = mask
+        return mask.copy()
 
     # ------------------------------------------------------------------ building
 
@@ -470,7 +481,9 @@ class BatchEncoder:
         if state.phase != old.phase or state.chooser != old.chooser:
             obs[:, _PHASE_BLOCK] = self._phase_blocks[state.phase, state.chooser]
         if state.turn != old.turn:
-            obs[:, layout.O_TURN] = _count_value(state.turn)
+            value = _count_value(state.turn)
+            for at in self._turn_at:  # seat by seat: a third of the time of a numpy column assignment
+                flat[at] = value
         self._state = state
 
 

@@ -50,9 +50,10 @@ keys of :class:`sixnimmt_env.rules.engine.PlayerView`: ``hand`` (sorted cards),
 seat order), ``phase``, ``revealed`` (cards revealed this turn, by seat),
 ``legal_actions`` (action indices), ``must_act``, ``chooser``, ``seen``,
 ``piles``, ``display``, ``turn``, ``round``, ... Each step builds these
-plain dicts for every agent (a snapshot of that step: about 20 µs per agent,
-and on the compiled backend the engine state rebuilt once); the default
-``"empty"`` builds nothing.
+plain dicts for every agent (a snapshot of that step, :func:`engine.views
+<sixnimmt_env.rules.engine.views>`: the public values computed once, about
+18 µs a step for 4 agents; on the compiled backend the engine state is
+rebuilt first, about 40 µs); the default ``"empty"`` builds nothing.
 
 **Rewards** (per step, in bullheads): ``reward="penalty"`` gives each agent
 minus the bullheads it took in that step (R8, R9), so an episode's return is
@@ -83,12 +84,12 @@ empty. Truncations are always ``False`` (no time limit of our own).
   (:class:`sixnimmt_env.compiled.single.SingleGame`): each :meth:`step` is one
   compiled call that checks the actions against the masks (an illegal action
   raises before anything changes), plays the step and writes fresh
-  observation and mask arrays; infos and :attr:`game_state` are rebuilt from
-  a snapshot of that step only when read. About twice the throughput of the
-  reference backend (``benchmarks/env_throughput.py``) for code that reads
-  observations and masks; reading an info or :attr:`game_state` costs about
-  20 µs per step (the engine state is rebuilt), so code that reads them at
-  every step (e.g. view-based opponents) is faster on the reference backend.
+  observation and mask arrays; :attr:`game_state` is rebuilt from a snapshot
+  of that step only when read (``infos="view"`` reads it at every step). About
+  twice the throughput of the reference backend (``benchmarks/env_throughput.py``)
+  for code that reads observations and masks; reading a view or :attr:`game_state`
+  costs about 40 µs per step (the engine state is rebuilt), so code that reads
+  them at every step (e.g. view-based opponents) is faster on the reference backend.
   The first use compiles the kernels (cached on disk afterwards). From the same position
   (``reset(options=...)``) with the same actions, both backends give
   identical observations, masks, rewards, terminations, infos, states and
@@ -420,7 +421,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         if self._view_infos:
             if type(state) is not State:
                 state = state.get()  # the compiled backend's snapshot: the engine state, built once for every agent
-            return {name: dict(PlayerView(state, seat)) for seat, name in enumerate(self._names)}
+            return dict(zip(self._names, engine.views(state), strict=True))
         return {name: {} for name in self._names}
 
     def _action_list(self, actions: Any) -> tuple[list[int], bool]:

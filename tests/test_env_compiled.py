@@ -76,6 +76,9 @@ def _assert_same_step(ref: SixNimmtParallelEnv, comp: SixNimmtParallelEnv, out_r
             assert got.shape == o[key].shape and got.dtype == o[key].dtype, (name, key)
             np.testing.assert_array_equal(got, o[key], err_msg=f"{name} {key}")
     assert dict(out_ref[-1]) == dict(out_comp[-1])  # every agent's info in full
+    for name, info in out_ref[-1].items():  # ... and each is the agent's view (env.view), keys in its order
+        assert list(info) == list(engine.PlayerView._KEYS)
+        assert info == dict(ref.view(name)) == dict(comp.view(name))
     assert ref.agents == comp.agents
     assert comp.game_state == ref.game_state  # piles in taken order, stock, everything
     np.testing.assert_array_equal(comp.state(), ref.state())
@@ -248,6 +251,23 @@ def test_infos_are_plain_dicts_of_that_steps_view() -> None:
         n: dict(engine.view(par_env.game_state, i)) for i, n in enumerate(NAMES3)
     }
     assert "player_3" not in infos1 and infos1.get("player_3") is None
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+def test_each_agents_info_is_its_own(backend: str) -> None:
+    """The view infos share no list between agents or steps: changing one agent's info changes nothing else."""
+    par_env = parallel_env(num_players=3, backend=backend)
+    _, infos = par_env.reset(options=E2)
+    for key in ("hand", "rows", "row_bullheads", "totals", "seen", "piles", "display", "drafted", "legal_actions"):
+        infos["player_0"][key].append(0)
+    infos["player_0"]["rows"][1].append(0)
+    infos["player_0"]["piles"][0].append(0)
+    for i, name in enumerate(NAMES3[1:], start=1):
+        assert infos[name] == dict(engine.view(par_env.game_state, i))
+    assert infos["player_1"]["rows"] == [[10, 11, 12, 13, 14], [50], [60], [70]]
+    assert par_env.view("player_0")["rows"] == [[10, 11, 12, 13, 14], [50], [60], [70]]
+    _, _, _, _, after = par_env.step({"player_0": 50, "player_1": 60, "player_2": 14})
+    assert after["player_0"]["piles"] == [[], [], [10, 11, 12, 13, 14]]
 
 
 def test_observations_and_masks_match_the_reference_encoder() -> None:

@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 
+from sixnimmt_env import observation
 from sixnimmt_env.observation import (
     OBS_SIZE,
     PIECES,
@@ -197,6 +198,29 @@ def test_masks_mark_exactly_the_legal_actions() -> None:
                 legal = engine.legal_actions(state, seat)
                 assert np.flatnonzero(action_mask(state, seat)).tolist() == list(legal)
                 assert legal, "a live seat always has a legal action"
+
+
+def test_batch_encoder_masks_are_fresh_and_follow_the_rule_past_its_kept_masks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``masks()`` writes the options of ``engine.choices`` (the draft displays, the chooser's rows, nothing when
+    done): a handed-out mask changed by its caller changes no later one, and the kept masks start afresh."""
+    monkeypatch.setattr(observation, "_OPTION_MASKS_KEPT", 3)
+    config = GameConfig(num_players=3, variant="logic", row_choice="player", end_score=25)
+    encoder = BatchEncoder(3)
+    phases = set()
+    for states in _random_games(config, seed=11, games=2):
+        encoder.reset(states[0])
+        for state in states:
+            encoder.update(state)
+            phases.add(state.phase)
+            first = encoder.masks()
+            first[:] = 7
+            masks = encoder.masks()
+            for seat in range(3):
+                assert np.flatnonzero(masks[seat]).tolist() == list(engine.legal_actions(state, seat))
+            assert len(encoder._option_masks) <= 3
+    assert phases == {SELECT, CHOOSE_ROW, DRAFT, "done"}
+    done = encoder.masks()
+    assert done.shape == (3, 109) and not done.any()  # a finished game: no legal action
 
 
 def test_batch_encoder_rejects_a_state_of_another_size() -> None:

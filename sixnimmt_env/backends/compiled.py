@@ -131,6 +131,6 @@ class CompiledBackend:
         return self._lazy
 
     def state(self) -> State | None:
-        """The engine :class:`State` of the current position (rebuilt from the snapshot, about 20 µs, once)."""
+        """The engine :class:`State` of the current position (rebuilt from the snapshot, about 40 µs, once)."""
         lazy = self._lazy
         return None if lazy is None else lazy.get()

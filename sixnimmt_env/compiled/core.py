@@ -207,22 +207,28 @@ def state_of(S: GameArrays, config: GameConfig, b: int, taken_at: np.ndarray | N
     """
     n = config.num_players
     phase = int(S.phase[b])
-    hands = tuple(tuple(S.hand[b, s, : S.hand_len[b, s]].tolist()) for s in range(n))
-    rows = tuple(tuple(S.rows[b, r, : S.row_len[b, r]].tolist()) for r in range(NUM_ROWS))
+    hands = tuple([tuple(h[:k]) for h, k in zip(S.hand[b].tolist(), S.hand_len[b].tolist(), strict=True)])
+    rows = tuple([tuple(r[:k]) for r, k in zip(S.rows[b].tolist(), S.row_len[b].tolist(), strict=True)])
     rows = rows if all(rows) else ()
     pile = S.pile[b]
     held = np.flatnonzero(pile >= 0)
     if taken_at is not None:
         held = held[np.lexsort((held, taken_at[held]))]  # by the step taken, then ascending within a row
     piles: list[list[int]] = [[] for _ in range(n)]
-    for c, seat in zip(held.tolist(), pile[held].tolist(), strict=True):
+    held_cards = held.tolist()
+    for c, seat in zip(held_cards, pile[held].tolist(), strict=True):
         piles[seat].append(c)
     display = tuple(np.flatnonzero(S.display[b]).tolist())
     revealed = tuple(S.revealed[b].tolist())
-    used = {c for h in hands for c in h} | {c for r in rows for c in r} | set(held.tolist()) | set(display)
+    used = {c for h in hands for c in h}
+    used.update(*rows, held_cards, display)
     if phase == CHOOSE_ROW:
-        used |= set(revealed)
-    stock = tuple(c for c in range(1, config.deck_size + 1) if c not in used)
+        used.update(revealed)
+    stock = tuple([c for c in range(1, config.deck_size + 1) if c not in used])
+    drafted: list[list[int]] = [[] for _ in range(n)]
+    for c, seat in enumerate(S.drafter[b].tolist()):
+        if seat >= 0:
+            drafted[seat].append(c)
     return State(
         config,
         PHASES[phase],
@@ -237,7 +243,7 @@ def state_of(S: GameArrays, config: GameConfig, b: int, taken_at: np.ndarray | N
         int(S.chooser[b]),
         int(S.turn[b]),
         int(S.round[b]),
-        tuple(tuple(np.flatnonzero(S.drafter[b] == s).tolist()) for s in range(n)),
+        tuple(map(tuple, drafted)),
     )
 
 

@@ -1,8 +1,9 @@
 """The rules of *6 nimmt!* (``docs/RULES.md``), written once per tier, side by side, and nothing else.
 
 - :mod:`sixnimmt_env.rules.engine`: the reference tier, the readable specification. Immutable states and pure
-  functions: ``GameConfig``, ``State``, ``new_game``, ``deal_round``, ``legal_actions``, ``step``, the turn
-  resolver ``resolve_turn`` (R6-R9), ``cheapest_row_index`` (R9b), ``immediate_cost``, ``view``.
+  functions: ``GameConfig``, ``State``, ``new_game``, ``deal_round``, the legality rule ``choices`` (listed by
+  ``legal_actions``, checked by ``step``), ``step``, the turn resolver ``resolve_turn`` (R6-R9),
+  ``cheapest_row_index`` (R9b), ``immediate_cost``, ``view`` and ``views``.
 - :mod:`sixnimmt_env.rules.kernel`: the compiled tier, the same rules as numba functions over arrays (dealing, the
   draft, legality, a turn, the observation and the masks). The compiled modules (:mod:`sixnimmt_env.compiled`)
   play through it.

@@ -67,7 +67,7 @@ _ROW_CHOICES = tuple(
     tuple(tuple(_ROWS if s == chooser else (NOOP - ROW_ACTION,) for s in range(n)) for chooser in range(n))
     for n in range(MAX_PLAYERS + 1)
 )
-"""``_choices`` in ``choose_row``, by player count and chooser: the chooser's rows, the others' no-op."""
+"""``choices`` in ``choose_row``, by player count and chooser: the chooser's rows, the others' no-op."""
 _ROW_SHIFT = -ROW_ACTION
 _ROW_ACTIONS = tuple([r + ROW_ACTION for r in _ROWS])
 _NO_CHOICES = tuple(((),) * n for n in range(MAX_PLAYERS + 1))
@@ -511,7 +511,7 @@ def _drafted(
 
 
 _LAST_CHOICES: tuple[State | None, Sequence[tuple[int, ...]], int] = (None, (), 0)
-"""``(state, *_choices(state))`` of the last state :func:`legal_actions` was asked about (states are immutable:
+"""``(state, *choices(state))`` of the last state :func:`legal_actions` was asked about (states are immutable:
 the same object has the same choices; one tuple, replaced whole, so a reader never sees half of it)."""
 
 
@@ -521,7 +521,7 @@ def legal_actions(state: State, seat: int) -> tuple[int, ...]:
     ``select``: every card in its hand (R5); ``choose_row``: the chooser may
     take any of the 4 rows (R9), the others only no-op; ``draft``: the picker
     may take any display card (V2), the others only no-op; ``done``: none.
-    The rule is ``_choices``, which :func:`~sixnimmt_env.rules.engine.step` checks actions against.
+    The rule is ``choices``, which :func:`~sixnimmt_env.rules.engine.step` checks actions against.
 
     Raises:
         ValueError: if ``seat`` is not a seat of this game (0..num_players-1).
@@ -531,7 +531,7 @@ def legal_actions(state: State, seat: int) -> tuple[int, ...]:
     if last[0] is state:  # the seats of one state are usually asked one after another
         options, shift = last[1], last[2]
     else:
-        options, shift = _choices(state)
+        options, shift = choices(state)
         _LAST_CHOICES = (state, options, shift)
     if seat >= 0:
         try:
@@ -547,7 +547,7 @@ def legal_actions(state: State, seat: int) -> tuple[int, ...]:
     raise ValueError(f"seat must be 0..{len(state.hands) - 1}, got {seat!r}")
 
 
-def _choices(state: State) -> tuple[Sequence[tuple[int, ...]], int]:
+def choices(state: State) -> tuple[Sequence[tuple[int, ...]], int]:
     """The legality rule (R5, R9, V2): what each seat may choose now and how an action names it.
 
     Returns ``(options, shift)``: action ``a`` of seat ``s`` is legal when ``a + shift`` is one of ``options[s]``,
@@ -699,7 +699,7 @@ def step(state: State, actions: Sequence[int], rng: np.random.Generator | None =
     hands = state.hands
     if phase == DONE or len(actions) != len(hands):
         _check_call(state, actions)
-    options, shift = _choices(state)  # the legality rule
+    options, shift = choices(state)  # the legality rule
     if phase == SELECT:  # R5: every seat plays one card of its hand (its options, shift 1)
         new_hands = []
         cards = []
@@ -1101,6 +1101,51 @@ class PlayerView(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"PlayerView(seat={self._seat}, phase={self._state.phase!r}, hand={list(self._state.hands[self._seat])})"
+
+
+def views(state: State) -> list[dict[str, Any]]:
+    """Every seat's readable view as a plain ``dict``, in seat order: ``views(state)[seat] ==
+    dict(PlayerView(state, seat))``, keys in :class:`PlayerView`'s order (tested).
+
+    The public values (rows, row bullheads, scores, revealed and seen cards, piles, display, draft picks) are
+    computed once for every seat, then each seat gets its own fresh lists of them beside its private part (hand,
+    ``must_act``, ``legal_actions``): changing one seat's dict never changes another's. The environments'
+    ``infos="view"`` build their infos with it at every step.
+    """
+    config, phase, chooser = state.config, state.phase, state.chooser
+    n, turn, round_index = config.num_players, state.turn, state.round
+    rows, piles, drafted = state.rows, state.piles, state.drafted
+    row_bulls = [row_bullheads(r) for r in rows]
+    totals, round_penalties, revealed = state.totals, state.round_penalties, state.revealed
+    seen, display = seen_cards(state), state.display
+    everyone_acts = phase == SELECT
+    one_acts = phase in (CHOOSE_ROW, DRAFT)
+    out = []
+    for seat, hand in enumerate(state.hands):
+        out.append(
+            {
+                "seat": seat,
+                "num_players": n,
+                "config": config,
+                "phase": phase,
+                "must_act": everyone_acts or (one_acts and chooser == seat),
+                "hand": list(hand),
+                "rows": list(map(list, rows)),
+                "row_bullheads": row_bulls.copy(),
+                "totals": list(totals),
+                "round_penalties": list(round_penalties),
+                "revealed": list(revealed),
+                "chooser": chooser,
+                "seen": list(seen),
+                "piles": list(map(list, piles)),
+                "display": list(display),
+                "drafted": list(map(list, drafted)),
+                "turn": turn,
+                "round": round_index,
+                "legal_actions": list(legal_actions(state, seat)),
+            }
+        )
+    return out
 
 
 def view(state: State, seat: int) -> PlayerView:
