@@ -171,3 +171,39 @@ def test_a_refused_command_leaves_no_helper_running(tmp_path: Path) -> None:
         assert _processes_with(marker) == []
     assert codes == [0, 2]
     assert (tmp_path / "results.json").read_text() == "{}" and not (tmp_path / "results.png").exists()
+
+
+def test_the_two_panels_tick_labels_do_not_overlap(
+    results: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The penalty panel's last x tick label ("14" here, at the panel's edge) and the win-share panel's first
+    ("0.00") sit apart."""
+    import copy
+
+    from matplotlib.figure import Figure
+
+    figures: list[Figure] = []
+    save = Figure.savefig
+
+    def keep(self: Figure, *args: object, **kwargs: object) -> None:
+        figures.append(self)
+        save(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    shaped = copy.deepcopy(results)  # the figures of a make train evaluation against three mc:64
+    for row, (mean, ci, share) in zip(
+        shaped["agents"],
+        [(9.94, 0.33, 0.351), (12.83, 0.36, 0.225), (13.03, 0.36, 0.208), (12.66, 0.35, 0.217)],
+        strict=True,
+    ):
+        row.update(mean_penalty=mean, ci95=ci, win_share=share, win_share_ci95=0.02)
+    plot_results(shaped, tmp_path / "p.png")
+    (fig,) = figures
+    renderer = fig.canvas.get_renderer()
+    left, right = fig.axes[0], fig.axes[1]
+    low, high = left.get_xlim()
+    shown = [t for t in left.get_xticklabels() if t.get_text() and low <= t.get_position()[0] <= high]
+    assert shown[-1].get_text() == "14"
+    last = shown[-1].get_window_extent(renderer)
+    first = next(t for t in right.get_xticklabels() if t.get_text()).get_window_extent(renderer)
+    assert last.x1 + 5 < first.x0, (last.x1, first.x0)

@@ -190,7 +190,7 @@ def plot_results(results: dict[str, Any], path: str | Path) -> Path:
     top = 0.08 + 8 * line * len(headline) + 0.32  # the headline (8 pt), then the panels' titles (10 pt)
     bottom = 0.62 + (7 * line * len(legend) + 0.1 if legend else 0.0)  # tick labels and axis label (10 pt)
     fig.subplots_adjust(
-        left=left / width, right=1 - 0.2 / width, top=1 - top / height, bottom=bottom / height, wspace=0.06
+        left=left / width, right=1 - 0.2 / width, top=1 - top / height, bottom=bottom / height, wspace=0.14
     )
     ax1, ax2 = fig.subplots(1, 2, sharey=True)
     means, ci = [_num(r["mean_penalty"]) for r in rows], [_num(r["ci95"]) for r in rows]
