@@ -173,13 +173,12 @@ class CardActor:
         obs = np.asarray(obs, np.float32).reshape(-1, OBS_SIZE)
         batch, cards = obs.shape[0], HAND_SIZE
         feats, held = hand_features(obs)
-        glob = obs
+        flat = feats.reshape(batch, -1)
+        if not self.layers:  # no hidden layer: the heads read the MLP's input itself
+            glob = np.concatenate([obs, flat], axis=1)
         for i, (weight, bias, tanh) in enumerate(self.layers):
-            if i == 0:  # the input is the observation then the held cards' features: two products, no concatenation
-                out = obs @ weight[:OBS_SIZE]
-                out += feats.reshape(batch, -1) @ weight[OBS_SIZE:]
-            else:
-                out = glob @ weight
+            # the first layer's input is the observation then the held cards' features: two products, no concatenation
+            out = obs @ weight[:OBS_SIZE] + flat @ weight[OBS_SIZE:] if i == 0 else glob @ weight
             out += bias
             glob = np.tanh(out, out=out) if tanh else np.maximum(out, 0.0, out=out)
         width = len(self.card_in_b)

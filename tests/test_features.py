@@ -275,14 +275,16 @@ def test_config_names_the_policy_and_rejects_unknown_ones(tmp_path):
         load_config("configs/smoke.yaml", ["algo.policy_kwargs.features_extractor_class=card_features"])
 
 
-def test_numpy_card_actor_matches_the_torch_card_policy():
+@pytest.mark.parametrize("net_arch", [None, [32], []], ids=["default", "one-layer", "no-hidden-layer"])
+def test_numpy_card_actor_matches_the_torch_card_policy(net_arch: list[int] | None):
     from sb3_contrib import MaskablePPO
 
     from training.ppo_agents import PolicyAgent
     from training.vec_env import SixNimmtVecEnv
 
     env = SixNimmtVecEnv(16, opponents=["greedy", "random", "lowest"], seed=2, num_players=4, episode="round")
-    model = MaskablePPO(CardPolicy, env, n_steps=16, batch_size=64, n_epochs=1, seed=3)
+    kwargs = {} if net_arch is None else {"policy_kwargs": {"net_arch": net_arch}}
+    model = MaskablePPO(CardPolicy, env, n_steps=16, batch_size=64, n_epochs=1, seed=3, **kwargs)
     model.learn(256)  # move the weights away from their initial values
     agent = PolicyAgent(model.policy)
     assert agent.card_actor is not None
