@@ -189,18 +189,18 @@ def _worker(conn: Any, job: _Job) -> None:
 
 def _warm_up(cfg: TrainConfig, steps: int = 12) -> None:
     """Compile (or load from numba's cache) what a rollout runs, on a throwaway one-game copy of ``cfg``'s vector
-    env played with its first legal actions: on a fresh checkout the batched engine's play loop takes about half a
-    minute to compile, and a rollout process does it here, right after it reports ready, while the learner is
-    still busy (distilling, building its model) instead of inside the run's first rollout and its wall-time
-    budget. The run's own envs, seeds and random streams are untouched."""
+    env played with its first legal actions, and the card features the policy reads: on a fresh checkout the
+    batched engine's play loop takes about 10 s to compile, and a rollout process does it here, right after it
+    reports ready, while the learner is still busy (distilling, building its model) instead of inside the run's
+    first rollout and its wall-time budget. The run's own envs, seeds and random streams are untouched."""
     from sixnimmt_env.card_features import hand_features
 
     one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"n_envs": 1})})
     venv = build_vec_env(one, None, wrap_normalize=False)
     try:
         obs = venv.reset()
+        hand_features(np.asarray(obs, np.float32))
         for _ in range(steps):
-            hand_features(np.asarray(obs, np.float32))
             obs, *_ = venv.step(_action_masks(venv).argmax(axis=1))
     finally:
         venv.close()
