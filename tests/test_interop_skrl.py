@@ -8,6 +8,7 @@ the README's recipe, and here with every stored action checked against its store
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,9 +71,10 @@ def test_a_stock_unmasked_policy_plays_an_illegal_card_at_once() -> None:
     assert -ILLEGAL_ACTION_PENALTY in [float(r) for r in rewards.values()]
 
 
-def test_ippo_with_a_masked_policy_plays_only_legal_cards() -> None:
+def test_ippo_with_a_masked_policy_plays_only_legal_cards(tmp_path: Path) -> None:
     """64 steps of skrl's IPPO on 3 players (``illegal_action="raise"``: an illegal card would stop the run); every
-    action in the agents' memories is legal under the mask stored beside it, and whole rounds were played."""
+    action in the agents' memories is legal under the mask stored beside it, and whole rounds were played. skrl's
+    experiment folder goes to ``tmp_path`` (its default is ``runs/`` in the working folder)."""
     torch.manual_seed(0)
     env = wrap_env(parallel_env(num_players=3, episode="round", illegal_action="raise"), wrapper="pettingzoo")
     spaces = {
@@ -93,7 +95,12 @@ def test_ippo_with_a_masked_policy_plays_only_legal_cards() -> None:
         observation_spaces=env.observation_spaces,
         state_spaces=env.state_spaces,
         action_spaces=env.action_spaces,
-        cfg={"rollouts": 16, "learning_epochs": 1, **kwargs},
+        cfg={
+            "rollouts": 16,
+            "learning_epochs": 1,
+            "experiment": {"directory": str(tmp_path), "write_interval": 0, "checkpoint_interval": 0},
+            **kwargs,
+        },
     )
     SequentialTrainer(
         env=env,
