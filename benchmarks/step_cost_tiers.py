@@ -2,7 +2,8 @@
 
 Rows: :func:`sixnimmt_env.rules.engine.step` (4 players ``row_choice="player"``, 4 players ``"cheapest"``, 10 players
 ``"player"``), :func:`sixnimmt_env.rules.engine.legal_actions` (4 players, every seat of every state), and one
-``parallel_env(...).step`` of the compiled and of the reference backend (4 players).
+``parallel_env(...).step`` of the compiled and of the reference backend (4 players), with the default infos and
+with ``infos="view"`` left unread (``view`` rows).
 
 Each checkout runs in its own worker process (``PYTHONPATH`` set to the checkout), which first plays fixed-seed
 random games and keeps their states and joint actions; every measurement then replays them, timing only the
@@ -95,15 +96,16 @@ def _time_legal(games: int) -> Callable[[], float]:
     return run
 
 
-def _time_env(backend: str, games: int) -> Callable[[], float]:
-    """Record the joint actions of ``games`` random 4-player episodes of ``parallel_env(backend=...)``; returns
-    a function replaying them (``reset(seed)`` untimed) and timing one ``env.step`` (µs)."""
+def _time_env(backend: str, games: int, infos: str = "empty") -> Callable[[], float]:
+    """Record the joint actions of ``games`` random 4-player episodes of ``parallel_env(backend=..., infos=...)``
+    (chosen from the masks: the infos are never read); returns a function replaying them (``reset(seed)``
+    untimed) and timing one ``env.step`` (µs)."""
     from sixnimmt_env import engine
     from sixnimmt_env.pettingzoo_env import parallel_env
 
     NOOP = engine.NOOP
 
-    env = parallel_env(backend=backend, num_players=4)
+    env = parallel_env(backend=backend, num_players=4, infos=infos)
     rand = random.Random(0).random
     episodes = []
     for seed in range(games):
@@ -145,6 +147,8 @@ TIMERS: dict[str, Callable[[int], Callable[[], float]]] = {
     "legal_actions 4p": _time_legal,
     "env compiled 4p": lambda games: _time_env("compiled", games // 2),
     "env reference 4p": lambda games: _time_env("reference", games // 2),
+    "env compiled view": lambda games: _time_env("compiled", games // 2, "view"),
+    "env reference view": lambda games: _time_env("reference", games // 2, "view"),
 }
 """Each tier's timer from the number of recorded games (fewer for 10 players and the envs)."""
 TIERS = tuple(TIMERS)
