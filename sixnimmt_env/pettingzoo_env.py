@@ -191,41 +191,14 @@ _POSITION_KEYS = ("hands", "rows", "totals", "display", "drafted")
 # --------------------------------------------------------------------------- infos
 
 
-class StepViews:
-    """Every seat's readable view of one step's position, built by :func:`engine.views
-    <sixnimmt_env.rules.engine.views>` (the public values computed once for every seat) when the first
-    :class:`ViewInfo` of the step is read, then kept.
-
-    Args:
-        state: the position: the engine :class:`State`, or the compiled backend's
-            :class:`~sixnimmt_env.backends.compiled.LazyState` (rebuilt only when read, about 40 µs).
-    """
-
-    __slots__ = ("_state", "_views")
-
-    def __init__(self, state: State | LazyState) -> None:
-        self._state: State | LazyState | None = state
-        self._views: list[dict[str, Any]] | None = None
-
-    def of(self, seat: int) -> dict[str, Any]:
-        """Seat ``seat``'s view as a plain ``dict`` (``== dict(PlayerView(state, seat))``, its own lists)."""
-        views = self._views
-        if views is None:
-            state = self._state
-            if type(state) is not State:
-                state = state.get()  # type: ignore[union-attr]
-            views = self._views = engine.views(state)  # type: ignore[arg-type]
-            self._state = None
-        return views[seat]
-
-
 class ViewInfo(MutableMapping[str, Any]):
     """One agent's info with ``infos="view"``: its readable view of the step's position, a mutable mapping with
     the keys and values of :class:`~sixnimmt_env.rules.engine.PlayerView` (``hand``, ``rows``, ``totals``,
     ``legal_actions``, ...; only public information and the agent's own hand, R4, E4).
 
-    The views are built on the first read of any agent's info of the step (:class:`StepViews`), so a step whose
-    infos nobody reads builds none. Reads, writes (``info["note"] = ...``), ``==`` with a ``dict`` and the other
+    The first read of any agent's info of a step builds every seat's view of it (:func:`engine.views
+    <sixnimmt_env.rules.engine.views>`: the public values computed once), so a step whose infos nobody reads
+    builds none. Reads, writes (``info["note"] = ...``), ``==`` with a ``dict`` and the other
     :class:`~collections.abc.MutableMapping` methods act on the agent's own ``dict``; ``dict(info)``,
     :meth:`copy`, ``copy.copy``, ``copy.deepcopy`` and ``pickle`` give a plain ``dict`` of the view (and
     nothing of the other seats). Not a ``dict`` itself: code that needs one (PettingZoo's AEC API, which the
@@ -233,23 +206,30 @@ class ViewInfo(MutableMapping[str, Any]):
     state (every hand), like an observation's ``.base``: give untrusted agents ``dict(info)``.
 
     Args:
-        views: the step's views, shared by its agents' infos.
+        step: the step's position in a one-item list shared by its agents' infos: the engine :class:`State`
+            or the compiled backend's :class:`~sixnimmt_env.backends.compiled.LazyState` (rebuilt when read,
+            about 40 µs). The first read appends every seat's view and drops the position.
         seat: the agent's seat.
     """
 
-    __slots__ = ("_dict", "_seat", "_views")
+    __slots__ = ("_dict", "_seat", "_step")
 
-    def __init__(self, views: StepViews, seat: int) -> None:
-        self._views: StepViews | None = views
+    def __init__(self, step: list[Any], seat: int) -> None:
+        self._step: list[Any] | None = step
         self._seat = seat
         self._dict: dict[str, Any] | None = None
 
     def _view(self) -> dict[str, Any]:
-        """The agent's own ``dict`` (built with the step's views on first use)."""
+        """The agent's own ``dict`` (built with the step's other views on first use)."""
         view = self._dict
         if view is None:
-            view = self._dict = self._views.of(self._seat)  # type: ignore[union-attr]
-            self._views = None
+            step: list[Any] = self._step  # type: ignore[assignment]
+            if len(step) == 1:  # the step's first read: every seat's view
+                state = step[0]
+                step[0] = None
+                step.append(engine.views(state if type(state) is State else state.get()))
+            view = self._dict = step[1][self._seat]
+            self._step = None
         return view
 
     def __getitem__(self, key: str) -> Any:
@@ -517,10 +497,11 @@ class SixNimmtParallelEnv(ParallelEnv):
         (``"view"``: :class:`~sixnimmt_env.rules.engine.PlayerView`'s keys and values), a :class:`ViewInfo` built
         when read (the AEC env: a plain ``dict`` built now)."""
         if self._view_infos:
-            views = StepViews(state)
             if self._dict_infos:  # the AEC env's: PettingZoo's AEC API asks for dict infos
-                return {name: views.of(seat) for seat, name in enumerate(self._names)}
-            return {name: ViewInfo(views, seat) for seat, name in enumerate(self._names)}
+                views = engine.views(state if type(state) is State else state.get())  # type: ignore[union-attr]
+                return dict(zip(self._names, views, strict=True))
+            step = [state]
+            return {name: ViewInfo(step, seat) for seat, name in enumerate(self._names)}
         return {name: {} for name in self._names}
 
     def _action_list(self, actions: Any) -> tuple[list[int], bool]:
