@@ -233,7 +233,8 @@ class ViewInfo(MutableMapping[str, Any]):
         return view
 
     def __getitem__(self, key: str) -> Any:
-        return self._view()[key]
+        view = self._dict  # every read (get, in, ==, dict(info)) comes here: one Python call per key, not two
+        return (self._view() if view is None else view)[key]
 
     def __setitem__(self, key: str, value: Any) -> None:
         self._view()[key] = value
