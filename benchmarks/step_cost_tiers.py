@@ -2,7 +2,8 @@
 
 Rows: :func:`sixnimmt_env.rules.engine.step` (4 players ``row_choice="player"``, 4 players ``"cheapest"``, 10 players
 ``"player"``), :func:`sixnimmt_env.rules.engine.legal_actions` (4 players, every seat of every state), and one
-``parallel_env(...).step`` of the compiled and of the reference backend (4 players).
+``parallel_env(...).step`` of the compiled and of the reference backend (4 players), with the default infos and
+with ``infos="view"`` left unread (``view`` rows) and read in full (``dict(info)`` of every agent, ``view read``).
 
 Each checkout runs in its own worker process (``PYTHONPATH`` set to the checkout), which first plays fixed-seed
 random games and keeps their states and joint actions; every measurement then replays them, timing only the
@@ -95,15 +96,16 @@ def _time_legal(games: int) -> Callable[[], float]:
     return run
 
 
-def _time_env(backend: str, games: int) -> Callable[[], float]:
-    """Record the joint actions of ``games`` random 4-player episodes of ``parallel_env(backend=...)``; returns
-    a function replaying them (``reset(seed)`` untimed) and timing one ``env.step`` (µs)."""
+def _time_env(backend: str, games: int, infos: str = "empty", read: bool = False) -> Callable[[], float]:
+    """Record the joint actions of ``games`` random 4-player episodes of ``parallel_env(backend=..., infos=...)``
+    (chosen from the masks: the infos are never read); returns a function replaying them (``reset(seed)``
+    untimed) and timing one ``env.step`` (µs), with ``read`` also ``dict(info)`` of every agent's info."""
     from sixnimmt_env import engine
     from sixnimmt_env.pettingzoo_env import parallel_env
 
     NOOP = engine.NOOP
 
-    env = parallel_env(backend=backend, num_players=4)
+    env = parallel_env(backend=backend, num_players=4, infos=infos)
     rand = random.Random(0).random
     episodes = []
     for seed in range(games):
@@ -130,8 +132,13 @@ def _time_env(backend: str, games: int) -> Callable[[], float]:
             env.reset(seed=seed)
             step = env.step
             t = clock()
-            for actions in actions_of:
-                step(actions)
+            if read:
+                for actions in actions_of:
+                    for info in step(actions)[4].values():
+                        dict(info)
+            else:
+                for actions in actions_of:
+                    step(actions)
             total += clock() - t
         return total / steps * 1e6
 
@@ -145,6 +152,10 @@ TIMERS: dict[str, Callable[[int], Callable[[], float]]] = {
     "legal_actions 4p": _time_legal,
     "env compiled 4p": lambda games: _time_env("compiled", games // 2),
     "env reference 4p": lambda games: _time_env("reference", games // 2),
+    "env compiled view": lambda games: _time_env("compiled", games // 2, "view"),
+    "env reference view": lambda games: _time_env("reference", games // 2, "view"),
+    "env compiled view read": lambda games: _time_env("compiled", games // 2, "view", read=True),
+    "env reference view read": lambda games: _time_env("reference", games // 2, "view", read=True),
 }
 """Each tier's timer from the number of recorded games (fewer for 10 players and the envs)."""
 TIERS = tuple(TIMERS)
@@ -200,11 +211,11 @@ def main() -> None:
     print(f"µs per call, CPU time, best of {args.repeat} (interleaved); ratio = checkout / {names[0]}")
     for i, name in enumerate(names):
         print(f"  [{i}] {name}")
-    head = f"{'tier':<20}" + "".join(f"{f'[{i}]':>10}" for i in range(len(repos)))
+    head = f"{'tier':<24}" + "".join(f"{f'[{i}]':>10}" for i in range(len(repos)))
     head += "".join(f"{f'[{i}]/[0]':>10}" for i in range(1, len(repos)))
     print(head)
     for tier in tiers:
-        line = f"{tier:<20}" + "".join(f"{best[tier, i]:>10.2f}" for i in range(len(repos)))
+        line = f"{tier:<24}" + "".join(f"{best[tier, i]:>10.2f}" for i in range(len(repos)))
         line += "".join(f"{best[tier, i] / best[tier, 0]:>10.3f}" for i in range(1, len(repos)))
         print(line)
 

@@ -288,7 +288,7 @@ assert SLICES["must_act"].start == SLICES["phase"].stop and SLICES["chooser"].st
 
 _OPTION_MASKS_KEPT = 64
 """The most masks :meth:`BatchEncoder.masks` keeps for options other than the hands (then it starts afresh): the
-choose-row options repeat (one per chooser), the draft displays seldom."""
+choose-row options repeat (one object per chooser), a draft display is a new object at every call."""
 
 
 class BatchEncoder:
@@ -344,7 +344,7 @@ class BatchEncoder:
                     _write_phase(block[i], -layout.O_PHASE, phase, chooser, i, n)
                 self._phase_blocks[phase, chooser] = block
         self._row_bull = [0] * NUM_ROWS
-        self._option_masks: dict[tuple[Sequence[tuple[int, ...]], int], np.ndarray] = {}  # masks()
+        self._option_masks: dict[int, tuple[Sequence[tuple[int, ...]], int, np.ndarray]] = {}  # masks()
         self._state: State | None = None
 
     # ------------------------------------------------------------------ copies
@@ -372,7 +372,9 @@ class BatchEncoder:
 
         When the rule's options are the hands (``select``, R5), the hands' masks kept up to date step by step are
         copied; other options (the chooser's rows and the others' no-op, R9; a draft display, V2; nothing once
-        done) are written once and kept by value, up to ``_OPTION_MASKS_KEPT`` (64) of them.
+        done) are written once and kept with the options object they were written for (found by identity, which
+        holding the object keeps valid: the rule hands out the same object for the same rows and no-ops), up to
+        ``_OPTION_MASKS_KEPT`` (64) of them.
 
         Raises:
             ValueError: before :meth:`reset`.
@@ -383,9 +385,8 @@ class BatchEncoder:
         options, shift = choices(state)
         if options is state.hands:
             return self._hand_mask.copy()
-        key = (options, shift)
-        mask = self._option_masks.get(key)
-        if mask is None:
+        kept = self._option_masks.get(id(options))
+        if kept is None or kept[0] is not options or kept[1] != shift:
             mask = np.zeros((self.num_players, NUM_ACTIONS), np.int8)
             flat = memoryview(mask).cast("B")
             for b, seat_options in zip(self._mbases, options, strict=True):
@@ -393,8 +394,8 @@ class BatchEncoder:
                     flat[b + o - shift] = 1  # seat i's option o is action o - shift
             if len(self._option_masks) >= _OPTION_MASKS_KEPT:
                 self._option_masks.clear()
-            self._option_masks[key] = mask
-        return mask.copy()
+            kept = self._option_masks[id(options)] = (options, shift, mask)
+        return kept[2].copy()
 
     # ------------------------------------------------------------------ building
 
@@ -469,7 +470,14 @@ class BatchEncoder:
                 k = len(prev)
                 if len(row) > k and row[k - 1] == prev[-1]:
                     # Cards were appended: a card still in place proves the row was not taken (R8, R10).
-                    self._row_bull[r] = _write_row(flat, r, row, k, self._row_bull[r])
+                    if len(row) == k + 1:  # one card (the usual case): its slot and the row's summary
+                        c = row[k]
+                        bull = self._row_bull[r] = self._row_bull[r] + BULLHEADS[c]
+                        flat[_ROW_AT[r] + k] = flat[_O_ROW_END + r] = _CARD_VALUE[c]
+                        flat[_O_ROW_LEN + r] = _LENGTH_VALUE[k + 1]
+                        flat[_O_ROW_BULL + r] = bull / BULLHEAD_ROW_SCALE
+                    else:
+                        self._row_bull[r] = _write_row(flat, r, row, k, self._row_bull[r])
                 else:
                     self._row_bull[r] = _write_row(flat, r, row, 0, 0, k)
         obs[1:, _PUBLIC_BLOCK] = obs[0, _PUBLIC_BLOCK]

@@ -44,16 +44,20 @@ give untrusted agents copies (``obs.copy()``).
 **Infos**: by default (``infos="empty"``) ``infos[agent]`` is an empty
 ``dict``, so libraries that store infos as tensors (TorchRL, Tianshou) take
 them as they are. With ``infos="view"``, ``infos[agent]`` is the agent's
-readable view (the same as :meth:`SixNimmtParallelEnv.view`), a ``dict`` with the
-keys of :class:`sixnimmt_env.rules.engine.PlayerView`: ``hand`` (sorted cards),
-``rows`` (4 lists of cards), ``totals`` and ``round_penalties`` (bullheads,
-seat order), ``phase``, ``revealed`` (cards revealed this turn, by seat),
-``legal_actions`` (action indices), ``must_act``, ``chooser``, ``seen``,
-``piles``, ``display``, ``turn``, ``round``, ... Each step builds these
-plain dicts for every agent (a snapshot of that step, :func:`engine.views
-<sixnimmt_env.rules.engine.views>`: the public values computed once, about
-18 µs a step for 4 agents; on the compiled backend the engine state is
-rebuilt first, about 40 µs); the default ``"empty"`` builds nothing.
+readable view (the same as :meth:`SixNimmtParallelEnv.view`), a mutable mapping
+(:class:`ViewInfo`) with the keys of :class:`sixnimmt_env.rules.engine.PlayerView`:
+``hand`` (sorted cards), ``rows`` (4 lists of cards), ``totals`` and
+``round_penalties`` (bullheads, seat order), ``phase``, ``revealed`` (cards
+revealed this turn, by seat), ``legal_actions`` (action indices), ``must_act``,
+``chooser``, ``seen``, ``piles``, ``display``, ``turn``, ``round``, ... The
+first read of a step's info builds every agent's view of that step as a plain
+``dict`` (:func:`engine.views <sixnimmt_env.rules.engine.views>`: the public
+values computed once, about 18 µs for 4 agents; on the compiled backend the
+engine state is rebuilt first, about 40 µs); a step whose infos nobody reads
+builds none. ``dict(info)``, copies and pickles are plain dicts. The AEC env
+(:func:`env`), which hands every info out with ``last()``, builds plain dicts
+at the step, as PettingZoo's AEC API asks; the default ``"empty"`` builds
+nothing.
 
 **Rewards** (per step, in bullheads): ``reward="penalty"`` gives each agent
 minus the bullheads it took in that step (R8, R9), so an episode's return is
@@ -119,7 +123,7 @@ episode, and the copy continues exactly as the original with the same actions
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -184,6 +188,78 @@ ENV_OPTIONS = ("reward", "illegal_action", "render_mode", "backend", "infos")
 _POSITION_KEYS = ("hands", "rows", "totals", "display", "drafted")
 
 
+# --------------------------------------------------------------------------- infos
+
+
+class ViewInfo(MutableMapping[str, Any]):
+    """One agent's info with ``infos="view"``: its readable view of the step's position, a mutable mapping with
+    the keys and values of :class:`~sixnimmt_env.rules.engine.PlayerView` (``hand``, ``rows``, ``totals``,
+    ``legal_actions``, ...; only public information and the agent's own hand, R4, E4).
+
+    The first read of any agent's info of a step builds every seat's view of it (:func:`engine.views
+    <sixnimmt_env.rules.engine.views>`: the public values computed once), so a step whose infos nobody reads
+    builds none. Reads, writes (``info["note"] = ...``), ``==`` with a ``dict`` and the other
+    :class:`~collections.abc.MutableMapping` methods act on the agent's own ``dict``; ``dict(info)``,
+    :meth:`copy`, ``copy.copy``, ``copy.deepcopy`` and ``pickle`` give a plain ``dict`` of the view (and
+    nothing of the other seats). Not a ``dict`` itself: code that needs one (PettingZoo's AEC API, which the
+    AEC env serves plain dicts for) takes ``dict(info)``. Until it is read, the object refers to the step's
+    state (every hand), like an observation's ``.base``: give untrusted agents ``dict(info)``.
+
+    Args:
+        step: the step's position in a one-item list shared by its agents' infos: the engine :class:`State`
+            or the compiled backend's :class:`~sixnimmt_env.backends.compiled.LazyState` (rebuilt when read,
+            about 40 µs). The first read appends every seat's view and drops the position.
+        seat: the agent's seat.
+    """
+
+    __slots__ = ("_dict", "_seat", "_step")
+
+    def __init__(self, step: list[Any], seat: int) -> None:
+        self._step: list[Any] | None = step
+        self._seat = seat
+        self._dict: dict[str, Any] | None = None
+
+    def _view(self) -> dict[str, Any]:
+        """The agent's own ``dict`` (built with the step's other views on first use)."""
+        view = self._dict
+        if view is None:
+            step: list[Any] = self._step  # type: ignore[assignment]
+            if len(step) == 1:  # the step's first read: every seat's view
+                state = step[0]
+                step[0] = None
+                step.append(engine.views(state if type(state) is State else state.get()))
+            view = self._dict = step[1][self._seat]
+            self._step = None
+        return view
+
+    def __getitem__(self, key: str) -> Any:
+        view = self._dict  # every read (get, in, ==, dict(info)) comes here: one Python call per key, not two
+        return (self._view() if view is None else view)[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._view()[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._view()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._view())
+
+    def __len__(self) -> int:
+        return len(self._view())
+
+    def __repr__(self) -> str:
+        return repr(self._view())
+
+    def __reduce__(self) -> tuple[type[dict[str, Any]], tuple[dict[str, Any]]]:
+        """Copies and pickles are plain ``dict`` s of the view."""
+        return dict, (self._view(),)
+
+    def copy(self) -> dict[str, Any]:
+        """A plain ``dict`` of the view (shallow, as ``dict.copy``: the lists are shared)."""
+        return self._view().copy()
+
+
 # --------------------------------------------------------------------------- environment
 
 
@@ -226,7 +302,8 @@ class SixNimmtParallelEnv(ParallelEnv):
             nothing, as in the Gymnasium env.
         infos: ``"empty"`` (default: ``infos[agent] == {}``, which every
             tensor-based library can store) or ``"view"`` (the agent's
-            readable view as a plain ``dict``); :meth:`view` gives the same
+            readable view, a :class:`~sixnimmt_env.pettingzoo_env.ViewInfo` mapping built when first read;
+            a plain ``dict`` in the AEC env); :meth:`view` gives the same
             view on demand.
         render_mode: ``None``, ``"ansi"`` (:meth:`render` returns the table as
             text), ``"human"`` (:meth:`render` prints it) or ``"rgb_array"``
@@ -281,6 +358,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         self.config = GameConfig(**config)
         self.info_mode: str = info_mode
         self._view_infos = info_mode == "view"
+        self._dict_infos = False  # True in the AEC env (raw_env): plain dicts instead of ViewInfo
         self.backend: str = backend
         self.reward_mode: str = reward
         self.illegal_action: str = illegal_action
@@ -357,7 +435,7 @@ class SixNimmtParallelEnv(ParallelEnv):
 
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
-    ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, Any]]]:
+    ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, MutableMapping[str, Any]]]:
         """Start a new episode.
 
         Args:
@@ -415,13 +493,16 @@ class SixNimmtParallelEnv(ParallelEnv):
             for name, o, m in zip(self._names, backend.observations, backend.masks)  # noqa: B905
         }  # (the compiled backend's observations have extra rows below the n seats': its snapshot)
 
-    def _infos(self, state: State | LazyState) -> dict[str, dict[str, Any]]:
-        """The infos of a step: ``{agent: {}}`` (``infos="empty"``) or each agent's readable view of ``state`` as a
-        plain ``dict`` (``"view"``: :class:`~sixnimmt_env.rules.engine.PlayerView`'s keys and values)."""
+    def _infos(self, state: State | LazyState) -> dict[str, MutableMapping[str, Any]]:
+        """The infos of a step: ``{agent: {}}`` (``infos="empty"``) or each agent's readable view of ``state``
+        (``"view"``: :class:`~sixnimmt_env.rules.engine.PlayerView`'s keys and values), a :class:`ViewInfo` built
+        when read (the AEC env: a plain ``dict`` built now)."""
         if self._view_infos:
-            if type(state) is not State:
-                state = state.get()  # the compiled backend's snapshot: the engine state, built once for every agent
-            return dict(zip(self._names, engine.views(state), strict=True))
+            if self._dict_infos:  # the AEC env's: PettingZoo's AEC API asks for dict infos
+                views = engine.views(state if type(state) is State else state.get())  # type: ignore[union-attr]
+                return dict(zip(self._names, views, strict=True))
+            step = [state]
+            return {name: ViewInfo(step, seat) for seat, name in enumerate(self._names)}
         return {name: {} for name in self._names}
 
     def _action_list(self, actions: Any) -> tuple[list[int], bool]:
@@ -511,7 +592,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         dict[str, float],
         dict[str, bool],
         dict[str, bool],
-        dict[str, dict[str, Any]],
+        dict[str, MutableMapping[str, Any]],
     ]:
         """Apply one joint action: one action per live agent (Python or numpy integers).
 
@@ -637,7 +718,9 @@ class raw_env(parallel_to_aec_wrapper):  # PettingZoo's name for the unwrapped A
     """
 
     def __init__(self, **config: Any) -> None:
-        super().__init__(SixNimmtParallelEnv(**config))
+        parallel = SixNimmtParallelEnv(**config)
+        parallel._dict_infos = True  # every agent's info is handed out by last(): built at the step, plain dicts
+        super().__init__(parallel)
 
     def step(self, action: Any) -> None:
         """Record ``action`` for the selected agent (``None`` for a finished one); see the class docstring.

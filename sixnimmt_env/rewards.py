@@ -62,4 +62,5 @@ def rewards(penalties: Sequence[int], mode: str) -> list[float]:
         total = n = 0  # the "penalty" mode reads only the seat's own bullheads
     else:
         raise ValueError(f"reward mode must be one of {', '.join(map(repr, REWARD_MODES))}, got {mode!r}")
-    return [seat_reward(p, total, n, relative) for p in penalties]
+    untouched = seat_reward(0, total, n, relative)  # every seat that took nothing (most seats of a step)
+    return [seat_reward(p, total, n, relative) if p else untouched for p in penalties]

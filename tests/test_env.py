@@ -6,6 +6,7 @@ import copy
 import pickle
 import random
 import warnings
+from collections.abc import MutableMapping
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from sixnimmt_env.pettingzoo_env import (
     ILLEGAL_ACTION_PENALTY,
     STATE_SIZE,
     SixNimmtParallelEnv,
+    ViewInfo,
     env,
 )
 from sixnimmt_env.pettingzoo_env import parallel_env as default_parallel_env
@@ -291,11 +293,11 @@ def test_no_leak_of_other_hands_rules_E4() -> None:
     assert traces[0][1][1]["revealed"] == [63, 21, 41]
 
 
-def test_infos_are_plain_readable_dicts() -> None:
+def test_view_infos_read_as_dicts() -> None:
     par_env = parallel_env(num_players=3)
     _, infos = par_env.reset(options=E2)
     info = infos["player_2"]
-    assert type(info) is dict and type(infos) is dict  # plain dicts, built at the step
+    assert type(info) is ViewInfo and isinstance(info, MutableMapping) and type(infos) is dict
     assert info["hand"] == [15, 92] and info.get("phase") == SELECT and info.get("nope", 1) == 1
     assert "rows" in info and "nope" not in info
     view = dict(engine.view(par_env.game_state, 2))
@@ -306,6 +308,56 @@ def test_infos_are_plain_readable_dicts() -> None:
     assert info["note"] == "mine" and info["legal_actions"] == [14, 91]
     with pytest.raises(KeyError):
         infos["player_1"]["nope"]
+    # copies and pickles are plain dicts of the agent's view alone (R4): no other seat's hand travels with them
+    for made in (copy.copy(info), copy.deepcopy(info), pickle.loads(pickle.dumps(info)), dict(info), info.copy()):
+        assert type(made) is dict and made == {**view, "note": "mine"}
+    # the pickle is the dict's and a call of `dict` (24 bytes): the step's state (about 480 bytes) is not in it
+    assert len(pickle.dumps(info)) <= len(pickle.dumps(dict(info))) + 24 and repr(info) == repr(dict(info))
+    del info["note"]
+    assert "note" not in info and info == view and info.pop("hand") == [15, 92] and "hand" not in info
+    assert infos["player_1"]["hand"] == [61, 91]  # one agent's changes stay in its own dict
+
+
+def test_view_infos_are_built_when_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step whose infos nobody reads builds no view; the first read builds every seat's once (both backends),
+    and infos read late still show their own step."""
+    built: list[int] = []
+    views = engine.views
+
+    def counted(state: engine.State) -> list[dict[str, Any]]:
+        built.append(state.turn)
+        return views(state)
+
+    monkeypatch.setattr(engine, "views", counted)
+    for backend in ("reference", "compiled"):
+        par_env = parallel_env(num_players=4, backend=backend)
+        _, infos = par_env.reset(seed=3)
+        for _ in range(4):
+            built.clear()
+            actions = {name: infos[name]["legal_actions"][0] for name in par_env.agents}
+            assert len(built) == 1  # the first read built every seat's view, the next ones none
+            observations, _, _, _, infos = par_env.step(actions)
+            assert len(built) == 1  # the new step's infos are not read yet
+        late, state = infos, par_env.game_state
+        for _ in range(2):  # acting on the masks: the infos stay unread
+            masks = {name: observations[name]["action_mask"] for name in par_env.agents}
+            observations, *_ = par_env.step({name: int(m.nonzero()[0][-1]) for name, m in masks.items()})
+        assert len(built) == 1
+        assert [dict(late[name]) for name in par_env.agents] == [dict(engine.view(state, s)) for s in range(4)]
+        assert len(built) == 2 and built[-1] == state.turn
+        assert late["player_0"]["turn"] == state.turn != par_env.game_state.turn
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+def test_api_tests_with_view_infos(backend: str) -> None:
+    """PettingZoo's checkers pass with ``infos="view"``; the AEC env hands out plain dicts (its API asks for them)."""
+    parallel_api_test(default_parallel_env(num_players=3, infos="view", backend=backend), num_cycles=100)
+    aec = env(num_players=3, infos="view", backend=backend)
+    api_test(aec, num_cycles=100)
+    aec.reset(seed=0)
+    for agent in aec.agents:
+        info = aec.infos[agent]
+        assert type(info) is dict and info == dict(engine.view(aec.unwrapped.game_state, int(agent[-1])))
 
 
 def test_state_holds_every_hand_and_seat_0s_observation() -> None:

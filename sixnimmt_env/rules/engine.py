@@ -1110,7 +1110,7 @@ def views(state: State) -> list[dict[str, Any]]:
     The public values (rows, row bullheads, scores, revealed and seen cards, piles, display, draft picks) are
     computed once for every seat, then each seat gets its own fresh lists of them beside its private part (hand,
     ``must_act``, ``legal_actions``): changing one seat's dict never changes another's. The environments'
-    ``infos="view"`` build their infos with it at every step.
+    ``infos="view"`` build their infos with it when a step's infos are first read.
     """
     config, phase, chooser = state.config, state.phase, state.chooser
     n, turn, round_index = config.num_players, state.turn, state.round
