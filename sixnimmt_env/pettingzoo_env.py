@@ -186,6 +186,8 @@ ENV_OPTIONS = ("reward", "illegal_action", "render_mode", "backend", "infos")
 """Keyword arguments of the environment besides the :class:`GameConfig` fields."""
 
 _POSITION_KEYS = ("hands", "rows", "totals", "display", "drafted")
+_REWARDS_KEPT = 4096
+"""The most reward dicts an environment keeps (:meth:`SixNimmtParallelEnv._rewards`; then it starts afresh)."""
 
 
 # --------------------------------------------------------------------------- infos
@@ -410,6 +412,7 @@ class SixNimmtParallelEnv(ParallelEnv):
             self._backend = ReferenceBackend(self.config)
         self._last_step: tuple[State | LazyState, list[int]] | None = None  # recorded with a render mode
         self._zero_rewards = dict.fromkeys(self._names, 0.0)
+        self._known_rewards: dict[tuple[Any, ...], dict[str, float]] = {}  # see _rewards
         self._all_true = dict.fromkeys(self._names, True)
         self._all_false = dict.fromkeys(self._names, False)
 
@@ -660,10 +663,19 @@ class SixNimmtParallelEnv(ParallelEnv):
         return observations, rewards, self._all_false.copy(), self._all_false.copy(), infos
 
     def _rewards(self, penalties: Sequence[int]) -> dict[str, float]:
-        """Rewards of one step from the bullheads each seat took: :func:`sixnimmt_env.rewards.rewards`."""
+        """Rewards of one step from the bullheads each seat took: :func:`sixnimmt_env.rewards.rewards`, kept by
+        mode and bullheads (a copy of a kept dict: 0.22 µs where computing it took 0.97; a few hundred vectors
+        of bullheads recur, at most ``_REWARDS_KEPT`` are kept)."""
         if not any(penalties):
             return self._zero_rewards.copy()
-        return dict(zip(self._names, rewards(penalties, self.reward_mode), strict=True))
+        mode = self.reward_mode
+        key = (mode, *penalties)
+        known = self._known_rewards.get(key)
+        if known is None:
+            if len(self._known_rewards) >= _REWARDS_KEPT:
+                self._known_rewards.clear()
+            known = self._known_rewards[key] = dict(zip(self._names, rewards(penalties, mode), strict=True))
+        return known.copy()
 
     def _terminate(self, offender: str) -> tuple[Any, ...]:
         """End the episode after an illegal action of ``offender`` (``illegal_action="terminate"``)."""
