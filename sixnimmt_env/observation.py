@@ -335,7 +335,12 @@ class BatchEncoder:
         self._score_target = self._obs[:, layout.O_TOTALS : layout.O_TOTALS + 2 * MAX_SEATS].reshape(n, 2, MAX_SEATS)[
             :, :, :n
         ]
-        # phase, must_act and chooser are contiguous: one precomputed (n, 15) block per (phase, chooser).
+        # Every seat's copy of seat 0's public pieces; phase, must_act and chooser, contiguous, are one precomputed
+        # (n, 15) block per (phase, chooser). The blocks are written through views made here, as `view[...] = x`:
+        # about 0.1 µs each where `np.copyto` or slicing at every step took 0.25-0.35 µs (measured).
+        self._public_copies = self._obs[1:, _PUBLIC_BLOCK]
+        self._public_seat0 = self._obs[0, _PUBLIC_BLOCK]
+        self._phase_target = self._obs[:, _PHASE_BLOCK]
         self._phase_blocks: dict[tuple[str, int], np.ndarray] = {}
         for phase in PHASES:
             for chooser in range(-1, n):
@@ -403,14 +408,14 @@ class BatchEncoder:
         n, flat = self.num_players, self._rev_flat
         for s in range(n):
             flat[s] = flat[s + n] = _CARD_VALUE[revealed[s]]
-        np.copyto(self._rev_target, self._rev_rotated)
+        self._rev_target[...] = self._rev_rotated
 
     def _set_scores(self, totals: tuple[int, ...], round_penalties: tuple[int, ...], seats: range | list[int]) -> None:
         n, flat = self.num_players, self._score_flat
         for s in seats:
             flat[s] = flat[s + n] = _score_value(totals[s])
             flat[2 * n + s] = flat[3 * n + s] = _score_value(round_penalties[s])
-        np.copyto(self._score_target, self._score_rotated)
+        self._score_target[...] = self._score_rotated
 
     def reset(self, state: State) -> None:
         """Build every seat's observation and mask of ``state`` from scratch."""
@@ -421,7 +426,7 @@ class BatchEncoder:
         obs.fill(0.0)
         self._row_bull = _write_public(flat, state) + [0] * (NUM_ROWS - len(state.rows))
         obs[1:] = obs[0]  # every piece written so far is public
-        self._obs[:, _PHASE_BLOCK] = self._phase_blocks[state.phase, state.chooser]
+        self._phase_target[...] = self._phase_blocks[state.phase, state.chooser]
         self._set_revealed(state.revealed)
         self._set_scores(state.totals, state.round_penalties, range(n))
         self._hand_mask.fill(0)
@@ -454,7 +459,7 @@ class BatchEncoder:
         ):
             self.reset(state)
             return
-        flat, n, obs = self._flat, self.num_players, self._obs
+        flat, n = self._flat, self.num_players
         if old.phase == SELECT:  # every seat played the card it revealed (R5); each is now seen (R4)
             mflat, rev_flat, card_value = self._mflat, self._rev_flat, _CARD_VALUE
             for i, hand_at, mask_at, c in zip(self._seats, self._hand_at, self._mask_at, state.revealed, strict=True):
@@ -462,7 +467,7 @@ class BatchEncoder:
                 mflat[mask_at + c] = 0
                 flat[_SEEN_AT + c] = 1.0
                 rev_flat[i] = rev_flat[i + n] = card_value[c]
-            np.copyto(self._rev_target, self._rev_rotated)
+            self._rev_target[...] = self._rev_rotated
         old_rows = old.rows
         for r, row in enumerate(() if state.rows is old_rows else state.rows):
             prev = old_rows[r]
@@ -480,14 +485,14 @@ class BatchEncoder:
                         self._row_bull[r] = _write_row(flat, r, row, k, self._row_bull[r])
                 else:
                     self._row_bull[r] = _write_row(flat, r, row, 0, 0, k)
-        obs[1:, _PUBLIC_BLOCK] = obs[0, _PUBLIC_BLOCK]
+        self._public_copies[...] = self._public_seat0
         if state.round_penalties != old.round_penalties:
             old_pen = old.round_penalties
             self._set_scores(
                 state.totals, state.round_penalties, [s for s, p in enumerate(state.round_penalties) if p != old_pen[s]]
             )
         if state.phase != old.phase or state.chooser != old.chooser:
-            obs[:, _PHASE_BLOCK] = self._phase_blocks[state.phase, state.chooser]
+            self._phase_target[...] = self._phase_blocks[state.phase, state.chooser]
         if state.turn != old.turn:
             value = _count_value(state.turn)
             for at in self._turn_at:  # seat by seat: a third of the time of a numpy column assignment

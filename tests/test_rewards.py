@@ -8,6 +8,7 @@ import pytest
 
 from sixnimmt_env.compiled.kinds import KINDS
 from sixnimmt_env.compiled.learner import LearnerTables
+from sixnimmt_env.pettingzoo_env import parallel_env
 from sixnimmt_env.rewards import rewards, seat_reward
 from sixnimmt_env.rules import engine
 from sixnimmt_env.rules.engine import GameConfig
@@ -29,6 +30,32 @@ def test_seat_reward_is_each_seats_entry_of_rewards() -> None:
     for mode in ("penalty", "relative"):
         expected = [seat_reward(p, sum(penalties), 5, mode == "relative") for p in penalties]
         assert rewards(penalties, mode) == expected
+
+
+@pytest.mark.parametrize("backend", ["reference", "compiled"])
+def test_env_rewards_are_the_reward_mode_at_every_step(backend: str) -> None:
+    """The ParallelEnv keeps the reward dicts it computed (by mode and bullheads): every step's rewards still equal
+    :func:`rewards` of that step's bullheads, in the mode in force at that step, and each is a fresh dict."""
+    env = parallel_env(num_players=4, backend=backend)
+    rand = np.random.default_rng(5)
+    seen: dict[int, dict[str, float]] = {}
+    penalised = 0
+    for game in range(6):
+        env.reward_mode = ("penalty", "relative")[game % 2]  # the mode read at every step
+        observations, _ = env.reset(seed=game)
+        before = env.game_state.totals
+        while env.agents:
+            actions = {a: int(rand.choice(observations[a]["action_mask"].nonzero()[0])) for a in env.agents}
+            observations, got, _, _, _ = env.step(actions)
+            totals = env.game_state.totals
+            taken = [a - b for a, b in zip(totals, before, strict=True)]
+            assert list(got.values()) == rewards(taken, env.reward_mode)
+            penalised += any(taken)
+            assert id(got) not in seen  # a fresh dict (the earlier ones are alive: their ids are not reused)
+            seen[id(got)] = got
+            got["player_0"] = 99.0  # changing a returned dict changes no later one
+            before = totals
+    assert penalised > 50 and len(env._known_rewards) < penalised  # some vectors of bullheads came back
 
 
 @pytest.mark.parametrize("mode", ["penalty", "relative"])

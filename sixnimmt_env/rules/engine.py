@@ -578,7 +578,7 @@ def row_for(rows: Sequence[Sequence[int]], card: int) -> int:
     i = 0
     for r in rows:  # a counter and plain assignments: about a fifth faster than enumerate (a hot path of step)
         end = r[-1]
-        if best_end < end < card:
+        if end < card and end > best_end:  # two comparisons: faster than the chained one
             best = i
             best_end = end
         i += 1  # noqa: SIM113 (enumerate is slower here)
@@ -803,7 +803,7 @@ def _choose_row(
     keys = [card << _SEAT_BITS | s for s, card in enumerate(revealed)]
     keys.sort()
     rows = list(state.rows)
-    taken = _resolve(rows, keys, row, state.piles, None, keys[0])
+    taken = _resolve(rows, keys, row, state.piles, None)
     return _end_turn(state, hands, revealed, rows, taken, rng)  # type: ignore[arg-type]
 
 
@@ -885,7 +885,6 @@ def _resolve(
     low_row: int,
     piles: tuple[tuple[int, ...], ...],
     log: list[Placement] | None,
-    known_low: int = -1,
 ) -> tuple[list[int], list[tuple[int, ...]]] | None:
     """The turn resolver (R6-R9b): place the plays ``keys`` (``card << 4 | seat``, ascending) in ``rows`` (changed).
 
@@ -897,17 +896,16 @@ def _resolve(
 
     Returns ``None`` when nobody took a row, else ``(penalties, piles)``: per seat, the bullheads taken and the
     penalty pile (``piles`` plus the cards taken). When ``log`` is a list, a :class:`Placement` per card is
-    appended to it; :func:`step` passes ``None`` and builds none. ``known_low``: the key of a play already known
-    to be a low card (the chooser's, whose row choice :func:`step` checked), placed without asking R7 again.
+    appended to it; :func:`step` passes ``None`` and builds none.
     """
     taken = None
     for key in keys:
         card = key >> _SEAT_BITS
-        best = -1 if key == known_low else row_for(rows, card)  # R7
+        best = row_for(rows, card)  # R7
         if best >= 0:
             row = rows[best]
             if len(row) < ROW_LIMIT:  # the card joins the row
-                rows[best] = (*row, card)
+                rows[best] = row + (card,)  # noqa: RUF005 (concatenation is faster than unpacking here)
                 if log is not None:
                     log.append(Placement(key & _SEAT_MASK, card, best, _PLACED, (), 0, tuple(rows)))
                 continue
