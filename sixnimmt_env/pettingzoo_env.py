@@ -241,6 +241,14 @@ class ViewInfo(MutableMapping[str, Any]):
             seat += 1  # noqa: SIM113 (enumerate is slower here)
         return infos
 
+    def __init__(self) -> None:
+        """Not a constructor: a step's infos come from :meth:`infos`.
+
+        Raises:
+            TypeError: always (an info without a step has no view to read).
+        """
+        raise TypeError("ViewInfo objects are made by ViewInfo.infos(names, position), one per agent of a step")
+
     def _view(self) -> dict[str, Any]:
         """The agent's own ``dict`` (built with the step's other views on first use)."""
         src = self._src

@@ -298,6 +298,8 @@ def test_view_infos_read_as_dicts() -> None:
     _, infos = par_env.reset(options=E2)
     info = infos["player_2"]
     assert type(info) is ViewInfo and isinstance(info, MutableMapping) and type(infos) is dict
+    with pytest.raises(TypeError, match=r"ViewInfo\.infos\(names, position\)"):
+        ViewInfo()
     assert info["hand"] == [15, 92] and info.get("phase") == SELECT and info.get("nope", 1) == 1
     assert "rows" in info and "nope" not in info
     view = dict(engine.view(par_env.game_state, 2))
