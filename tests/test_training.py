@@ -427,6 +427,36 @@ def test_train_refuses_a_bad_config_before_starting(tmp_path: Path) -> None:
     assert not any(tmp_path.iterdir())
 
 
+def test_ctrl_c_during_a_checkpoint_waits_for_the_whole_file(tmp_path: Path) -> None:
+    """Ctrl-C that lands while a checkpoint is written is raised after the file is whole and in place (the run's
+    handler then saves its own checkpoint); nothing half-written is left, under the final name or beside it."""
+    from training.callbacks import save_model
+
+    env = make_env(num_players=4, episode="round", opponents="random")
+    model = MaskablePPO("MlpPolicy", env, n_steps=16, batch_size=16, seed=0, device="cpu")
+    real_save = model.save
+    calls: list[Path] = []
+
+    def save_then_ctrl_c(path: Path) -> None:
+        calls.append(Path(path))
+        os.kill(os.getpid(), signal.SIGINT)  # arrives in the middle of the write
+        real_save(path)
+
+    model.save = save_then_ctrl_c  # type: ignore[method-assign]
+    target = tmp_path / "checkpoints" / "model_2048_steps.zip"
+    with pytest.raises(KeyboardInterrupt):
+        save_model(model, target)
+    assert calls == [tmp_path / "checkpoints" / ".model_2048_steps.partial.zip"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["model_2048_steps.zip"]
+    loaded = MaskablePPO.load(target)
+    for ours, theirs in zip(loaded.policy.parameters(), model.policy.parameters(), strict=True):
+        torch.testing.assert_close(ours, theirs)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # nothing left blocked or replaced
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.1)
+
+
 def test_ctrl_c_saves_a_checkpoint(tmp_path: Path) -> None:
     args = [sys.executable, "-m", "training.train", str(SMOKE), "--no-progress"]
     args += ["--set", f"train.output_dir={tmp_path}", "--set", "train.total_timesteps=10000000"]

@@ -6,6 +6,7 @@ the schedule does not depend on ``n_envs``.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 from tqdm import tqdm
 
-from training.lifecycle import EvalRecord
+from training.lifecycle import EvalRecord, signals_deferred
 from training.opponents import SnapshotPool
 from training.ppo_agents import save_obs_norm
 
@@ -27,12 +28,22 @@ def _vec_normalize(model: Any) -> VecNormalize | None:
 
 
 def save_model(model: Any, path: Path) -> Path:
-    """Save ``model`` to ``path`` (a ``.zip``) and, under VecNormalize, its observation statistics beside it."""
+    """Save ``model`` to ``path`` (a ``.zip``) and, under VecNormalize, its observation statistics beside it.
+
+    The file is written whole or not at all: first as ``.<name>.partial.zip`` in the same folder, then renamed
+    over ``path``; Ctrl-C and SIGTERM wait until both files are in place (:func:`training.lifecycle.signals_deferred`).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    model.save(path)
-    norm = _vec_normalize(model)
-    if norm is not None:
-        save_obs_norm(path, norm)
+    partial = path.with_name(f".{path.stem}.partial.zip")
+    with signals_deferred():
+        try:
+            model.save(partial)
+            os.replace(partial, path)
+        finally:
+            partial.unlink(missing_ok=True)
+        norm = _vec_normalize(model)
+        if norm is not None:
+            save_obs_norm(path, norm)
     return path
 
 

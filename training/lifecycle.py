@@ -37,6 +37,35 @@ EVAL_FIELDS = (
 """Columns of a run's ``eval.csv`` (both backends): one row per evaluation line-up and evaluation step."""
 
 
+@contextlib.contextmanager
+def signals_deferred() -> Any:
+    """Hold Ctrl-C (SIGINT) and SIGTERM back while the block runs (a checkpoint being written), then let them in.
+
+    A signal that arrives inside the block is noted, and raised again (``signal.raise_signal``, to the handlers in
+    place before) when the block ends: its ``KeyboardInterrupt`` comes after the file is whole, never inside the
+    writer (a zip half-written, and torch's writer replacing the interrupt with an error of its own). Outside the
+    main thread, where Python cannot set signal handlers, the block runs as is.
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        held.append(signum)
+
+    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if held:
+            signal.raise_signal(held[0])
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM received by a run that stops at once: handled like Ctrl-C (a checkpoint is saved)."""
 
