@@ -475,14 +475,7 @@ class BatchEncoder:
                 k = len(prev)
                 if len(row) > k and row[k - 1] == prev[-1]:
                     # Cards were appended: a card still in place proves the row was not taken (R8, R10).
-                    if len(row) == k + 1:  # one card (the usual case): its slot and the row's summary
-                        c = row[k]
-                        bull = self._row_bull[r] = self._row_bull[r] + BULLHEADS[c]
-                        flat[_ROW_AT[r] + k] = flat[_O_ROW_END + r] = _CARD_VALUE[c]
-                        flat[_O_ROW_LEN + r] = _LENGTH_VALUE[k + 1]
-                        flat[_O_ROW_BULL + r] = bull / BULLHEAD_ROW_SCALE
-                    else:
-                        self._row_bull[r] = _write_row(flat, r, row, k, self._row_bull[r])
+                    self._row_bull[r] = _write_row(flat, r, row, k, self._row_bull[r])
                 else:
                     self._row_bull[r] = _write_row(flat, r, row, 0, 0, k)
         self._public_copies[...] = self._public_seat0
