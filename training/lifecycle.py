@@ -17,6 +17,7 @@ import contextlib
 import csv
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,6 @@ def signals_deferred() -> Any:
     writer (a zip half-written, and torch's writer replacing the interrupt with an error of its own). Outside the
     main thread, where Python cannot set signal handlers, the block runs as is.
     """
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return
