@@ -10,6 +10,7 @@ import pytest
 import torch
 from sb3_contrib import MaskablePPO
 
+from training.evaluate import evaluate_lineups
 from training.policy import algo_kwargs
 from training.rollouts import AsyncMaskablePPO, RolloutWorkers, resolve_workers, rollout_processes, worker_seed
 from training.train import train
@@ -129,9 +130,20 @@ def test_a_run_with_two_rollout_processes_trains_checkpoints_and_logs_every_epis
         assert 1024 - 20 < sum(lengths) <= 1024
         assert all(float(r["r"]) <= 0 for r in rows)
     with (run_dir / "eval.csv").open() as f:
-        steps = [int(r["step"]) for r in csv.DictReader(f)]
-    assert steps == [1024, 2048, 3072]
+        rows = list(csv.DictReader(f))
+    assert [int(r["step"]) for r in rows] == [1024, 2048, 3072]
     assert len(list((run_dir / "pool").glob("*.zip"))) == 2  # pool_size 2, a snapshot every 1024 steps
+    # the evaluations ran in the learner's background thread (while it waited for the rollout processes): each
+    # row is what the same evaluation gives in the foreground, for the checkpoint saved at its step (every 2048)
+    checkpoint = run_dir / "checkpoints" / "model_2048_steps.zip"
+    again = evaluate_lineups(
+        f"ppo:{checkpoint}", cfg.eval.opponents, cfg.eval.games, cfg.env.game_kwargs(), seed=cfg.train.seed
+    )
+    assert rows[1]["lineup"] == again[0]["lineup"] == "greedy,greedy,greedy"
+    assert float(rows[1]["mean_penalty"]) == again[0]["mean_penalty"]
+    assert float(rows[1]["win_share"]) == again[0]["win_share"]
+    assert int(rows[1]["games"]) == 20 and int(rows[1]["illegal_actions"]) == 0
+    assert all(float(r["seconds"]) > 0 for r in rows)
 
 
 def test_a_rollout_process_that_fails_to_start_is_a_clear_error_and_leaves_nothing_running() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 from tqdm import tqdm
 
-from training.lifecycle import EvalRecord, signals_deferred
+from training.lifecycle import EvalRecord, IdleGate, signals_deferred
 from training.opponents import SnapshotPool
 from training.ppo_agents import save_obs_norm
 
@@ -101,18 +102,36 @@ class ArenaEval(_Every):
     """Every ``every`` steps: the current model (saved to ``last_eval.zip``) plays each evaluation line-up in the
     arena; rows go to ``eval.csv``; the best score on the first line-up is copied to ``best_model.zip``.
 
+    With a ``gate`` (the rollout processes' :class:`training.lifecycle.IdleGate`, ``train.workers >= 2``) the games
+    are played in a background thread of the learner, and only while the learner waits for its rollout processes:
+    neither the updates nor the rollouts wait for an evaluation. Its rows are written once it is done, still under the
+    step at which the model was saved, with the CPU seconds of its games; an evaluation still running when the next
+    one is due, or when training ends, is finished first (the gate held open). The results are those of the same
+    evaluation in the foreground: the games depend only on the saved model and the seed.
+
     Args:
         every: steps between evaluations.
         run_dir: the run folder.
-        evaluate: ``evaluate(model_path) -> list of result rows`` (dicts with at least ``lineup`` and
-            ``mean_penalty``; the first row is the first line-up).
+        evaluate: ``evaluate(model_path, pause) -> list of result rows`` (dicts with at least ``lineup`` and
+            ``mean_penalty``; the first row is the first line-up); ``pause`` is ``None`` in the foreground, else a
+            function to call before each decision (:func:`training.evaluate.evaluate_lineups`).
+        gate: evaluate in the background, while this gate is open; ``None``: in the foreground, at once.
     """
 
-    def __init__(self, every: int, run_dir: Path, evaluate: Callable[[Path], list[dict[str, Any]]]) -> None:
+    def __init__(
+        self,
+        every: int,
+        run_dir: Path,
+        evaluate: Callable[[Path, Callable[[], object] | None], list[dict[str, Any]]],
+        gate: IdleGate | None = None,
+    ) -> None:
         super().__init__(every)
         self.run_dir = run_dir
         self.evaluate = evaluate
+        self.gate = gate
         self.record = EvalRecord(run_dir)
+        self._thread: threading.Thread | None = None
+        self._outcome: tuple[int, Path, float, list[dict[str, Any]] | BaseException] | None = None
 
     @property
     def best(self) -> float:
@@ -125,10 +144,57 @@ class ArenaEval(_Every):
         return self.record.latest
 
     def fire(self) -> None:
-        start = time.perf_counter()
+        self.finish()
         path = save_model(self.model, self.run_dir / "last_eval.zip")
-        rows = self.evaluate(path)
-        improved = self.record.add(self.num_timesteps, time.perf_counter() - start, rows)
+        if self.gate is None:
+            start = time.perf_counter()
+            rows = self.evaluate(path, None)
+            self._write(self.num_timesteps, path, time.perf_counter() - start, rows)
+            return
+        self._thread = threading.Thread(
+            target=self._background, args=(self.num_timesteps, path, self.gate), daemon=True, name="sixnimmt-eval"
+        )
+        self._thread.start()
+
+    def _background(self, step: int, path: Path, gate: IdleGate) -> None:
+        gate.pause()
+        start = time.thread_time()
+        try:
+            rows: list[dict[str, Any]] | BaseException = self.evaluate(path, gate.pause)
+        except BaseException as e:  # raised again in the learner's thread (finish)
+            rows = e
+        self._outcome = (step, path, time.thread_time() - start, rows)
+
+    def finish(self) -> None:
+        """Finish the evaluation running in the background, if any (the gate held open), and write its rows.
+
+        Raises:
+            Exception: what the evaluation raised, raised again here in the learner's thread.
+        """
+        if self._thread is None:
+            return
+        if self._thread.is_alive():
+            assert self.gate is not None
+            with self.gate.opened():
+                self._thread.join()
+        self._thread = None
+        outcome, self._outcome = self._outcome, None
+        assert outcome is not None
+        step, path, seconds, rows = outcome
+        if isinstance(rows, BaseException):
+            raise rows
+        self._write(step, path, seconds, rows)
+
+    def _on_step(self) -> bool:
+        if self._thread is not None and not self._thread.is_alive():
+            self.finish()
+        return super()._on_step()
+
+    def _on_training_end(self) -> None:
+        self.finish()
+
+    def _write(self, step: int, path: Path, seconds: float, rows: list[dict[str, Any]]) -> None:
+        improved = self.record.add(step, seconds, rows)
         for row in rows:
             self.logger.record(f"eval/{row['lineup']}/mean_penalty", row["mean_penalty"])
             self.logger.record(f"eval/{row['lineup']}/win_share", row["win_share"])

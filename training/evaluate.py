@@ -40,7 +40,7 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import groupby
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,15 +60,22 @@ if TYPE_CHECKING:
 
 
 class CountingAgent:
-    """Wraps an agent; counts its decisions and the illegal actions among them (then lets the arena raise)."""
+    """Wraps an agent; counts its decisions and the illegal actions among them (then lets the arena raise).
 
-    def __init__(self, agent: Agent, spec: str) -> None:
+    ``pause``, if given, is called before each of the agent's actions (an evaluation in a background thread waits
+    there while the learner trains: :class:`training.lifecycle.IdleGate`).
+    """
+
+    def __init__(self, agent: Agent, spec: str, pause: Callable[[], object] | None = None) -> None:
         self.agent, self.spec = agent, spec
+        self.pause = pause
         self.decisions = 0
         self.illegal = 0
 
     def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
         """The wrapped agent's action, checked against ``view["legal_actions"]``."""
+        if self.pause is not None:
+            self.pause()
         a = self.agent.act(view, rng)
         if view["must_act"]:
             self.decisions += 1
@@ -85,6 +92,7 @@ def evaluate_agents(
     workers: int = 1,
     save_games: str | Path | None = None,
     progress: bool = False,
+    pause: Callable[[], object] | None = None,
 ) -> dict[str, Any]:
     """Run the arena on ``specs`` (one per seat, rotated) and add decision/illegal counts of ``ppo`` agents.
 
@@ -97,6 +105,7 @@ def evaluate_agents(
         workers: arena worker processes (with more than one, counts are not collected).
         save_games: a new JSON Lines file for every game's record (:mod:`sixnimmt_env.records`).
         progress: show the arena's tqdm progress bar on stderr.
+        pause: called before every decision of every seat (``workers == 1`` only), see :class:`CountingAgent`.
 
     Returns:
         The arena's results dict; with ``workers == 1`` each agent row also has
@@ -109,7 +118,9 @@ def evaluate_agents(
 
     kwargs = {"episode": "round", **(game or {}), "num_players": len(specs)}
     config = GameConfig(**kwargs)
-    counted = [CountingAgent(make_agent(s), s) for s in specs]
+    if pause is not None and workers != 1:
+        raise ValueError(f"pause needs the games in this process (workers=1), got workers={workers}")
+    counted = [CountingAgent(make_agent(s), s, pause) for s in specs]
     results = run_arena(
         counted if workers == 1 else list(specs),
         games,
@@ -146,13 +157,19 @@ def lineup_row(results: Mapping[str, Any], lineup: str) -> dict[str, Any]:
 
 
 def evaluate_lineups(
-    learner: str | PolicyAgent, lineups: Sequence[str], games: int, game: Mapping[str, Any], seed: int = 0
+    learner: str | PolicyAgent,
+    lineups: Sequence[str],
+    games: int,
+    game: Mapping[str, Any],
+    seed: int = 0,
+    pause: Callable[[], object] | None = None,
 ) -> list[dict[str, Any]]:
-    """One :func:`lineup_row` per line-up (comma-separated opponent specs) for the ``learner`` spec."""
+    """One :func:`lineup_row` per line-up (comma-separated opponent specs) for the ``learner`` spec; ``pause`` as in
+    :func:`evaluate_agents`."""
     rows = []
     for lineup in lineups:
         specs = [str(learner), *(s.strip() for s in lineup.split(","))]
-        rows.append(lineup_row(evaluate_agents(specs, games, game, seed), lineup))
+        rows.append(lineup_row(evaluate_agents(specs, games, game, seed, pause=pause), lineup))
     return rows
 
 

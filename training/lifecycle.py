@@ -4,6 +4,8 @@
 - :class:`StopSignals`: SIGTERM (``timeout``, a job scheduler) and Ctrl-C while the run trains. Either way the run
   saves a checkpoint and writes its report; the backend says whether the signal stops it at once (SB3's loop can
   stop anywhere) or after the current iteration (RLlib's iteration runs on Ray's workers).
+- :class:`IdleGate`: background work (an evaluation during training) that runs only while the learner waits for
+  its rollout processes, so that it takes no time from either side.
 - :class:`EvalRecord`: ``eval.csv`` of the run folder (one row per line-up and evaluation), the latest and the
   best mean penalty of the first line-up (read back on ``--resume``), and whether a new evaluation is the best so
   far (the backend then keeps that model as ``best_model``).
@@ -107,6 +109,33 @@ class StopSignals:
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
         self._previous.clear()
+
+
+class IdleGate:
+    """A gate for background work that may run only while the learner would otherwise wait.
+
+    The learner opens it around its waits for the rollout processes (:meth:`opened`,
+    :class:`training.rollouts.RolloutWorkers`); a background thread calls :meth:`pause` between its small steps (the
+    evaluation: before each decision of an arena game) and blocks there, holding no lock and no CPU, while the gate
+    is closed. The work itself is unchanged, only the times at which it runs: an evaluation's results do not depend
+    on the gate.
+    """
+
+    def __init__(self) -> None:
+        self._open = threading.Event()
+
+    @contextlib.contextmanager
+    def opened(self) -> Any:
+        """Open the gate while the block runs (the learner waits, or wants the background work done now)."""
+        self._open.set()
+        try:
+            yield
+        finally:
+            self._open.clear()
+
+    def pause(self) -> None:
+        """Block until the gate is open (returns at once when it is)."""
+        self._open.wait()
 
 
 class EvalRecord:

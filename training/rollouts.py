@@ -21,7 +21,9 @@ are plain MaskablePPO checkpoints.
 :class:`RolloutWorkers` is the learner's view of the workers, a ``VecEnv`` for SB3's bookkeeping: ``env_method``
 (``set_opponents`` from the self-play callback among them), ``get_attr`` and ``reset`` wait for the rollout in
 flight and then run in every worker, so a new opponent set plays from the rollout after the one in flight.
-``step`` is not available (the workers step their own envs).
+``step`` is not available (the workers step their own envs). While the learner waits for the processes, its
+``idle`` gate (:class:`training.lifecycle.IdleGate`) is open: the evaluations during training run then, in a thread
+of the learner (:class:`training.callbacks.ArenaEval`), and take no time from the updates or the rollouts.
 
 Seeds: worker i seeds its envs and torch's sampling with :func:`worker_seed` of the run's seed (``train.seed``;
 past it on ``--resume``) and i; same seed and same ``train.workers``, same run.
@@ -50,6 +52,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from sixnimmt_env.rules.engine import NUM_ACTIONS
+from training.lifecycle import IdleGate
 from training.train_config import TrainConfig
 from training.vec import build_vec_env
 from training.vec_env import env_indices
@@ -298,6 +301,7 @@ class RolloutWorkers(VecEnv):
         self._next_slot = 0
         self._stash: dict[int, list[tuple[int, int, float, int, float]]] = {}  # rollouts received, by process
         self._seed: int | None = None
+        self.idle = IdleGate()  # open while the learner waits for the processes: evaluations run then
         ctx = mp.get_context("forkserver")
         self.has_policy = False
         self._conns: list[Any] = []
@@ -384,9 +388,10 @@ class RolloutWorkers(VecEnv):
         time, so an interruption loses no answer."""
         if self._pending_slot is None:
             return
-        for i in range(len(self._conns)):
-            if i not in self._stash:
-                self._stash[i] = self._receive(i, "rollout")
+        with self.idle.opened():
+            for i in range(len(self._conns)):
+                if i not in self._stash:
+                    self._stash[i] = self._receive(i, "rollout")
 
     def wait(self) -> tuple[dict[str, np.ndarray], list[tuple[int, int, float, int, float]]]:
         """The rollout in flight, once every process has written it: its arrays (shared memory, valid until the

@@ -59,7 +59,7 @@ import shlex
 import socket
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -345,10 +345,13 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     # the rules travel with every checkpoint (the zip's data JSON): training.evaluate reads them
     model.sixnimmt_game = {**game, "num_players": cfg.env.num_players}
 
-    def evaluate(path: Path) -> list[dict[str, Any]]:
-        return evaluate_lineups(f"ppo:{path}", cfg.eval.opponents, cfg.eval.games, game, seed=cfg.train.seed)
+    def evaluate(path: Path, pause: Callable[[], object] | None) -> list[dict[str, Any]]:
+        return evaluate_lineups(
+            f"ppo:{path}", cfg.eval.opponents, cfg.eval.games, game, seed=cfg.train.seed, pause=pause
+        )
 
-    evaluator = ArenaEval(cfg.eval.every, run_dir, evaluate)
+    # with rollout processes, the evaluations run while the learner waits for them (RolloutWorkers.idle)
+    evaluator = ArenaEval(cfg.eval.every, run_dir, evaluate, gate=getattr(venv, "idle", None))
     callbacks = [
         evaluator,
         CheckpointEvery(cfg.checkpoint.every, run_dir / "checkpoints"),
