@@ -359,6 +359,45 @@ def test_monitor_csvs_load_with_sb3_load_results(tmp_path: Path) -> None:
         assert (frame["l"] >= 10).all() and (frame["r"] <= 0).all()
 
 
+def test_the_batched_monitor_writes_every_episode_flushing_once_a_second_and_on_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batched env's VecMonitor flushes its CSV at most once a second (not after each of the ~100 episodes a
+    vector step ends) and on close; the file then holds every episode of the infos, in SB3's format."""
+    from stable_baselines3.common.monitor import load_results
+
+    from training import vec
+
+    clock = [1000.0]
+    monkeypatch.setattr(vec._ResultsWriterFlushedEachSecond, "clock", staticmethod(lambda: clock[0]))
+    cfg = load_config(SMOKE, ["self_play.enabled=false", "train.vec_env=batched", "train.n_envs=16"])
+    venv = vec.build_vec_env(cfg, tmp_path, wrap_normalize=False)
+    assert isinstance(venv, vec.BatchedVecMonitor)
+    path = tmp_path / "batched.monitor.csv"
+    seen: list[tuple[float, int]] = []
+
+    def play(steps: int) -> None:
+        for _ in range(steps):
+            masks = np.stack(venv.env_method("action_masks"))
+            _, _, dones, infos = venv.step(masks.argmax(axis=1))
+            seen.extend((infos[i]["episode"]["r"], infos[i]["episode"]["l"]) for i in np.flatnonzero(dones))
+
+    venv.reset()
+    play(25)
+    assert len(seen) >= 16  # every game ended a round of 10+ decisions
+    assert len(path.read_text().splitlines()) == 2  # the header lines only: no flush within the second
+    clock[0] += 1.0
+    play(12)  # more episodes end: the first row after the second flushes every row so far
+    flushed = len(path.read_text().splitlines()) - 2
+    assert 16 <= flushed <= len(seen)
+    venv.close()
+    frame = load_results(str(tmp_path))
+    assert len(frame) == len(seen)
+    assert [(float(r), int(n)) for r, n in zip(frame["r"], frame["l"], strict=True)] == [
+        (pytest.approx(r), n) for r, n in seen
+    ]
+
+
 # --------------------------------------------------------------------------- 8. stopping and resuming
 
 
