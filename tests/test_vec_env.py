@@ -194,6 +194,42 @@ def test_same_seed_same_episodes_and_sb3_seed() -> None:
     assert not np.array_equal(a[0], other[0])
 
 
+def test_observe_into_writes_the_next_observations_in_place_and_plays_the_same_games() -> None:
+    """``observe_into(out)``: the next step writes its observations into ``out`` and returns ``out`` itself; the
+    games, rewards and terminal observations are those of an env that returns new arrays; it applies to one step
+    only; a wrong buffer is a clear error and changes nothing."""
+    mixture = MixtureSampler(["greedy", "random"], [0.5, 0.5])
+    plain = SixNimmtVecEnv(16, opponents=mixture, seed=7, num_players=4, episode="round")
+    inplace = SixNimmtVecEnv(16, opponents=mixture, seed=7, num_players=4, episode="round")
+    np.testing.assert_array_equal(plain.reset(), inplace.reset())
+    rows = np.zeros((17, 16, OBS_SIZE), np.float32)
+    ended = 0
+    for t in range(16):
+        actions = (get_action_masks(plain).cumsum(axis=1) == 1).argmax(axis=1)
+        np.testing.assert_array_equal(actions, (get_action_masks(inplace).cumsum(axis=1) == 1).argmax(axis=1))
+        o1, r1, d1, i1 = plain.step(actions)
+        out = rows[t + 1]
+        inplace.observe_into(out)
+        o2, r2, d2, i2 = inplace.step(actions)
+        assert o2 is out
+        np.testing.assert_array_equal(o1, o2)
+        np.testing.assert_array_equal(r1, r2)
+        np.testing.assert_array_equal(d1, d2)
+        for b in np.flatnonzero(d1):
+            np.testing.assert_array_equal(i1[b]["terminal_observation"], i2[b]["terminal_observation"])
+        ended += int(d1.sum())
+    assert ended >= 16  # every game ended a round (10 card choices and its row choices) inside the 16 steps
+    assert rows[1:].any(axis=2).all() and not rows[0].any()
+    actions = (get_action_masks(inplace).cumsum(axis=1) == 1).argmax(axis=1)
+    o3 = inplace.step(actions)[0]  # without a new observe_into: a new array again
+    assert not np.shares_memory(o3, rows)
+    with pytest.raises(ValueError, match=r"float32 array of shape \(16, 506\), got float64 \(16, 506\)"):
+        inplace.observe_into(np.zeros((16, OBS_SIZE)))
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        inplace.observe_into(np.zeros((OBS_SIZE, 16), np.float32).T)
+    assert inplace._out is None
+
+
 def test_action_masks_as_maskable_ppo_reads_them() -> None:
     env = SixNimmtVecEnv(6, seed=0, num_players=4, episode="round")
     env.reset()
@@ -307,6 +343,7 @@ def test_maskable_ppo_learns_on_the_batched_config(tmp_path: Path) -> None:
     model = MaskablePPO(env=venv, seed=0, **algo_kwargs(cfg))
     model.learn(2048)
     assert model.num_timesteps == 2048
+    venv.close()  # the CSV is flushed once a second and on close (BatchedVecMonitor)
     lines = (tmp_path / "monitor" / "batched.monitor.csv").read_text().splitlines()
     assert len(lines) - 2 >= 64 * 2  # 32 steps per game: at least 2 rounds each, one CSV row per episode
     with pytest.raises(ValueError, match=r"'env\.num_players' must be one table size with train\.vec_env: batched"):

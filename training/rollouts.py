@@ -219,11 +219,16 @@ def _collect(
     lo, hi = job.lo, job.hi
     events: list[tuple[int, int, float, int, float]] = []
     dones = np.zeros(venv.num_envs, bool)
+    rows = slot["observations"]
+    # the batched env writes each step's observations straight into the next row of the buffer (no copies)
+    into = getattr(venv.unwrapped, "observe_into", None)
     for t in range(job.n_steps):
         masks = _action_masks(venv)
         with torch.no_grad():
             actions, values, log_probs = policy(torch.as_tensor(obs), action_masks=masks)
         actions = actions.numpy()
+        if into is not None:
+            into(rows[t + 1, lo:hi] if t + 1 < job.n_steps else None)  # the last: a new array, for the next rollout
         new_obs, rewards, dones, infos = venv.step(actions)
         for i in np.flatnonzero(dones):
             info = infos[i]
@@ -236,7 +241,8 @@ def _collect(
                 events.append((t, lo + int(i), float(episode["r"]), int(episode["l"]), float(episode["t"])))
             else:
                 events.append((t, lo + int(i), 0.0, 0, 0.0))
-        slot["observations"][t, lo:hi] = obs
+        if into is None or t == 0:
+            rows[t, lo:hi] = obs
         slot["actions"][t, lo:hi, 0] = actions
         slot["rewards"][t, lo:hi] = rewards
         slot["episode_starts"][t, lo:hi] = starts

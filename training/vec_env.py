@@ -165,6 +165,7 @@ class SixNimmtVecEnv(VecEnv):
         self._mask8 = np.zeros((B, NUM_ACTIONS), np.int8)
         self._index = np.arange(B)
         self._actions: np.ndarray | None = None
+        self._out: np.ndarray | None = None  # where the next step writes its observations (observe_into)
         self._started = False
         super().__init__(B, observation_space, spaces.Discrete(NUM_ACTIONS))
 
@@ -317,10 +318,28 @@ class SixNimmtVecEnv(VecEnv):
         if active.any():
             self._play(active, self._scratch)  # nothing is taken before the first decision (R3, V2)
 
-    def _observe(self) -> None:
+    def _observe(self, out: np.ndarray | None = None) -> None:
         g, seat = self.tables.games, self.tables.seat
-        g.observe(self._obs, seats=seat)
+        g.observe(self._obs if out is None else out, seats=seat)
         g.legal_mask(self._mask8, seats=seat)
+
+    def observe_into(self, out: np.ndarray | None) -> None:
+        """Make the next :meth:`step_wait` (only the next) write its observations into ``out`` and return ``out``
+        itself instead of a new array; ``None`` cancels. A rollout process (:mod:`training.rollouts`) passes the
+        next row of its rollout buffer, which saves two copies of the observations (2 MB at 1,024 games) per step.
+
+        Args:
+            out: ``float32 (num_envs, 506)``, C-contiguous, or ``None``.
+
+        Raises:
+            ValueError: ``out`` of another shape, dtype or layout (the env is unchanged).
+        """
+        if out is not None and (out.dtype != np.float32 or out.shape != self._obs.shape or not out.flags.c_contiguous):
+            raise ValueError(
+                f"observe_into needs a C-contiguous float32 array of shape {self._obs.shape}, got "
+                f"{out.dtype} {out.shape}{'' if out.flags.c_contiguous else ' (not C-contiguous)'}"
+            )
+        self._out = out
 
     # ------------------------------------------------------------------ VecEnv API
 
@@ -397,8 +416,9 @@ class SixNimmtVecEnv(VecEnv):
                 infos[b] = info
             t.restart(dones)
             self._start(ended)
-        self._observe()
-        return self._obs.copy(), reward.copy(), dones, infos
+        out, self._out = self._out, None
+        self._observe(out)
+        return self._obs.copy() if out is None else out, reward.copy(), dones, infos
 
     def _win_shares(self, ended: np.ndarray) -> np.ndarray:
         """``float32 (B,)``: in the games of ``ended`` (bool (B,)), the learner's share of the win
