@@ -12,7 +12,14 @@ from sb3_contrib import MaskablePPO
 
 from training.evaluate import evaluate_lineups
 from training.policy import algo_kwargs
-from training.rollouts import AsyncMaskablePPO, RolloutWorkers, resolve_workers, rollout_processes, worker_seed
+from training.rollouts import (
+    AsyncMaskablePPO,
+    RolloutWorkers,
+    critic_values,
+    resolve_workers,
+    rollout_processes,
+    worker_seed,
+)
 from training.train import train
 from training.train_config import ConfigError, load_config
 from training.vec import build_vec_env
@@ -41,11 +48,13 @@ def test_a_rollout_process_collects_what_maskable_ppo_collects_in_process() -> N
         workers.start(torch.nn.utils.parameters_to_vector(model.policy.parameters()).detach().numpy())
         slot, events = workers.wait()
         ours = {name: np.array(a) for name, a in slot.items()}
+        values, last_values = critic_values(model.policy, slot)  # the learner's half (the same weights here)
         buf = model.rollout_buffer  # filled as AsyncMaskablePPO.collect_rollouts fills it
         buf.reset()
-        for name in ("observations", "actions", "rewards", "episode_starts", "values", "log_probs", "action_masks"):
+        for name in ("observations", "actions", "rewards", "episode_starts", "log_probs", "action_masks"):
             setattr(buf, name, ours[name])
-        buf.compute_returns_and_advantage(torch.as_tensor(ours["last_values"]), ours["last_dones"])
+        buf.values = values
+        buf.compute_returns_and_advantage(last_values, ours["last_dones"])
     finally:
         workers.close()
     # the same in one process: the worker's seed, its env, SB3's loop

@@ -57,10 +57,14 @@ from training.train_config import TrainConfig
 from training.vec import build_vec_env
 from training.vec_env import env_indices
 
-__all__ = ["AsyncMaskablePPO", "RolloutWorkers", "resolve_workers", "rollout_processes", "worker_seed"]
+__all__ = ["AsyncMaskablePPO", "RolloutWorkers", "critic_values", "resolve_workers", "rollout_processes", "worker_seed"]
 
-_FIELDS = ("observations", "actions", "rewards", "episode_starts", "values", "log_probs", "action_masks")
-"""The rollout buffer's per-step arrays that a worker writes (``(n_steps, n_envs, ...)`` float32, SB3's layout)."""
+_FIELDS = ("observations", "actions", "rewards", "episode_starts", "log_probs", "action_masks")
+"""The rollout buffer's per-step arrays that a worker writes (``(n_steps, n_envs, ...)`` float32, SB3's layout); the
+values are the learner's (:func:`critic_values`)."""
+
+_SLOT = (*_FIELDS, "last_obs", "last_dones")
+"""A slot's shared arrays: the per-step fields, then the observations and dones after the rollout's last step."""
 
 
 AUTO_WORKERS_MAX = 4
@@ -132,7 +136,7 @@ def _open_slot(files: list[str], shapes: dict[str, tuple[int, ...]], mode: str) 
     # plain ndarray views of the mapped files: numpy's memmap subclass slows every indexing the buffer does
     return {
         name: np.memmap(path, dtype=np.float32, mode=mode, shape=shapes[name]).view(np.ndarray)
-        for name, path in zip((*_FIELDS, "last_values", "last_dones"), files, strict=True)
+        for name, path in zip(_SLOT, files, strict=True)
     }
 
 
@@ -213,7 +217,9 @@ def _collect(
     venv: VecEnv, policy: Any, obs: np.ndarray, starts: np.ndarray, slot: dict[str, np.ndarray], job: _Job
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, float, int, float]]]:
     """One rollout of ``job.n_steps`` vector steps into ``slot``'s columns ``lo:hi`` (what MaskablePPO's
-    ``collect_rollouts`` stores, timeouts bootstrapped with the value of the terminal observation). Returns the new
+    ``collect_rollouts`` stores but the values, which the learner adds (:func:`critic_values`) from the
+    observations and the last ones, ``last_obs``; timeouts bootstrapped with the value of the terminal
+    observation). Returns the new
     observation, episode starts and the finished episodes ``(step, env index in the buffer, return, length, time)``
     (the Monitor's ``episode`` figures; length 0 where the env keeps none)."""
     lo, hi = job.lo, job.hi
@@ -224,8 +230,10 @@ def _collect(
     into = getattr(venv.unwrapped, "observe_into", None)
     for t in range(job.n_steps):
         masks = _action_masks(venv)
-        with torch.no_grad():
-            actions, values, log_probs = policy(torch.as_tensor(obs), action_masks=masks)
+        with torch.no_grad():  # the actor alone: the learner computes the values (critic_values)
+            distribution = policy.get_distribution(torch.as_tensor(obs), action_masks=masks)
+            actions = distribution.get_actions()
+            log_probs = distribution.log_prob(actions)
         actions = actions.numpy()
         if into is not None:
             into(rows[t + 1, lo:hi] if t + 1 < job.n_steps else None)  # the last: a new array, for the next rollout
@@ -246,14 +254,30 @@ def _collect(
         slot["actions"][t, lo:hi, 0] = actions
         slot["rewards"][t, lo:hi] = rewards
         slot["episode_starts"][t, lo:hi] = starts
-        slot["values"][t, lo:hi] = values.numpy().reshape(-1)
         slot["log_probs"][t, lo:hi] = log_probs.numpy()
         slot["action_masks"][t, lo:hi] = masks
         obs, starts = new_obs, dones.astype(np.float32)
-    with torch.no_grad():
-        slot["last_values"][lo:hi] = policy.predict_values(torch.as_tensor(obs)).numpy().reshape(-1)
+    slot["last_obs"][lo:hi] = obs
     slot["last_dones"][lo:hi] = dones
     return obs, starts, events
+
+
+def critic_values(policy: Any, slot: dict[str, np.ndarray]) -> tuple[np.ndarray, torch.Tensor]:
+    """The learner's half of a rollout: its critic's values of the rollout's observations.
+
+    Args:
+        policy: the learner's policy (its current weights).
+        slot: a collected rollout (:meth:`RolloutWorkers.wait`).
+
+    Returns:
+        ``(values, last_values)``: ``float32 (n_steps, n_envs)`` for the rollout buffer, and the ``(n_envs,)``
+        tensor of the observations after its last step, for MaskablePPO's ``compute_returns_and_advantage``.
+    """
+    observations, last = slot["observations"], slot["last_obs"]
+    with torch.no_grad():
+        values = policy.predict_values(torch.as_tensor(observations.reshape(-1, *observations.shape[2:])))
+        last_values = policy.predict_values(torch.as_tensor(last)).reshape(-1)
+    return values.numpy().reshape(observations.shape[:2]), last_values
 
 
 class RolloutWorkers(VecEnv):
@@ -293,10 +317,9 @@ class RolloutWorkers(VecEnv):
             "actions": (n_steps, n, 1),
             "rewards": (n_steps, n),
             "episode_starts": (n_steps, n),
-            "values": (n_steps, n),
             "log_probs": (n_steps, n),
             "action_masks": (n_steps, n, NUM_ACTIONS),
-            "last_values": (n,),
+            "last_obs": (n, *observation_space.shape),
             "last_dones": (n,),
         }
         shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
@@ -526,9 +549,11 @@ class AsyncMaskablePPO(MaskablePPO):
             env.start(self._weights())
         slot, events = env.wait()
         env.start(self._weights())  # collected while train() runs: one update behind
+        values, last_values = critic_values(self.policy, slot)  # this update's critic, as synchronous PPO's
         rollout_buffer.reset()
         for name in _FIELDS:
             setattr(rollout_buffer, name, slot[name])
+        rollout_buffer.values = values
         rollout_buffer.pos, rollout_buffer.full = rollout_buffer.buffer_size, True
         callback.on_rollout_start()
         n = env.num_envs
@@ -547,8 +572,6 @@ class AsyncMaskablePPO(MaskablePPO):
             if not callback.on_step():
                 return False
             self._update_info_buffer(infos, dones)
-        rollout_buffer.compute_returns_and_advantage(
-            last_values=torch.as_tensor(np.array(slot["last_values"])), dones=np.array(slot["last_dones"])
-        )
+        rollout_buffer.compute_returns_and_advantage(last_values=last_values, dones=np.array(slot["last_dones"]))
         callback.on_rollout_end()
         return True
