@@ -11,6 +11,7 @@ import torch
 from sb3_contrib import MaskablePPO
 
 from training.evaluate import evaluate_lineups
+from training.features import hand_features_numpy
 from training.policy import algo_kwargs
 from training.rollouts import (
     AsyncMaskablePPO,
@@ -48,7 +49,7 @@ def test_a_rollout_process_collects_what_maskable_ppo_collects_in_process() -> N
         workers.start(torch.nn.utils.parameters_to_vector(model.policy.parameters()).detach().numpy())
         slot, events = workers.wait()
         ours = {name: np.array(a) for name, a in slot.items()}
-        values, last_values = critic_values(model.policy, slot)  # the learner's half (the same weights here)
+        features, values, last_values = critic_values(model.policy, slot)  # the learner's half (the same weights)
         buf = model.rollout_buffer  # filled as AsyncMaskablePPO.collect_rollouts fills it
         buf.reset()
         for name in ("observations", "actions", "rewards", "episode_starts", "log_probs", "action_masks"):
@@ -73,6 +74,16 @@ def test_a_rollout_process_collects_what_maskable_ppo_collects_in_process() -> N
     for name in ("values", "log_probs", "advantages", "returns"):
         np.testing.assert_allclose(getattr(buf, name), getattr(theirs, name), atol=1e-4, err_msg=name)
     assert ours["observations"].shape == (24, 16, 506)
+    # the card policy's features take the observations' place in the learner's buffer: the observation first
+    assert features.shape == (24, 16, 636)
+    np.testing.assert_array_equal(features[..., :506], ours["observations"])
+    np.testing.assert_array_equal(features.reshape(-1, 636), hand_features_numpy(ours["observations"].reshape(-1, 506)))
+    with torch.no_grad():  # and the update reads them as it reads the observations
+        args = (torch.as_tensor(ours["actions"].reshape(-1)), ours["action_masks"].reshape(-1, 109))
+        from_features = model.policy.evaluate_actions(torch.as_tensor(features.reshape(-1, 636)), *args)
+        from_observations = model.policy.evaluate_actions(torch.as_tensor(ours["observations"].reshape(-1, 506)), *args)
+    for a, b in zip(from_features, from_observations, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
     assert ours["action_masks"].sum(axis=2).min() >= 1  # every stored step had a legal action
     # a round is 10 card choices and the learner's row choices: every game ends one episode within 24 steps
     ended = {i for _, i, _, _, _ in events}

@@ -105,6 +105,10 @@ class HandFeatures(BaseFeaturesExtractor):
     observation, then the 12 features of each of up to 10 held cards in ascending card order (zero rows
     after the last held card), then those cards' indices (card - 1, as floats; distinct cards not in hand
     for the zero rows). Ten cards instead of 104 keep the policy's update cheap.
+
+    An input of ``(batch, 636)`` is taken as features already computed and passed through: the learner of a run
+    with rollout processes computes a rollout's features once, for its critic's values and for the update
+    (:func:`training.rollouts.critic_values`).
     """
 
     def __init__(self, observation_space: gymnasium.spaces.Box) -> None:
@@ -112,4 +116,6 @@ class HandFeatures(BaseFeaturesExtractor):
         super().__init__(observation_space, HAND_OUTPUT_SIZE)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        if obs.shape[-1] == HAND_OUTPUT_SIZE:  # features already (module docstring of training.rollouts)
+            return obs
         return _from_numpy(hand_features_numpy(obs.detach().cpu().numpy()), obs)

@@ -52,6 +52,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from sixnimmt_env.rules.engine import NUM_ACTIONS
+from training.features import HandFeatures
 from training.lifecycle import IdleGate
 from training.train_config import TrainConfig
 from training.vec import build_vec_env
@@ -262,22 +263,35 @@ def _collect(
     return obs, starts, events
 
 
-def critic_values(policy: Any, slot: dict[str, np.ndarray]) -> tuple[np.ndarray, torch.Tensor]:
+def critic_values(policy: Any, slot: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
     """The learner's half of a rollout: its critic's values of the rollout's observations.
+
+    With the card policy (:class:`training.features.HandFeatures`, which passes features through) the features of
+    the observations are computed once, here: the critic reads them, and they take the observations' place in the
+    rollout buffer, so that the update does not compute them again.
 
     Args:
         policy: the learner's policy (its current weights).
         slot: a collected rollout (:meth:`RolloutWorkers.wait`).
 
     Returns:
-        ``(values, last_values)``: ``float32 (n_steps, n_envs)`` for the rollout buffer, and the ``(n_envs,)``
-        tensor of the observations after its last step, for MaskablePPO's ``compute_returns_and_advantage``.
+        ``(observations, values, last_values)``: for the rollout buffer, ``float32 (n_steps, n_envs, 636)`` features
+        (other policies: the ``(n_steps, n_envs, 506)`` observations) and ``float32 (n_steps, n_envs)`` values;
+        the ``(n_envs,)`` tensor of the values after the last step, for ``compute_returns_and_advantage``.
     """
     observations, last = slot["observations"], slot["last_obs"]
+    n_steps, n = observations.shape[:2]
+    flat = torch.as_tensor(observations.reshape(n_steps * n, -1))
+    reusable = isinstance(policy.pi_features_extractor, HandFeatures) and isinstance(
+        policy.vf_features_extractor, HandFeatures
+    )
     with torch.no_grad():
-        values = policy.predict_values(torch.as_tensor(observations.reshape(-1, *observations.shape[2:])))
+        if reusable:
+            flat = policy.vf_features_extractor(flat)
+        values = policy.predict_values(flat)
         last_values = policy.predict_values(torch.as_tensor(last)).reshape(-1)
-    return values.numpy().reshape(observations.shape[:2]), last_values
+    stored = flat.numpy().reshape(n_steps, n, -1) if reusable else observations
+    return stored, values.numpy().reshape(n_steps, n), last_values
 
 
 class RolloutWorkers(VecEnv):
@@ -549,11 +563,11 @@ class AsyncMaskablePPO(MaskablePPO):
             env.start(self._weights())
         slot, events = env.wait()
         env.start(self._weights())  # collected while train() runs: one update behind
-        values, last_values = critic_values(self.policy, slot)  # this update's critic, as synchronous PPO's
+        observations, values, last_values = critic_values(self.policy, slot)  # this update's critic, as in PPO
         rollout_buffer.reset()
         for name in _FIELDS:
             setattr(rollout_buffer, name, slot[name])
-        rollout_buffer.values = values
+        rollout_buffer.observations, rollout_buffer.values = observations, values
         rollout_buffer.pos, rollout_buffer.full = rollout_buffer.buffer_size, True
         callback.on_rollout_start()
         n = env.num_envs
