@@ -21,9 +21,11 @@ update              ``train()``: PPO's forward and backward passes over the roll
 everything else     SB3's rollout bookkeeping: the buffer, masks, callbacks, VecMonitor, ``step`` glue
 ==================  ====================================================================================
 
-The same config then runs with ``train.workers=2`` for as many rollouts, with the same pool, timing what the
-learner does besides its update (taking each rollout from shared memory, the callbacks) and how long it waits for
-the rollout process.
+The same config then runs with ``train.workers=2`` for as many rollouts, with the same pool, timing the learner's
+update, what it does besides (the critic's values and the card features of each rollout, which the rollout process
+leaves to it: ``training.rollouts.critic_values``; taking the rollout from shared memory; the callbacks) and how long
+it waits for the rollout process. The rollout process's own cost is the synchronous parts with the actor's share of
+the forward pass (timed on one vector step) in place of the whole forward.
 
 The physical limit: the multiply-adds of the networks per env step (the policy's forward in the rollout, its
 forward and backward in the update, ~3x the forward's, ``n_epochs`` times, and the snapshots' actor forwards at
@@ -46,6 +48,7 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
+import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 
@@ -91,10 +94,11 @@ def _macs(module: torch.nn.Module, per_sample: dict[str, int]) -> int:
     return total
 
 
-def _async_learner(cfg: object, rollouts: int, pool: list[str]) -> tuple[float, float, float]:
+def _async_learner(cfg: object, rollouts: int, pool: list[str]) -> tuple[float, float, float, float]:
     """Run ``cfg`` with ``train.workers=2`` for ``rollouts`` rollouts, the snapshots ``pool`` in its self-play pool;
-    returns the learner's ms per 1000 steps outside
-    ``train()`` and outside waiting, the steps/s, and its ms per 1000 steps waiting for the rollout process."""
+    returns the learner's ms per 1000 steps in ``train()`` (the update; the features come with the rollout),
+    outside ``train()`` and outside waiting (the critic's values, taking the rollout, the callbacks), the steps/s,
+    and its ms per 1000 steps waiting for the rollout process."""
     from training.rollouts import AsyncMaskablePPO, RolloutWorkers
 
     cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"workers": 2})})  # type: ignore[attr-defined]
@@ -106,13 +110,35 @@ def _async_learner(cfg: object, rollouts: int, pool: list[str]) -> tuple[float, 
         times: dict[str, float] = {}
         _timed(times, "collect", model, "collect_rollouts")
         _timed(times, "wait", workers, "wait")
+        _timed(times, "train", model, "train")
         start = time.perf_counter()
         model.learn(rollouts * per_rollout, reset_num_timesteps=False)
         wall = time.perf_counter() - start
     finally:
         workers.close()
     k = 1e6 / (rollouts * per_rollout)
-    return (times["collect"] - times["wait"]) * k, rollouts * per_rollout / wall, times["wait"] * k
+    return times["train"] * k, (times["collect"] - times["wait"]) * k, rollouts * per_rollout / wall, times["wait"] * k
+
+
+def _actor_share(policy: object, obs: np.ndarray, masks: np.ndarray) -> float:
+    """The actor's share of the policy's forward pass (features, actor, masked sampling, without the critic) on one
+    vector step's observations ``obs`` and masks: what a rollout process computes with ``train.workers >= 2``."""
+    x = torch.as_tensor(obs)
+
+    def best(f: object) -> float:
+        out = []
+        for _ in range(30):
+            t = time.perf_counter()
+            f()  # type: ignore[operator]
+            out.append(time.perf_counter() - t)
+        return min(out)
+
+    def actor() -> None:
+        d = policy.get_distribution(x, action_masks=masks)  # type: ignore[attr-defined]
+        d.log_prob(d.get_actions())
+
+    with torch.no_grad():
+        return best(actor) / best(lambda: policy(x, action_masks=masks))  # type: ignore[operator]
 
 
 def main() -> None:
@@ -158,6 +184,7 @@ def main() -> None:
     start = time.perf_counter()
     model.learn(steps, reset_num_timesteps=False)
     wall = time.perf_counter() - start
+    share = _actor_share(model.policy, venv.reset(), np.stack(venv.env_method("action_masks")))
     venv.close()
     k = 1000 / steps  # seconds per step -> ms per 1000 steps: x 1e3 x 1000 / steps
     ms = {key: 1e3 * v * k for key, v in times.items()}
@@ -210,13 +237,15 @@ def main() -> None:
         f"{cores * limit:,.0f} on {cores} cores; measured {steps / wall:,.0f} in one process "
         f"({100 * steps / wall / limit:.0f} % of one core's limit)"
     )
-    learner_other, async_rate, waiting = _async_learner(cfg, args.rollouts, pool)
-    learner = update + learner_other
-    rollout = engine + opponents + forward + other
+    async_update, learner_other, async_rate, waiting = _async_learner(cfg, args.rollouts, pool)
+    learner = async_update + learner_other
+    rollout = engine + opponents + share * forward + other
     print(
-        f"\ntrain.workers=2 (one rollout process beside the learner): {async_rate:,.0f} steps/s; the learner's own "
-        f"work besides the update {learner_other:.2f} ms / 1000 steps (taking the rollout, callbacks), waiting "
-        f"for the rollout process {waiting:.2f} ms / 1000 steps"
+        f"\ntrain.workers=2 (one rollout process beside the learner): {async_rate:,.0f} steps/s. The rollout "
+        f"process runs the actor alone ({share * forward:.2f} of the forward's {forward:.2f} ms / 1000 steps): "
+        f"{rollout:.2f} ms / 1000 steps in all. The learner: the update {async_update:.2f} (the features come with "
+        f"the rollout), the critic's values, the features and taking the rollout and the callbacks "
+        f"{learner_other:.2f}; waiting for the rollout process {waiting:.2f} ms / 1000 steps"
     )
     print(
         f"\nscaling on paper (train.workers = W cores: 1 learner at {learner:.1f} ms / 1000 steps, W - 1 rollout "
