@@ -1,6 +1,6 @@
 """Learning per step with and without rollout processes: the main job's PPO with ``train.workers`` 1 (synchronous
-MaskablePPO) and 2 (rollouts one update behind, :mod:`training.rollouts`), the same seed and steps, their
-evaluations against three ``greedy`` at equal steps side by side, and a plot.
+MaskablePPO) and 2 (rollouts one update behind, values from the learner, :mod:`training.rollouts`), the same seed
+and steps, their evaluations against three ``greedy`` at equal steps side by side, and a plot.
 
 Usage::
 
@@ -83,7 +83,7 @@ def main() -> None:
     fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=120)
     for curve, label, color in (
         (sync, "train.workers=1 (synchronous MaskablePPO)", "tab:blue"),
-        (ahead, "train.workers=2 (rollouts one update behind)", "tab:orange"),
+        (ahead, "train.workers=2 (rollouts one update behind, the learner's values)", "tab:orange"),
     ):
         xs = sorted(curve)
         ys = [curve[x][0] for x in xs]

@@ -69,7 +69,7 @@ _SLOT = (*_FIELDS, "last_obs", "last_dones")
 
 
 AUTO_WORKERS_MAX = 4
-"""The most processes an unset ``train.workers`` takes. One learner updates about 78,000 env steps/s of the main job
+"""The most processes an unset ``train.workers`` takes. One learner takes about 114,000 env steps/s of the main job
 (docs/training_speed.md), which one rollout process nearly matches: more processes pay only when the opponents are
 expensive (``mc:N``, many snapshot seats), and each costs about 650 MB. Set ``train.workers`` to go beyond."""
 
