@@ -179,3 +179,12 @@ def test_errors_say_what_is_allowed_and_the_value_given(tmp_path: Path, text: st
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert str(info.value).startswith(f"{path}: {message}")
+
+
+@pytest.mark.parametrize("key", ["eval.games", "eval.final_games"])
+def test_an_evaluation_of_one_game_is_a_config_error(key: str) -> None:
+    """Arena game counts need two games (a 95 % interval needs two samples): refused before training starts, not
+    at the first evaluation."""
+    with pytest.raises(ConfigError, match=rf"key '{key}' must be an integer >= 2, got 1"):
+        load_config(ROOT / "configs" / "smoke.yaml", [f"{key}=1"])
+    assert getattr(load_config(ROOT / "configs" / "smoke.yaml", [f"{key}=2"]).eval, key[5:]) == 2

@@ -98,27 +98,38 @@ class _Model:
         return None
 
 
-def _arena_eval(tmp_path: Path, evaluate: Any, gate: IdleGate | None) -> Any:
-    from training.callbacks import ArenaEval
+class _Learner:
+    """What ArenaEval builds from the saved file (``make_agent("ppo:<path>")``), reduced to the file's text."""
 
-    cb = ArenaEval(100, tmp_path, evaluate, gate=gate)
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.weights = Path(spec.removeprefix("ppo:")).read_text()
+
+
+def _arena_eval(tmp_path: Path, evaluate: Any, gate: IdleGate | None, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from training import callbacks
+
+    monkeypatch.setattr(callbacks, "make_agent", _Learner)
+    cb = callbacks.ArenaEval(100, tmp_path, evaluate, gate=gate)
     cb.init_callback(_Model())  # type: ignore[arg-type]
     return cb
 
 
-def test_a_background_evaluation_runs_only_while_the_gate_is_open_and_keeps_its_step(tmp_path: Path) -> None:
+def test_a_background_evaluation_runs_only_while_the_gate_is_open_and_keeps_its_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With a gate, ArenaEval plays in a thread that waits at the gate; its row is written under the step at which
-    the model was saved, from the file saved then, even when training has moved on."""
+    the model was saved, with the agent built from the file saved then, even when training has moved on."""
     gate = IdleGate()
     seen: list[str] = []
 
-    def evaluate(path: Path, pause: Any) -> list[dict[str, Any]]:
+    def evaluate(learner: _Learner, pause: Any) -> list[dict[str, Any]]:
         assert pause is not None
         pause()
-        seen.append(path.read_text())
+        seen.append(learner.weights)
         return [{"lineup": "greedy,greedy,greedy", "mean_penalty": 7.5, "win_share": 0.4}]
 
-    cb = _arena_eval(tmp_path, evaluate, gate)
+    cb = _arena_eval(tmp_path, evaluate, gate, monkeypatch)
     cb.num_timesteps = cb.model.num_timesteps = 100
     cb.fire()
     cb._thread.join(0.2)
@@ -134,35 +145,43 @@ def test_a_background_evaluation_runs_only_while_the_gate_is_open_and_keeps_its_
     assert cb.best == 7.5 and (tmp_path / "best_model.zip").read_text() == "weights at 100"
 
 
-def test_training_end_finishes_a_background_evaluation_and_raises_its_error(tmp_path: Path) -> None:
+def test_training_end_finishes_a_background_evaluation_and_raises_its_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An evaluation still waiting at the gate when training ends is finished then (the gate held open); one that
     failed raises its exception in the learner's thread."""
     gate = IdleGate()
     cb = _arena_eval(
-        tmp_path, lambda path, pause: pause() or [{"lineup": "l", "mean_penalty": 3.0, "win_share": 0.5}], gate
+        tmp_path,
+        lambda learner, pause: pause() or [{"lineup": "l", "mean_penalty": 3.0, "win_share": 0.5}],
+        gate,
+        monkeypatch,
     )
     cb.num_timesteps = cb.model.num_timesteps = 200
     cb.fire()
     cb.on_training_end()
     assert cb.latest == 3.0 and cb._thread is None
 
-    def broken(path: Path, pause: Any) -> list[dict[str, Any]]:
+    def broken(learner: _Learner, pause: Any) -> list[dict[str, Any]]:
         pause()
         raise ValueError("unknown agent spec 'gredy'")
 
-    cb = _arena_eval(tmp_path / "b", broken, gate)
+    cb = _arena_eval(tmp_path / "b", broken, gate, monkeypatch)
     cb.fire()
     with pytest.raises(ValueError, match="gredy"):
         cb.finish()
 
 
-def test_without_a_gate_the_evaluation_runs_at_once(tmp_path: Path) -> None:
+def test_without_a_gate_the_evaluation_runs_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Any] = []
     cb = _arena_eval(
         tmp_path,
-        lambda path, pause: calls.append(pause) or [{"lineup": "l", "mean_penalty": 2.0, "win_share": 0.5}],
+        lambda learner, pause: (
+            calls.append((learner.weights, pause)) or [{"lineup": "l", "mean_penalty": 2.0, "win_share": 0.5}]
+        ),
         None,
+        monkeypatch,
     )
     cb.num_timesteps = cb.model.num_timesteps = 300
     cb.fire()
-    assert calls == [None] and cb.latest == 2.0
+    assert calls == [("weights at 300", None)] and cb.latest == 2.0

@@ -192,3 +192,28 @@ def test_seed_then_reset_reseeds_every_rollout_process() -> None:
     assert first["a"].shape == (16, 506)
     np.testing.assert_array_equal(first["a"], first["b"])
     assert not np.array_equal(first["a"], first["c"])
+
+
+def test_loading_a_policy_leaves_the_global_random_generators_alone(tmp_path: Path) -> None:
+    """``load_policy`` (every ``ppo:`` agent: the evaluations during training, the self-play snapshots) keeps the
+    process's ``random``, numpy and torch generators where they were; SB3's ``load`` alone seeds them with the
+    checkpoint's seed, which would move a learner's minibatch shuffles by when an evaluation loads its model."""
+    import random
+
+    from training.ppo_agents import _CACHE, load_policy
+
+    cfg = load_config(SMOKE, [*BATCHED, "train.n_envs=2"])
+    venv = build_vec_env(cfg, None)
+    MaskablePPO(env=venv, seed=0, device="cpu", **algo_kwargs(cfg)).save(tmp_path / "model.zip")
+
+    def draws() -> tuple[float, float, float]:
+        return random.random(), float(np.random.rand()), float(torch.rand(1))
+
+    random.seed(123), np.random.seed(123), torch.manual_seed(123)
+    expected = draws()
+    random.seed(123), np.random.seed(123), torch.manual_seed(123)
+    _CACHE.clear()
+    load_policy(tmp_path / "model.zip")
+    assert draws() == expected
+    random.seed(0), np.random.seed(0), torch.manual_seed(0)
+    assert draws() != expected  # (the checkpoint's own seed, what SB3's load would have left)

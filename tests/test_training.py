@@ -427,11 +427,14 @@ def test_train_refuses_a_bad_config_before_starting(tmp_path: Path) -> None:
     assert not any(tmp_path.iterdir())
 
 
-def test_ctrl_c_during_a_checkpoint_waits_for_the_whole_file(tmp_path: Path) -> None:
+def test_ctrl_c_during_a_checkpoint_waits_for_the_whole_file(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """Ctrl-C that lands while a checkpoint is written is raised after the file is whole and in place (the run's
     handler then saves its own checkpoint); nothing half-written is left, under the final name or beside it."""
     from training.callbacks import save_model
 
+    # Python's own Ctrl-C handler, whatever an earlier test in this process left (Ray's driver installs its own)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
     env = make_env(num_players=4, episode="round", opponents="random")
     model = MaskablePPO("MlpPolicy", env, n_steps=16, batch_size=16, seed=0, device="cpu")
     real_save = model.save

@@ -18,6 +18,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 from tqdm import tqdm
 
+from sixnimmt_env.agents import Agent, make_agent
 from training.lifecycle import EvalRecord, IdleGate, signals_deferred
 from training.opponents import SnapshotPool
 from training.ppo_agents import save_obs_norm
@@ -104,17 +105,21 @@ class ArenaEval(_Every):
 
     With a ``gate`` (the rollout processes' :class:`training.lifecycle.IdleGate`, ``train.workers >= 2``) the games
     are played in a background thread of the learner, and only while the learner waits for its rollout processes:
-    neither the updates nor the rollouts wait for an evaluation. Its rows are written once it is done, still under the
+    neither the updates nor the rollouts wait for an evaluation. The saved model is loaded in the learner's thread
+    (the ``ppo:`` agent; loading leaves the global random generators alone), so the thread touches no state of the
+    training: the run is the same whenever the thread plays. Its rows are written once it is done, still under the
     step at which the model was saved, with the CPU seconds of its games; an evaluation still running when the next
-    one is due, or when training ends, is finished first (the gate held open). The results are those of the same
-    evaluation in the foreground: the games depend only on the saved model and the seed.
+    one is due, when training ends or when it is stopped (:meth:`finish`) is finished first (the gate held open).
+    The results are those of the same evaluation in the foreground: the games depend only on the saved model and
+    the seed.
 
     Args:
         every: steps between evaluations.
         run_dir: the run folder.
-        evaluate: ``evaluate(model_path, pause) -> list of result rows`` (dicts with at least ``lineup`` and
-            ``mean_penalty``; the first row is the first line-up); ``pause`` is ``None`` in the foreground, else a
-            function to call before each decision (:func:`training.evaluate.evaluate_lineups`).
+        evaluate: ``evaluate(learner, pause) -> list of result rows`` (dicts with at least ``lineup`` and
+            ``mean_penalty``; the first row is the first line-up), ``learner`` the saved model's ``ppo:`` agent;
+            ``pause`` is ``None`` in the foreground, else a function to call before each decision
+            (:func:`training.evaluate.evaluate_lineups`).
         gate: evaluate in the background, while this gate is open; ``None``: in the foreground, at once.
     """
 
@@ -122,7 +127,7 @@ class ArenaEval(_Every):
         self,
         every: int,
         run_dir: Path,
-        evaluate: Callable[[Path, Callable[[], object] | None], list[dict[str, Any]]],
+        evaluate: Callable[[Agent, Callable[[], object] | None], list[dict[str, Any]]],
         gate: IdleGate | None = None,
     ) -> None:
         super().__init__(every)
@@ -146,27 +151,28 @@ class ArenaEval(_Every):
     def fire(self) -> None:
         self.finish()
         path = save_model(self.model, self.run_dir / "last_eval.zip")
+        start = time.perf_counter()
+        learner = make_agent(f"ppo:{path}")
         if self.gate is None:
-            start = time.perf_counter()
-            rows = self.evaluate(path, None)
+            rows = self.evaluate(learner, None)
             self._write(self.num_timesteps, path, time.perf_counter() - start, rows)
             return
-        self._thread = threading.Thread(
-            target=self._background, args=(self.num_timesteps, path, self.gate), daemon=True, name="sixnimmt-eval"
-        )
+        args = (self.num_timesteps, path, learner, self.gate)
+        self._thread = threading.Thread(target=self._background, args=args, daemon=True, name="sixnimmt-eval")
         self._thread.start()
 
-    def _background(self, step: int, path: Path, gate: IdleGate) -> None:
+    def _background(self, step: int, path: Path, learner: Agent, gate: IdleGate) -> None:
         gate.pause()
         start = time.thread_time()
         try:
-            rows: list[dict[str, Any]] | BaseException = self.evaluate(path, gate.pause)
+            rows: list[dict[str, Any]] | BaseException = self.evaluate(learner, gate.pause)
         except BaseException as e:  # raised again in the learner's thread (finish)
             rows = e
         self._outcome = (step, path, time.thread_time() - start, rows)
 
     def finish(self) -> None:
-        """Finish the evaluation running in the background, if any (the gate held open), and write its rows.
+        """Finish the evaluation running in the background, if any (the gate held open), and write its rows. The
+        training calls it when it ends or is stopped (Ctrl-C, SIGTERM), so that no evaluation of a saved model is lost.
 
         Raises:
             Exception: what the evaluation raised, raised again here in the learner's thread.

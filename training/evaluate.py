@@ -51,7 +51,6 @@ from sixnimmt_env.agents import Agent, make_agent, parse_lineup
 from sixnimmt_env.arena import markdown_table, run_arena, write_results
 from sixnimmt_env.arena.report import short_labels
 from sixnimmt_env.rules.engine import GameConfig
-from training.ppo_agents import PolicyAgent
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -85,7 +84,7 @@ class CountingAgent:
 
 
 def evaluate_agents(
-    specs: Sequence[str],
+    specs: Sequence[str | Agent],
     games: int,
     game: Mapping[str, Any] | None = None,
     seed: int = 0,
@@ -97,7 +96,8 @@ def evaluate_agents(
     """Run the arena on ``specs`` (one per seat, rotated) and add decision/illegal counts of ``ppo`` agents.
 
     Args:
-        specs: agent specs, e.g. ``["ppo:best_model.zip", "greedy", "greedy", "greedy"]``.
+        specs: agent specs, e.g. ``["ppo:best_model.zip", "greedy", "greedy", "greedy"]``, or agents already built
+            (``workers == 1``; their ``spec`` attribute names them).
         games: arena games (>= 2).
         game: :class:`GameConfig` keyword arguments (``num_players`` is set to ``len(specs)``);
             default single rounds.
@@ -120,7 +120,10 @@ def evaluate_agents(
     config = GameConfig(**kwargs)
     if pause is not None and workers != 1:
         raise ValueError(f"pause needs the games in this process (workers=1), got workers={workers}")
-    counted = [CountingAgent(make_agent(s), s, pause) for s in specs]
+    counted = [
+        CountingAgent(make_agent(s), s, pause) if isinstance(s, str) else CountingAgent(s, str(s.spec), pause)
+        for s in specs
+    ]
     results = run_arena(
         counted if workers == 1 else list(specs),
         games,
@@ -135,7 +138,7 @@ def evaluate_agents(
             row["agent"] = agent.spec
             row["decisions"] = agent.decisions
             row["illegal_actions"] = agent.illegal
-        results["settings"]["agents"] = list(specs)
+        results["settings"]["agents"] = [agent.spec for agent in counted]
     results["illegal_actions"] = sum(r.get("illegal_actions", 0) for r in results["agents"])
     return results
 
@@ -157,18 +160,18 @@ def lineup_row(results: Mapping[str, Any], lineup: str) -> dict[str, Any]:
 
 
 def evaluate_lineups(
-    learner: str | PolicyAgent,
+    learner: str | Agent,
     lineups: Sequence[str],
     games: int,
     game: Mapping[str, Any],
     seed: int = 0,
     pause: Callable[[], object] | None = None,
 ) -> list[dict[str, Any]]:
-    """One :func:`lineup_row` per line-up (comma-separated opponent specs) for the ``learner`` spec; ``pause`` as in
-    :func:`evaluate_agents`."""
+    """One :func:`lineup_row` per line-up (comma-separated opponent specs) for the ``learner`` (a spec, or an agent
+    already built: it plays every line-up); ``pause`` as in :func:`evaluate_agents`."""
     rows = []
     for lineup in lineups:
-        specs = [str(learner), *(s.strip() for s in lineup.split(","))]
+        specs: list[str | Agent] = [learner, *(s.strip() for s in lineup.split(","))]
         rows.append(lineup_row(evaluate_agents(specs, games, game, seed, pause=pause), lineup))
     return rows
 

@@ -24,8 +24,10 @@ out, so an evaluation through these agents sees no illegal action.
 
 from __future__ import annotations
 
+import contextlib
+import random
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -263,8 +265,25 @@ _CACHE: dict[tuple[str, float], tuple[Any, ObsNorm | None]] = {}
 """Per-process cache of loaded policies, keyed by (resolved path, modification time)."""
 
 
+@contextlib.contextmanager
+def _random_state_kept() -> Iterator[None]:
+    """Restore the global generators of ``random``, numpy and torch (CPU) after the block: ``MaskablePPO.load``
+    seeds them all with the checkpoint's seed, which would reset a training process's minibatch shuffles and
+    sampling every time it loads a policy (an evaluation, a self-play snapshot)."""
+    state = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    try:
+        yield
+    finally:
+        random.setstate(state[0])
+        np.random.set_state(state[1])
+        torch.set_rng_state(state[2])
+
+
 def load_policy(path: str | Path) -> tuple[Any, ObsNorm | None]:
     """Load the policy of a MaskablePPO checkpoint (cached per process) and its normalisation statistics.
+
+    The process's global random generators (``random``, numpy, torch) are left as they were (SB3's ``load`` would
+    seed them with the checkpoint's seed).
 
     Raises:
         ValueError: a missing file, a file that is not a MaskablePPO checkpoint,
@@ -283,7 +302,8 @@ def load_policy(path: str | Path) -> tuple[Any, ObsNorm | None]:
     if not zipfile.is_zipfile(p):
         raise ValueError(f"ppo checkpoint {str(path)!r} is not a MaskablePPO .zip checkpoint (not a zip archive)")
     try:
-        model = MaskablePPO.load(p, device="cpu", custom_objects=custom_objects(p))
+        with _random_state_kept():
+            model = MaskablePPO.load(p, device="cpu", custom_objects=custom_objects(p))
     except Exception as e:  # SB3 raises many kinds for a damaged archive
         hint = ""
         if "size mismatch" in str(e) and "CardPolicy" in str(e):

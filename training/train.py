@@ -278,6 +278,7 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import CallbackList
 
+    from sixnimmt_env.agents import Agent
     from training.callbacks import ArenaEval, CheckpointEvery, Progress, SelfPlaySnapshots, save_model
     from training.evaluate import evaluate_lineups, write_report
     from training.lifecycle import StopSignals, Terminated
@@ -345,10 +346,8 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
     # the rules travel with every checkpoint (the zip's data JSON): training.evaluate reads them
     model.sixnimmt_game = {**game, "num_players": cfg.env.num_players}
 
-    def evaluate(path: Path, pause: Callable[[], object] | None) -> list[dict[str, Any]]:
-        return evaluate_lineups(
-            f"ppo:{path}", cfg.eval.opponents, cfg.eval.games, game, seed=cfg.train.seed, pause=pause
-        )
+    def evaluate(learner: Agent, pause: Callable[[], object] | None) -> list[dict[str, Any]]:
+        return evaluate_lineups(learner, cfg.eval.opponents, cfg.eval.games, game, seed=cfg.train.seed, pause=pause)
 
     # with rollout processes, the evaluations run while the learner waits for them (RolloutWorkers.idle)
     evaluator = ArenaEval(cfg.eval.every, run_dir, evaluate, gate=getattr(venv, "idle", None))
@@ -382,6 +381,8 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
         stop_signal = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C"
         if bar.bar is not None:
             bar.bar.close()
+        with contextlib.suppress(Exception):  # the checkpoint below comes first; a failed evaluation is not fatal here
+            evaluator.finish()  # an evaluation running in the background (a fraction of a second): its row is kept
     seconds = time.perf_counter() - start
     steps = model.num_timesteps
     ckpt = save_model(model, run_dir / "checkpoints" / f"model_{steps}_steps.zip")

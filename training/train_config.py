@@ -117,6 +117,8 @@ Int = Annotated[int, BeforeValidator(_whole)]
 """An integer config value: strict (``true`` and ``"4"`` are refused) but an integral float is accepted."""
 Count = Annotated[Int, annotated_types.Ge(1)]
 """An integer >= 1 (steps, envs, games, processes)."""
+Games = Annotated[Int, annotated_types.Ge(2)]
+"""An arena game count: an integer >= 2 (a 95 % interval needs two samples)."""
 Rate = Annotated[float, annotated_types.Ge(0.0)]
 """A number >= 0.0 (a coefficient, a learning rate)."""
 Positive = Annotated[float, annotated_types.Gt(0)]
@@ -318,8 +320,8 @@ class EvalSection(Section):
 
     every: Count = 50_000
     opponents: list[str] = Field(default_factory=lambda: ["greedy,greedy,greedy"])
-    games: Count = 200
-    final_games: Count = 2000
+    games: Games = 200
+    final_games: Games = 2000
 
 
 class CheckpointSection(Section):
