@@ -303,7 +303,7 @@ class _ResultsWriterFlushedEachSecond(ResultsWriter):
 
 class BatchedVecMonitor(VecMonitor):
     """SB3's ``VecMonitor`` (episode returns, lengths and times in ``info["episode"]``; rows in ``filename``,
-    ``None``: no file) whose CSV is flushed at most once a second and on :meth:`close`, for the batched env's many
+    ``None``: no file) whose CSV is flushed at most once a second and on ``close()``, for the batched env's many
     episodes per step. The file's format is VecMonitor's (``stable_baselines3.common.monitor.load_results``)."""
 
     def __init__(self, venv: VecEnv, filename: str | None = None) -> None:
