@@ -7,13 +7,16 @@ passes. While the learner updates on rollout k, the rollout processes collect ro
 the rollout (engine, opponents, policy inference) overlap instead of taking turns.
 
 The algorithm changes in one way, by one update: rollout k + 1 is collected with the weights the learner had
-*before* its update on rollout k (``θ_{k-1}`` for rollout ``k + 1`` trained from ``θ_k``). Its log-probabilities and
-values are the collecting policy's, so PPO's ratio and clipping are measured against the policy that acted, as in
-synchronous PPO; the update starts one step away from it. ``docs/training_speed.md`` shows that it learns as well
-per step as synchronous MaskablePPO.
+*before* its update on rollout k (``θ_{k-1}`` for rollout ``k + 1`` trained from ``θ_k``). Its log-probabilities are
+the collecting policy's, so PPO's ratio and clipping are measured against the policy that acted, as in synchronous
+PPO; the update starts one step away from it. The rollout processes run the actor alone: the learner computes the
+values with the critic it is about to train (``θ_k``, as synchronous PPO does) and, for the card policy, the card
+features once for its critic and its update (:func:`critic_values`). ``docs/training_speed.md`` shows that it
+learns as well per step as synchronous MaskablePPO.
 
 Everything else is MaskablePPO's: :class:`AsyncMaskablePPO` is a ``MaskablePPO`` whose ``collect_rollouts``
-fills the rollout buffer from the workers' shared memory (no copy; the buffer's ``get`` makes its own), then
+fills the rollout buffer from the workers' shared memory (the card features in place of the observations; the
+buffer's ``get`` makes its own copy), then
 calls the callbacks once per vector step with ``num_timesteps`` counted as usual, so step-based schedules
 (checkpoints, evaluations, self-play snapshots, the wall-time cap) fire as they do synchronously. Checkpoints
 are plain MaskablePPO checkpoints.
