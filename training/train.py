@@ -381,8 +381,10 @@ def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, prog
         stop_signal = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C"
         if bar.bar is not None:
             bar.bar.close()
-        with contextlib.suppress(Exception):  # the checkpoint below comes first; a failed evaluation is not fatal here
-            evaluator.finish()  # an evaluation running in the background (a fraction of a second): its row is kept
+        # an evaluation running in the background (a fraction of a second) is finished, so its row is kept; one
+        # that fails does not stop the checkpoint below
+        with contextlib.suppress(Exception):
+            evaluator.finish()
     seconds = time.perf_counter() - start
     steps = model.num_timesteps
     ckpt = save_model(model, run_dir / "checkpoints" / f"model_{steps}_steps.zip")
