@@ -17,7 +17,7 @@ import pytest
 from conftest import BAD_E2_ACTIONS
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, render_test, seed_test
 
-from sixnimmt_env.backends import OK, OVER
+from sixnimmt_env.backends import OK, OVER, PENALTIES
 from sixnimmt_env.compiled import BatchedGames, reference_deals, single
 from sixnimmt_env.observation import OBS_SIZE, action_mask, encode
 from sixnimmt_env.pettingzoo_env import (
@@ -308,6 +308,28 @@ def test_bad_actions_raise_and_change_nothing(actions: Any, message: str) -> Non
     _, rewards, _, _, _ = par_env.step({"player_0": np.int64(50), "player_1": np.int32(60), "player_2": 14})
     assert rewards["player_2"] == -11.0
     np.testing.assert_array_equal(observations["player_0"]["observation"], encode(state, 0))
+
+
+@pytest.mark.parametrize(
+    ("actions", "error", "message"),
+    [
+        ([2**70, 60, 14], OverflowError, r"action 1180591620717411303424 does not fit int64"),
+        ([50, np.uint64(2**63 + 5), 14], OverflowError, r"action np.uint64\(9223372036854775813\) does not fit int64"),
+        ([50, 60], ValueError, r"expected 3 actions \(one per seat\), got 2"),
+        ([50, 60, 14, 0], ValueError, r"expected 3 actions \(one per seat\), got 4"),
+        ([50, 60.0, 14], TypeError, r"action 60.0 is not an integer"),
+    ],
+)
+def test_backend_step_rejects_a_malformed_joint_action_and_continues(actions: list[Any], error: type, message: str) -> None:
+    par_env = parallel_env(num_players=3, backend="compiled")
+    par_env.reset(options=E2)
+    backend = par_env._backend
+    state = backend.state()
+    with pytest.raises(error, match=message):
+        backend.step(actions)
+    assert backend.state() == state
+    assert backend.step([50, np.int32(60), 14]) == PENALTIES  # cards 51, 61, 15: player_2 takes row 0 (E2)
+    assert backend.penalties == [0, 0, 11]
 
 
 def test_illegal_action_terminate_and_finished_episode() -> None:
