@@ -320,7 +320,9 @@ def test_bad_actions_raise_and_change_nothing(actions: Any, message: str) -> Non
         ([50, 60.0, 14], TypeError, r"action 60.0 is not an integer"),
     ],
 )
-def test_backend_step_rejects_a_malformed_joint_action_and_continues(actions: list[Any], error: type, message: str) -> None:
+def test_backend_step_rejects_a_malformed_joint_action_and_continues(
+    actions: list[Any], error: type, message: str
+) -> None:
     par_env = parallel_env(num_players=3, backend="compiled")
     par_env.reset(options=E2)
     backend = par_env._backend
