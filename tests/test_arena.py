@@ -344,3 +344,20 @@ def test_engine_batched_refuses_agents_without_a_batched_version():
         run_arena("mc:2,greedy", 4, seed=0, engine="batched")
     with pytest.raises(ValueError, match="engine must be one of"):
         run_arena("greedy,greedy", 4, seed=0, engine="fast")
+
+
+@pytest.mark.parametrize("engine", ["batched", "reference"])
+def test_a_run_without_workers_starts_no_other_process(engine: str) -> None:
+    """One worker takes its chunks without a shared counter: no semaphore, so multiprocessing's resource tracker
+    (a Python process of its own, about 30 ms of the command's start-up) is never started."""
+    import subprocess
+    import sys
+
+    code = (
+        "import multiprocessing.resource_tracker as tracker\n"
+        "from sixnimmt_env.arena import run_arena\n"
+        f"results = run_arena('greedy,lowest,random,random', 64, seed=3, workers=1, engine={engine!r})\n"
+        "print(results['games'], results['settings']['engine'], tracker._resource_tracker._pid)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["64", engine, "None"]
