@@ -8,6 +8,10 @@ import os
 # __init__ import none); the worker processes and the plot helper inherit it. A user's own setting wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+# The imports make tens of thousands of objects and no garbage: the cyclic collector is off while they run, and
+# what they made is frozen (never walked by a collection) before the command starts.
+gc.disable()
+
 from sixnimmt_env.arena.plotter import PlotProcess  # the standard library only
 
 # The plot helper starts first: it imports matplotlib on the other core while this process imports the arena
@@ -15,6 +19,8 @@ from sixnimmt_env.arena.plotter import PlotProcess  # the standard library only
 with PlotProcess() as plotter:
     from sixnimmt_env.arena.command import main
 
+    gc.freeze()
+    gc.enable()
     main(plotter=plotter)
 # Every object stays until the process exits: frozen, they are not visited by the collections of Python's
 # shutdown, which take about 0.5 s once numba is loaded.

@@ -210,7 +210,8 @@ def plot_results(results: dict[str, Any], path: str | Path) -> Path:
             "\n".join(legend), fontsize=7, ha="left", va="bottom", x=0.01, y=0.06 / height, family="monospace"
         )
     path = Path(path)
-    fig.savefig(path, dpi=120)
+    # zlib's fastest level: the same pixels, a file 2 % larger, 4 ms less of the arena command's last step
+    fig.savefig(path, dpi=120, pil_kwargs={"compress_level": 1})
     return path
 
 
