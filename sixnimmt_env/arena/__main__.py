@@ -12,7 +12,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # what they made is frozen (never walked by a collection) before the command starts.
 gc.disable()
 
-from sixnimmt_env.arena.plotter import PlotProcess  # the standard library only
+from sixnimmt_env.arena.plotter import PlotProcess  # noqa: E402  (the standard library only)
 
 # The plot helper starts first: it imports matplotlib on the other core while this process imports the arena
 # (also for --help or a refused option, when it is stopped at once, having written nothing).
