@@ -123,7 +123,6 @@ def test_overrides_are_yaml_values_not_code() -> None:
         (["train.normalize_obs=true"], r"'train\.normalize_obs' must be false with card features"),
         (["algo.policy_kwargs.net_arch={pi: [16], vf: [64]}"], r"net_arch' must be a list of layer sizes"),
         (["algo.policy_kwargs.net_arch=32"], r"net_arch' must be a list of layer sizes .* got 32"),
-        (["train.vec_env=batched", "env.num_players=[2, 4]"], r"'env\.num_players' must be one table size"),
     ],
 )
 def test_config_errors_name_the_key_before_anything_starts(override: list[str], message: str) -> None:

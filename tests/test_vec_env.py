@@ -346,8 +346,73 @@ def test_maskable_ppo_learns_on_the_batched_config(tmp_path: Path) -> None:
     venv.close()  # the CSV is flushed once a second and on close (BatchedVecMonitor)
     lines = (tmp_path / "monitor" / "batched.monitor.csv").read_text().splitlines()
     assert len(lines) - 2 >= 64 * 2  # 32 steps per game: at least 2 rounds each, one CSV row per episode
-    with pytest.raises(ValueError, match=r"'env\.num_players' must be one table size with train\.vec_env: batched"):
-        load_config(ROOT / "configs" / "smoke.yaml", ["train.vec_env=batched", "env.num_players=[3, 4]"])
+
+
+def test_mixed_tables_join_one_batch_per_size_and_play_as_the_batches_alone() -> None:
+    """A MixedTablesVecEnv of a 2-player and a 6-player batch steps exactly as the two batches stepped side by side
+    (same seeds, same learner actions): observations, masks, rewards, dones and infos, in env order."""
+    from training.vec_env import MixedTablesVecEnv
+
+    def parts() -> list[SixNimmtVecEnv]:
+        return [
+            SixNimmtVecEnv(5, opponents="greedy", seed=7, num_players=2, episode="round"),
+            SixNimmtVecEnv(3, opponents="lowest", seed=8, num_players=6, episode="round"),
+        ]
+
+    mixed, alone = MixedTablesVecEnv(parts()), parts()
+    assert mixed.num_envs == 8 and mixed.num_players == [2, 6]
+    assert mixed.players_of_envs().tolist() == [2] * 5 + [6] * 3
+    assert mixed.get_attr("num_players", [4, 5]) == [2, 6]
+    obs = mixed.reset()
+    np.testing.assert_array_equal(obs, np.concatenate([env.reset() for env in alone]))
+    assert obs.shape == (8, OBS_SIZE)
+    np.testing.assert_allclose(obs[:, SLICES["num_players"]][:, 0], [0.2] * 5 + [0.6] * 3)  # count / 10
+    pick = np.random.default_rng(0)
+    into = np.zeros((8, OBS_SIZE), np.float32)
+    episodes = 0
+    for step_no in range(40):
+        masks = mixed.action_masks()
+        np.testing.assert_array_equal(masks, np.concatenate([env.action_masks() for env in alone]))
+        assert masks.shape == (8, 109) and masks.any(axis=1).all()
+        actions = np.array([pick.choice(np.flatnonzero(m)) for m in masks])
+        if step_no % 2:
+            mixed.observe_into(into)
+        obs, rewards, dones, infos = mixed.step(actions)
+        expected = [env.step(actions[a:b]) for env, (a, b) in zip(alone, [(0, 5), (5, 8)], strict=True)]
+        assert (obs is into) == bool(step_no % 2)
+        np.testing.assert_array_equal(obs, np.concatenate([e[0] for e in expected]))
+        np.testing.assert_array_equal(rewards, np.concatenate([e[1] for e in expected]))
+        np.testing.assert_array_equal(dones, np.concatenate([e[2] for e in expected]))
+        assert len(infos) == 8
+        for info, other in zip(infos, [i for e in expected for i in e[3]], strict=True):
+            assert info.keys() == other.keys()
+            if "totals" in info:
+                assert info["totals"] == other["totals"] and len(info["totals"]) in (2, 6)
+        episodes += int(dones.sum())
+    assert episodes >= 8  # a round is 10 learner decisions: every game finished at least one
+    with pytest.raises(ValueError, match=r"shape \(8, 506\), got float32 \(5, 506\)"):
+        mixed.observe_into(np.zeros((5, OBS_SIZE), np.float32))
+
+
+def test_a_config_with_several_table_sizes_trains_on_the_batched_engine(tmp_path: Path) -> None:
+    from training.vec_env import MixedTablesVecEnv
+
+    cfg = load_config(
+        ROOT / "configs" / "smoke.yaml",
+        ["train.vec_env=batched", "train.n_envs=12", "env.num_players=[2, 4, 10]", "algo.n_steps=8"],
+    )
+    venv = build_vec_env(cfg, tmp_path / "monitor")
+    inner = venv.venv
+    assert isinstance(inner, MixedTablesVecEnv) and inner.num_players == [2, 4, 10]
+    assert inner.players_of_envs().tolist() == [2] * 4 + [4] * 4 + [10] * 4
+    assert [part.num_envs for part in inner.parts] == [4, 4, 4]
+    model = MaskablePPO(env=venv, seed=0, **algo_kwargs(cfg))
+    model.learn(12 * 8 * 3)
+    assert model.num_timesteps == 12 * 8 * 3
+    # a rollout process's share starting at the run's game 5: games 5..9 seat 10, 2, 4, 10, 2 players
+    share = cfg.model_copy(update={"train": cfg.train.model_copy(update={"n_envs": 5})})
+    part = build_vec_env(share, None, first_env=5).venv
+    assert part.num_players == [10, 2, 4] and [p.num_envs for p in part.parts] == [2, 2, 1]
 
 
 def test_mc_opponents_search_in_one_batched_call(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1001,11 +1001,6 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
                 f"{source}: key 'train.workers' must be 1 (or null) with train.vec_env: subproc (its envs already "
                 f"run one per process); use vec_env batched or dummy with workers, got {workers}"
             )
-    if cfg.train.vec_env == "batched" and len(set(cfg.env.table_sizes())) > 1:
-        raise ConfigError(
-            f"{source}: key 'env.num_players' must be one table size with train.vec_env: batched "
-            f"(the batched engine plays one GameConfig), got {cfg.env.num_players!r}"
-        )
     return cfg
 
 

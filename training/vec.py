@@ -320,24 +320,31 @@ def _batched(req: VecEnvRequest) -> VecEnv:
     :class:`BatchedVecMonitor` (``monitor/batched.monitor.csv``; ``batched-<i>.monitor.csv`` for a rollout
     process's share whose first game is the run's game ``i``).
 
-    Raises:
-        ValueError: if ``env.num_players`` lists several table sizes (one batch holds one size).
+    With several table sizes in ``env.num_players``, the run's game ``i`` seats ``sizes[i % len(sizes)]`` players
+    (as :func:`players_per_env`): one batch per size, its games in a row, joined by a
+    :class:`~training.vec_env.MixedTablesVecEnv` (the batch of the ``k``-th size seeded ``train.seed + k``).
     """
-    from training.vec_env import SixNimmtVecEnv  # the batched engine (numba) loads only when asked for
+    from training.vec_env import MixedTablesVecEnv, SixNimmtVecEnv  # the batched engine (numba) loads on demand
 
     cfg = req.cfg
     sizes = cfg.env.table_sizes()
-    if len(set(sizes)) != 1:
-        raise ValueError(f"train.vec_env 'batched' plays one table size, got env.num_players={cfg.env.num_players}")
-    venv = SixNimmtVecEnv(
-        cfg.train.n_envs,
-        opponents=req.sampler,
-        learner_seat=cfg.env.learner_seat,
-        seed=cfg.train.seed,
-        win_bonus=cfg.train.win_bonus,
-        reward=cfg.train.reward,
-        **cfg.env.game_kwargs(),
-    )
+    counts: dict[int, int] = {}
+    for j in range(cfg.train.n_envs):
+        n = sizes[(req.first_env + j) % len(sizes)]
+        counts[n] = counts.get(n, 0) + 1
+    parts = [
+        SixNimmtVecEnv(
+            count,
+            opponents=req.sampler,
+            learner_seat=cfg.env.learner_seat,
+            seed=None if cfg.train.seed is None else cfg.train.seed + k,
+            win_bonus=cfg.train.win_bonus,
+            reward=cfg.train.reward,
+            **cfg.env.game_kwargs(n),
+        )
+        for k, (n, count) in enumerate(counts.items())
+    ]
+    venv: VecEnv = parts[0] if len(parts) == 1 else MixedTablesVecEnv(parts)
     filename = (
         None
         if req.monitor_dir is None

@@ -49,6 +49,7 @@ streams. Same seed, same episodes for the same learner actions.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -71,7 +72,7 @@ from sixnimmt_env.stats import win_shares
 from training.opponents import MixtureSampler
 from training.ppo_agents import PolicyAgent
 
-__all__ = ["SixNimmtVecEnv", "env_indices"]
+__all__ = ["MixedTablesVecEnv", "SixNimmtVecEnv", "env_indices"]
 
 _HEURISTIC_TYPES: dict[type, int] = {
     ref_agents.RandomAgent: KINDS["random"],
@@ -473,3 +474,139 @@ class SixNimmtVecEnv(VecEnv):
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
         """No Gymnasium wrappers inside: False for every index."""
         return [False] * len(self._indices(indices))
+
+
+class MixedTablesVecEnv(VecEnv):
+    """Several :class:`SixNimmtVecEnv` batches, one per table size, as one SB3 ``VecEnv``: training on mixed table
+    sizes (``env.num_players`` as a list with ``train.vec_env: batched``).
+
+    The envs of ``parts[0]`` come first, then those of ``parts[1]``, and so on. Every space, value and info is the
+    parts' (the observation does not depend on the table size: it holds the number of players and the seats
+    present), concatenated; every call goes to the parts that hold the indices asked for.
+
+    Args:
+        parts: the batches, each of one table size (at least one; their observation and action spaces equal).
+
+    Raises:
+        ValueError: no parts, or parts whose spaces differ.
+    """
+
+    def __init__(self, parts: Sequence[SixNimmtVecEnv]) -> None:
+        if not parts:
+            raise ValueError("MixedTablesVecEnv needs at least one batch")
+        first = parts[0]
+        for part in parts[1:]:
+            if part.observation_space != first.observation_space or part.action_space != first.action_space:
+                raise ValueError("the batches of a MixedTablesVecEnv must have the same spaces")
+        self.parts = list(parts)
+        self.render_mode = None
+        bounds = np.cumsum([0] + [part.num_envs for part in parts])
+        self._bounds = [(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
+        self.num_players = [part.num_players for part in parts]
+        """The table size of each part (the envs of part ``k`` seat ``num_players[k]`` players)."""
+        self._out: np.ndarray | None = None
+        super().__init__(int(bounds[-1]), first.observation_space, first.action_space)
+
+    def players_of_envs(self) -> np.ndarray:
+        """``int (num_envs,)``: the table size of each env."""
+        return np.repeat(self.num_players, [b - a for a, b in self._bounds])
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        """Seed every part for its next ``reset()``: the part whose first env is env ``i`` gets ``seed + i``
+        (SB3's rule of one seed per env, whose first env seeds a whole batch); ``None`` draws one seed."""
+        if seed is None:
+            seed = int(np.random.randint(0, np.iinfo(np.uint32).max, dtype=np.uint32))
+        out: list[int | None] = []
+        for part, (a, _) in zip(self.parts, self._bounds, strict=True):
+            out += list(part.seed(seed + a))
+        return out
+
+    def reset(self) -> VecEnvObs:
+        """Reset every part; observations ``float32 (num_envs, 506)``."""
+        return np.concatenate([part.reset() for part in self.parts])
+
+    def observe_into(self, out: np.ndarray | None) -> None:
+        """As :meth:`SixNimmtVecEnv.observe_into`: the next :meth:`step_wait` writes into ``out`` (each part its own
+        rows) and returns it.
+
+        Raises:
+            ValueError: ``out`` of another shape, dtype or layout (the env is unchanged).
+        """
+        shape = (self.num_envs, *self.observation_space.shape)  # type: ignore[misc]
+        if out is not None and (out.dtype != np.float32 or out.shape != shape or not out.flags.c_contiguous):
+            raise ValueError(
+                f"observe_into needs a C-contiguous float32 array of shape {shape}, got "
+                f"{out.dtype} {out.shape}{'' if out.flags.c_contiguous else ' (not C-contiguous)'}"
+            )
+        self._out = out
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Hand each part its rows of the learner's actions (``int (num_envs,)``)."""
+        actions = np.asarray(actions).reshape(self.num_envs)
+        for part, (a, b) in zip(self.parts, self._bounds, strict=True):
+            part.step_async(actions[a:b])
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """Step every part (:meth:`SixNimmtVecEnv.step_wait`); the four results concatenated in env order."""
+        out, self._out = self._out, None
+        if out is not None:
+            for part, (a, b) in zip(self.parts, self._bounds, strict=True):
+                part.observe_into(out[a:b])  # rows of a C-contiguous array: C-contiguous
+        results = [part.step_wait() for part in self.parts]
+        obs = out if out is not None else np.concatenate([r[0] for r in results])
+        rewards = np.concatenate([r[1] for r in results])
+        dones = np.concatenate([r[2] for r in results])
+        infos = [info for r in results for info in r[3]]
+        return obs, rewards, dones, infos
+
+    def action_masks(self) -> np.ndarray:
+        """``bool (num_envs, 109)``: True at each learner's legal actions now."""
+        return np.concatenate([part.action_masks() for part in self.parts])
+
+    def set_opponents(self, opponents: OpponentsArg) -> None:
+        """:meth:`SixNimmtVecEnv.set_opponents` of every part (a sampler or one spec: a list of specs fits one
+        table size only)."""
+        for part in self.parts:
+            part.set_opponents(opponents)
+
+    def close(self) -> None:
+        """Close every part."""
+        for part in self.parts:
+            part.close()
+
+    def _split(self, indices: VecEnvIndices) -> list[tuple[SixNimmtVecEnv, list[int]]]:
+        """The parts holding ``indices``, each with its own indices of them, in the order asked."""
+        out: list[tuple[SixNimmtVecEnv, list[int]]] = []
+        for i in env_indices(indices, self.num_envs):
+            if not 0 <= i < self.num_envs:
+                raise IndexError(f"env index {i} out of range 0..{self.num_envs - 1}")
+            k = next(k for k, (a, b) in enumerate(self._bounds) if a <= i < b)
+            if out and out[-1][0] is self.parts[k]:
+                out[-1][1].append(i - self._bounds[k][0])
+            else:
+                out.append((self.parts[k], [i - self._bounds[k][0]]))
+        return out
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """The parts' :meth:`SixNimmtVecEnv.get_attr`, once per index (``num_players``: each env's table size)."""
+        return [value for part, idx in self._split(indices) for value in part.get_attr(attr_name, idx)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Set the attribute in the parts holding ``indices``."""
+        for part, idx in self._split(indices):
+            part.set_attr(attr_name, value, idx)
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list:
+        """:meth:`SixNimmtVecEnv.env_method` of the parts holding ``indices``, one result per index
+        (``set_opponents(sampler)`` reaches every game of those parts)."""
+        return [
+            result
+            for part, idx in self._split(indices)
+            for result in part.env_method(method_name, *method_args, indices=idx, **method_kwargs)
+        ]
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        """No Gymnasium wrappers inside: False for every index."""
+        return [False] * len(env_indices(indices, self.num_envs))
