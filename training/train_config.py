@@ -16,6 +16,8 @@ env          every :class:`sixnimmt_env.rules.engine.GameConfig` field with its
              default (but :data:`TRAINING_GAME_DEFAULTS`: ``episode: round``), plus
              ``learner_seat`` (``"random"`` or a seat index); ``num_players``
              may be a list: training env ``i`` plays ``num_players[i % len]``
+             (``vec_env: batched``: one batch per size, joined by
+             :class:`training.vec_env.MixedTablesVecEnv`)
 opponents    a weighted mixture ``[{agent: SPEC, weight: W}, ...]``: each
              opponent seat draws one entry per episode (``SPEC`` is any agent
              spec, ``ppo:PATH`` for a checkpoint); ``train.opponent_draw:
