@@ -95,6 +95,19 @@ def env_indices(indices: VecEnvIndices, num_envs: int) -> list[int]:
 OpponentsArg = str | Sequence[str | Agent] | Callable[[np.random.Generator, int], Sequence[Agent]]
 
 
+def _check_rows(out: np.ndarray | None, shape: tuple[int, ...]) -> None:
+    """Check an ``observe_into`` target: ``None`` or a C-contiguous ``float32`` array of ``shape``.
+
+    Raises:
+        ValueError: naming the shape needed and the array given.
+    """
+    if out is not None and (out.dtype != np.float32 or out.shape != shape or not out.flags.c_contiguous):
+        raise ValueError(
+            f"observe_into needs a C-contiguous float32 array of shape {shape}, got "
+            f"{out.dtype} {out.shape}{'' if out.flags.c_contiguous else ' (not C-contiguous)'}"
+        )
+
+
 class SixNimmtVecEnv(VecEnv):
     """B games on the batched engine, one learner seat each, as an SB3 ``VecEnv`` (see the module docstring).
 
@@ -335,11 +348,7 @@ class SixNimmtVecEnv(VecEnv):
         Raises:
             ValueError: ``out`` of another shape, dtype or layout (the env is unchanged).
         """
-        if out is not None and (out.dtype != np.float32 or out.shape != self._obs.shape or not out.flags.c_contiguous):
-            raise ValueError(
-                f"observe_into needs a C-contiguous float32 array of shape {self._obs.shape}, got "
-                f"{out.dtype} {out.shape}{'' if out.flags.c_contiguous else ' (not C-contiguous)'}"
-            )
+        _check_rows(out, self._obs.shape)
         self._out = out
 
     # ------------------------------------------------------------------ VecEnv API
@@ -532,12 +541,7 @@ class MixedTablesVecEnv(VecEnv):
         Raises:
             ValueError: ``out`` of another shape, dtype or layout (the env is unchanged).
         """
-        shape = (self.num_envs, *self.observation_space.shape)  # type: ignore[misc]
-        if out is not None and (out.dtype != np.float32 or out.shape != shape or not out.flags.c_contiguous):
-            raise ValueError(
-                f"observe_into needs a C-contiguous float32 array of shape {shape}, got "
-                f"{out.dtype} {out.shape}{'' if out.flags.c_contiguous else ' (not C-contiguous)'}"
-            )
+        _check_rows(out, (self.num_envs, *self.observation_space.shape))  # type: ignore[misc]
         self._out = out
 
     def step_async(self, actions: np.ndarray) -> None:
