@@ -189,31 +189,38 @@ class SixNimmtVecEnv(VecEnv):
         """Replace the opponents (new episodes draw from them); same forms as the constructor.
 
         Raises:
-            ValueError: a list whose length is not ``num_players - 1``, or a bad spec.
+            ValueError: a list whose length is not ``num_players - 1``, or a bad spec (the opponents are unchanged).
         """
         k = self.num_players - 1
-        self._sampler: Callable[[np.random.Generator, int], Sequence[Agent]] | None = None
-        self._mixture: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, bool] | None = None
-        self._fixed: tuple[np.ndarray, np.ndarray] | None = None
+        sampler: Callable[[np.random.Generator, int], Sequence[Agent]] | None = None
+        mixture: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, bool] | None = None
+        fixed: tuple[np.ndarray, np.ndarray] | None = None
         if isinstance(opponents, str):
-            self._fixed = self._codes([self._agent(opponents, "opponents")] * k)
+            fixed = self._codes([self._agent(opponents, "opponents")] * k)
         elif isinstance(opponents, MixtureSampler):
             kind, ext = self._codes([self._agent(s, "opponents") for s in opponents.specs])
             pool = [self._agent(f"{opponents.pool_spec}:{p}", "opponents.pool") for p in opponents.pool]
             pool_ext = self._codes(pool)[1] if pool else np.zeros(0, np.int16)
             prob = opponents.pool_prob if pool else 0.0
-            self._mixture = (np.cumsum(opponents.probs), kind, ext, pool_ext, prob, opponents.draw == "table")
+            mixture = (np.cumsum(opponents.probs), kind, ext, pool_ext, prob, opponents.draw == "table")
         elif isinstance(opponents, Sequence):
-            if len(opponents) != k:
-                raise ValueError(
-                    f"opponents must name {k} agents (num_players={self.num_players}), got {len(opponents)}: "
-                    f"{list(opponents)!r}"
-                )
-            self._fixed = self._codes([self._agent(o, f"opponents[{i}]") for i, o in enumerate(opponents)])
+            self.check_opponents(opponents)
+            fixed = self._codes([self._agent(o, f"opponents[{i}]") for i, o in enumerate(opponents)])
         elif callable(opponents):
-            self._sampler = opponents
+            sampler = opponents
         else:
             raise ValueError(f"opponents must be a spec, a list of specs/agents or a sampler, got {opponents!r}")
+        # set only now: a refused argument leaves the opponents as they were
+        self._sampler, self._mixture, self._fixed = sampler, mixture, fixed
+
+    def check_opponents(self, opponents: OpponentsArg) -> None:
+        """Refuse a list of opponents whose length is not ``num_players - 1`` (ValueError); other forms pass."""
+        k = self.num_players - 1
+        if isinstance(opponents, Sequence) and not isinstance(opponents, str) and len(opponents) != k:
+            raise ValueError(
+                f"opponents must name {k} agents (num_players={self.num_players}), got {len(opponents)}: "
+                f"{list(opponents)!r}"
+            )
 
     def _agent(self, item: str | Agent, where: str) -> Agent:
         if isinstance(item, str):
@@ -569,7 +576,9 @@ class MixedTablesVecEnv(VecEnv):
 
     def set_opponents(self, opponents: OpponentsArg) -> None:
         """:meth:`SixNimmtVecEnv.set_opponents` of every part (a sampler or one spec: a list of specs fits one
-        table size only)."""
+        table size only: refused before any part changes)."""
+        for part in self.parts:
+            part.check_opponents(opponents)
         for part in self.parts:
             part.set_opponents(opponents)
 
