@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from sixnimmt_env.compiled.kinds import KINDS
+from training.train_config import ConfigError, load_config
+from training.vec import build_vec_env, players_per_env
 from training.vec_env import MixedTablesVecEnv, SixNimmtVecEnv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,3 +46,53 @@ def test_a_refused_opponent_list_leaves_every_table_of_a_mixed_env_as_it_was() -
         mixed.set_opponents(["random"])
     assert [part._fixed[0].tolist() for part in mixed.parts] == before
     assert mixed.reset().shape == (5, 506)
+
+
+def test_whole_games_on_several_table_sizes_are_refused_by_the_config_or_trained() -> None:
+    """``env.episode: game`` (end score 66, no max_rounds) with ``env.num_players: [2, 5]`` on the batched engine: the
+    observation's upper bound of the round number depends on the table size, so the two batches' spaces differ and
+    MixedTablesVecEnv refused them with ``ValueError: the batches of a MixedTablesVecEnv must have the same spaces``
+    after the config had been accepted (``python -m training.train`` crashed with a traceback, its run folder
+    made). Either the config refuses it, naming the keys, or the env is built."""
+    try:
+        cfg = load_config(
+            ROOT / "configs" / "smoke.yaml",
+            ["train.vec_env=batched", "env.num_players=[2, 5]", "env.episode=game", "eval.opponents=[greedy]"],
+        )
+    except ConfigError:
+        return
+    venv = build_vec_env(cfg, None)
+    assert venv.reset().shape == (cfg.train.n_envs, 506)
+
+
+def test_the_batched_env_i_seats_the_players_the_config_docstring_says() -> None:
+    """training/train_config.py: "training env ``i`` plays ``num_players[i % len]``" (and
+    :func:`training.vec.players_per_env`); the batched engine puts each size's games in a row instead (env order
+    2, 2, 2, 2, 4, 4, ... for [2, 4, 10]), while ``vec_env: dummy`` follows the rule. Either the docs say so or the
+    order follows the rule."""
+    cfg = load_config(
+        ROOT / "configs" / "smoke.yaml",
+        ["train.vec_env=batched", "train.n_envs=12", "env.num_players=[2, 4, 10]", 'eval.opponents=["greedy"]'],
+    )
+    venv = build_vec_env(cfg, None)
+    assert venv.get_attr("num_players") == players_per_env(cfg)
+
+
+def test_fewer_training_envs_than_table_sizes_is_a_config_error() -> None:
+    """``train.n_envs: 2`` with ``env.num_players: [2, 4, 10]`` trains on 2 and 4 players only, silently (the
+    10-player table, listed, is never played)."""
+    with pytest.raises(ConfigError, match="n_envs"):
+        load_config(
+            ROOT / "configs" / "smoke.yaml",
+            ["train.vec_env=batched", "train.n_envs=2", "env.num_players=[2, 4, 10]", 'eval.opponents=["greedy"]'],
+        )
+
+
+def test_negative_env_indices_work_as_in_the_other_vector_envs() -> None:
+    """SB3's DummyVecEnv and SixNimmtVecEnv take ``indices=-1`` (the last env); MixedTablesVecEnv raised IndexError,
+    and ``env_is_wrapped`` took any index, even out of range, without a word."""
+    mixed = _mixed()
+    mixed.reset()
+    assert mixed.get_attr("num_players", -1) == [5]
+    with pytest.raises(IndexError):
+        mixed.env_is_wrapped(object, 99)
