@@ -16,8 +16,10 @@ env          every :class:`sixnimmt_env.rules.engine.GameConfig` field with its
              default (but :data:`TRAINING_GAME_DEFAULTS`: ``episode: round``), plus
              ``learner_seat`` (``"random"`` or a seat index); ``num_players``
              may be a list: training env ``i`` plays ``num_players[i % len]``
-             (``vec_env: batched``: one batch per size, joined by
-             :class:`training.vec_env.MixedTablesVecEnv`)
+             (``vec_env: batched``: the same number of games per size, one
+             batch per size with its games in a row, joined by
+             :class:`training.vec_env.MixedTablesVecEnv`); ``train.n_envs``
+             must be at least the number of sizes
 opponents    a weighted mixture ``[{agent: SPEC, weight: W}, ...]``: each
              opponent seat draws one entry per episode (``SPEC`` is any agent
              spec, ``ppo:PATH`` for a checkpoint); ``train.opponent_draw:
@@ -911,6 +913,11 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
     sizes = cfg.env.table_sizes()
     if not sizes:
         raise ConfigError(f"{source}: key 'env.num_players' must not be an empty list")
+    if len(set(sizes)) > cfg.train.n_envs:
+        raise ConfigError(
+            f"{source}: key 'train.n_envs' must be at least the number of table sizes in env.num_players "
+            f"({len(set(sizes))}: {sorted(set(sizes))}), got {cfg.train.n_envs}: some sizes would never be played"
+        )
     for n in sizes:
         try:
             GameConfig(**cfg.env.game_kwargs(n))

@@ -320,9 +320,12 @@ def _batched(req: VecEnvRequest) -> VecEnv:
     :class:`BatchedVecMonitor` (``monitor/batched.monitor.csv``; ``batched-<i>.monitor.csv`` for a rollout
     process's share whose first game is the run's game ``i``).
 
-    With several table sizes in ``env.num_players``, the run's game ``i`` seats ``sizes[i % len(sizes)]`` players
-    (as :func:`players_per_env`): one batch per size, its games in a row, joined by a
-    :class:`~training.vec_env.MixedTablesVecEnv` (the batch of the ``k``-th size seeded ``train.seed + k``).
+    With several table sizes in ``env.num_players``, each size has as many games as :func:`players_per_env` gives
+    it (the run's game ``i`` counted for ``sizes[i % len(sizes)]``; a rollout process's share counts from its first
+    game's run-wide index), but the games of one size are in a row: one batch per size, in the order the sizes
+    first appear, joined by a :class:`~training.vec_env.MixedTablesVecEnv`. Each batch is built with seed
+    ``train.seed + k`` (the ``k``-th batch) and reseeded by SB3's ``env.seed(s)`` to ``s`` + the index of its first
+    game (what MaskablePPO and each rollout process do before the first reset).
     """
     from training.vec_env import MixedTablesVecEnv, SixNimmtVecEnv  # the batched engine (numba) loads on demand
 

@@ -498,7 +498,10 @@ class MixedTablesVecEnv(VecEnv):
 
     The envs of ``parts[0]`` come first, then those of ``parts[1]``, and so on. Every space, value and info is the
     parts' (the observation does not depend on the table size: it holds the number of players and the seats
-    present), concatenated; every call goes to the parts that hold the indices asked for.
+    present), concatenated; every call goes to the parts that hold the indices asked for. The observation space is
+    the parts' shape with the widest bounds (in whole games the most rounds a game can last depends on the table
+    size). ``set_attr`` sets the attribute of each part holding one of the indices (a part's attributes are shared
+    by its games).
 
     Args:
         parts: the batches, each of one table size (at least one; their observation and action spaces equal).
@@ -511,9 +514,13 @@ class MixedTablesVecEnv(VecEnv):
         if not parts:
             raise ValueError("MixedTablesVecEnv needs at least one batch")
         first = parts[0]
+        space = first.observation_space
         for part in parts[1:]:
-            if part.observation_space != first.observation_space or part.action_space != first.action_space:
-                raise ValueError("the batches of a MixedTablesVecEnv must have the same spaces")
+            other = part.observation_space
+            if other.shape != space.shape or other.dtype != space.dtype or part.action_space != first.action_space:
+                raise ValueError("the batches of a MixedTablesVecEnv must have the same shapes and action space")
+            # the bounds may differ (whole games: the most rounds a game can last depends on the table size)
+            space = spaces.Box(np.minimum(space.low, other.low), np.maximum(space.high, other.high), dtype=space.dtype)
         self.parts = list(parts)
         self.render_mode = None
         bounds = np.cumsum([0] + [part.num_envs for part in parts])
@@ -521,7 +528,7 @@ class MixedTablesVecEnv(VecEnv):
         self.num_players = [part.num_players for part in parts]
         """The table size of each part (the envs of part ``k`` seat ``num_players[k]`` players)."""
         self._out: np.ndarray | None = None
-        super().__init__(int(bounds[-1]), first.observation_space, first.action_space)
+        super().__init__(int(bounds[-1]), space, first.action_space)
 
     def players_of_envs(self) -> np.ndarray:
         """``int (num_envs,)``: the table size of each env."""
@@ -591,8 +598,9 @@ class MixedTablesVecEnv(VecEnv):
         """The parts holding ``indices``, each with its own indices of them, in the order asked."""
         out: list[tuple[SixNimmtVecEnv, list[int]]] = []
         for i in env_indices(indices, self.num_envs):
-            if not 0 <= i < self.num_envs:
-                raise IndexError(f"env index {i} out of range 0..{self.num_envs - 1}")
+            if not -self.num_envs <= i < self.num_envs:
+                raise IndexError(f"env index {i} out of range {-self.num_envs}..{self.num_envs - 1}")
+            i %= self.num_envs  # -1 is the last env, as in SB3's vector envs
             k = next(k for k, (a, b) in enumerate(self._bounds) if a <= i < b)
             if out and out[-1][0] is self.parts[k]:
                 out[-1][1].append(i - self._bounds[k][0])
@@ -621,5 +629,5 @@ class MixedTablesVecEnv(VecEnv):
         ]
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        """No Gymnasium wrappers inside: False for every index."""
-        return [False] * len(env_indices(indices, self.num_envs))
+        """No Gymnasium wrappers inside: False for every index (an index out of range is an ``IndexError``)."""
+        return [False for _, idx in self._split(indices) for _ in idx]
