@@ -11,9 +11,11 @@ strength tables). The agent is deterministic: it plays the legal action of the h
 ==================  ==============================================================
 spec                agent
 ==================  ==============================================================
-``champion``        the shipped weights
-``champion:NAME``   the same network with shipped baseline weights, by name
-                    (:data:`BASELINES`: ``default-ppo``, ``stage-1`` .. ``stage-8``, ``games``)
+``champion``        the shipped weights: stage 8 at 4 players, the weights trained on
+                    every table size (:data:`TABLES_WEIGHTS`) at the others
+``champion:NAME``   the same network with shipped baseline weights, by name, at every
+                    table size (:data:`BASELINES`: ``default-ppo``, ``stage-1`` ..
+                    ``stage-8``, ``tables``, ``games``)
 ``champion:PATH``   the same network with the weights of another ``.npz`` written by
                     :func:`training.train_champion.export` (to try new weights before shipping)
 ==================  ==============================================================
@@ -25,10 +27,14 @@ Every phase and variant: the network reads the 506-float observation
 (:mod:`sixnimmt_env.observation`), whose size does not depend on the table, and the
 illegal actions are masked out, so it plays a legal action in the ``select``,
 ``choose_row`` and ``draft`` phases of every variant (``standard``, ``tactics``, ``logic``)
-and table size (2..10 players), single rounds and whole games. It was trained only on
-4-player standard single rounds with the player's row choice (R9b ``"player"``); elsewhere
-it plays but its strength is not measured. In the logic draft (V2) the card scores do not
-apply (display cards are not held) and only the network's linear term ranks the display.
+and table size (2..10 players), single rounds and whole games. The observation holds the
+number of players (``num_players``, players / 10), and ``champion`` plays each position with
+the weights of its table size (:meth:`ChampionAgent.actor_for`): stage 8, trained on 4-player
+tables, at 4 players; at 2, 3 and 5 to 10 players the weights fine-tuned on tables of every
+size (``configs/champion_tables*.yaml``). Both were trained on standard single rounds with the
+player's row choice (R9b ``"player"``); docs/champion.md gives their strength at each table.
+In the logic draft (V2) the card scores do not apply (display cards are not held) and only
+the network's linear term ranks the display.
 Stage 1's weights (``sixnimmt_env/weights/champion_v1.npz``) predate the observation's last piece, ``drafted_by``
 (0 outside the logic variant): :func:`read_weights` gives them zero weights for it, so they read it but ignore it.
 """
@@ -47,7 +53,16 @@ from sixnimmt_env.card_features import BASE_HAND_FEATURES, HAND_FEATURES, hand_f
 from sixnimmt_env.observation import OBS_SIZE, SLICES, observation_from_view
 from sixnimmt_env.rules.engine import HAND_SIZE, NOOP, NUM_ACTIONS
 
-__all__ = ["BASELINES", "WEIGHTS", "CardActor", "ChampionAgent", "load_champion", "observation_from_view"]
+__all__ = [
+    "BASELINES",
+    "BY_TABLE",
+    "TABLES_WEIGHTS",
+    "WEIGHTS",
+    "CardActor",
+    "ChampionAgent",
+    "load_champion",
+    "observation_from_view",
+]
 
 WEIGHTS = Path(__file__).with_name("champion.npz")
 
@@ -56,14 +71,22 @@ BASELINES: dict[str, Path] = {
     "default-ppo": _KEPT / "default_ppo_4p.npz",
     **{f"stage-{i}": _KEPT / f"champion_v{i}.npz" for i in range(1, 8)},
     "stage-8": WEIGHTS,
+    "tables": _KEPT / "champion_tables.npz",
     "games": _KEPT / "champion_games.npz",
 }
 """The learned baselines shipped as package data (``sixnimmt_env/weights/``), by the name ``champion:NAME`` and a
 training config's ``train.init_from`` accept: ``default-ppo``, the policy of ``configs/baseline_ppo_4p.yaml``
 (the default config's recipe, exported by ``make champion``); ``stage-1`` .. ``stage-7``, the champion's kept
-stages (``configs/champion*.yaml``, docs/champion.md), ``stage-8`` the shipped ``champion``; ``games``, stage 8
-continued on whole games (``configs/champion_games.yaml``)."""
-"""The shipped weights (package data)."""
+stages (``configs/champion*.yaml``, docs/champion.md), ``stage-8`` the shipped ``champion`` at 4 players;
+``tables``, the shipped ``champion`` at the other table sizes (stage 8 fine-tuned on tables of 2 to 10 players,
+``configs/champion_tables*.yaml``); ``games``, stage 8 continued on whole games (``configs/champion_games.yaml``)."""
+
+TABLES_WEIGHTS = BASELINES["tables"]
+"""The weights trained on tables of every size (package data), which ``champion`` plays at :data:`BY_TABLE`'s sizes."""
+
+BY_TABLE: dict[int, Path] = {n: TABLES_WEIGHTS for n in range(2, 11) if n != 4}
+"""The weights ``champion`` plays at each table size (players) instead of :data:`WEIGHTS`: :data:`TABLES_WEIGHTS` at
+every size but 4, where stage 8 (:data:`WEIGHTS`) is the stronger (docs/champion.md)."""
 
 FORMAT = "sixnimmt-card-actor-1"
 """The ``format`` entry of a weights file of the card policy without attention."""
@@ -75,6 +98,7 @@ ATTENTION_ARRAYS = ("attention_in_w", "attention_in_b", "attention_out_w", "atte
 
 _GLOBAL_SIZE = OBS_SIZE + HAND_SIZE * len(HAND_FEATURES)  # 626: the actor MLP's input
 _DRAFTED_BY = SLICES["drafted_by"]
+_NUM_PLAYERS = SLICES["num_players"].start
 _BASE_SIZE = OBS_SIZE + HAND_SIZE * BASE_HAND_FEATURES
 """Input width of weights trained before the held cards had ``own_below``, ``own_above`` and ``take_risk`` (596)."""
 _NARROW_SIZE = _BASE_SIZE - (_DRAFTED_BY.stop - _DRAFTED_BY.start)
@@ -274,29 +298,59 @@ def _widen_inputs(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 class ChampionAgent:
-    """An :class:`~sixnimmt_env.agents.Agent` playing the legal action of highest logit of a :class:`CardActor`.
+    """An :class:`~sixnimmt_env.agents.Agent` playing the legal action of highest logit of a :class:`CardActor`,
+    the actor of the position's table size.
 
     Three ways to ask, all giving the same action for the same position:
 
     - :meth:`act` on a seat's readable view (arena, play table);
     - :meth:`act_observation` on the encoded observation and mask (the Gymnasium env's opponents);
-    - :meth:`choose` on a batch (vector envs).
+    - :meth:`choose` on a batch (vector envs; its rows may come from tables of several sizes).
 
     The ``rng`` is accepted for the protocol and not used (deterministic play).
+
+    Args:
+        actor: the actor of every table size not in ``by_table``.
+        name: the agent spec (its ``repr``).
+        meta: the metadata of ``actor``'s weights file.
+        by_table: the actor of each of these table sizes (players, 2..10) instead of ``actor``.
     """
 
-    def __init__(self, actor: CardActor, name: str = "champion", meta: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        actor: CardActor,
+        name: str = "champion",
+        meta: Mapping[str, Any] | None = None,
+        by_table: Mapping[int, CardActor] | None = None,
+    ) -> None:
         self.actor = actor
         self.spec = name
         self.meta = dict(meta or {})
+        self.by_table = dict(by_table or {})
 
     def __repr__(self) -> str:
         return f"ChampionAgent({self.spec!r})"
 
+    def actor_for(self, num_players: int) -> CardActor:
+        """The actor playing at a table of ``num_players`` players."""
+        return self.by_table.get(num_players, self.actor)
+
     def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
         """Best legal actions ``int64 (batch,)`` for ``obs float32 (batch, 506)`` and ``mask (batch, 109)``
-        (nonzero at the legal actions)."""
-        logits = self.actor.logits(obs)
+        (nonzero at the legal actions); each row by the actor of its table size (the observation's
+        ``num_players``)."""
+        if self.by_table:
+            sizes = np.rint(obs[:, _NUM_PLAYERS] * 10.0).astype(np.int64)  # the piece holds players / 10
+            first = int(sizes[0])
+            if (sizes == first).all():
+                logits = self.actor_for(first).logits(obs)
+            else:
+                logits = np.empty((len(obs), NUM_ACTIONS), np.float32)
+                for n in np.unique(sizes):
+                    rows = sizes == n
+                    logits[rows] = self.actor_for(int(n)).logits(obs[rows])
+        else:
+            logits = self.actor.logits(obs)
         logits[np.asarray(mask).reshape(logits.shape) == 0] = -np.inf
         return logits.argmax(axis=1)
 
@@ -320,7 +374,8 @@ _CACHE: dict[tuple[str, float], tuple[CardActor, dict[str, Any]]] = {}
 
 def load_champion(spec: str = "champion") -> ChampionAgent:
     """Build the agent of a ``champion``, ``champion:NAME`` (:data:`BASELINES`) or ``champion:PATH`` spec (the
-    registered factory).
+    registered factory). ``champion`` plays :data:`WEIGHTS`, and :data:`BY_TABLE`'s weights at their table sizes; a
+    name or a path plays its one weights file at every table size.
 
     Raises:
         ValueError: another prefix, an empty path, or any error of :func:`read_weights`.
@@ -331,14 +386,23 @@ def load_champion(spec: str = "champion") -> ChampionAgent:
             f"agent spec {spec!r}: expected 'champion', 'champion:NAME' (one of {', '.join(BASELINES)}) or "
             "'champion:PATH' (a .npz of weights)"
         )
-    p = BASELINES.get(path) or (Path(path) if path else WEIGHTS)
+    if not colon:
+        actor, meta = _read_cached(WEIGHTS)
+        by_table = {n: _read_cached(p)[0] for n, p in BY_TABLE.items()}
+        return ChampionAgent(actor, name=spec, meta=meta, by_table=by_table)
+    p = BASELINES.get(path) or Path(path)
     if not p.is_file() and not p.suffix and len(p.parts) == 1:
         raise ValueError(f"champion weights {path!r} not found; shipped names: {', '.join(BASELINES)} (or a .npz path)")
+    actor, meta = _read_cached(p)
+    return ChampionAgent(actor, name=spec, meta=meta)
+
+
+def _read_cached(p: Path) -> tuple[CardActor, dict[str, Any]]:
+    """:func:`read_weights`, once per process for each (resolved path, modification time)."""
     key = (str(p.resolve()), p.stat().st_mtime if p.is_file() else 0.0)
     if key not in _CACHE:
         _CACHE[key] = read_weights(p)
-    actor, meta = _CACHE[key]
-    return ChampionAgent(actor, name=spec, meta=meta)
+    return _CACHE[key]
 
 
 register_agent("champion", load_champion, "champion[:NAME|PATH]")

@@ -14,6 +14,7 @@ from sixnimmt_env import parallel_env
 from sixnimmt_env.agents import make_agent
 from sixnimmt_env.arena import run_arena
 from sixnimmt_env.champion import WEIGHTS, ChampionAgent, load_champion, read_weights
+from sixnimmt_env.observation import SLICES
 from sixnimmt_env.rules.engine import CHOOSE_ROW, DRAFT, NOOP, SELECT, GameConfig, legal_actions, new_game, step, view
 
 WEIGHTS_DIR = Path(__file__).parent.parent / "sixnimmt_env" / "weights"
@@ -98,6 +99,35 @@ def test_act_act_observation_and_choose_agree_with_the_env_observation() -> None
             actions[name] = a
         observations, _, _, _, infos = par.step(actions)
     assert checked >= 40
+
+
+def _positions(num_players: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every seat's observation ``(n, 506)`` and mask ``(n, 109)`` at the first decision of a round."""
+    observations, _ = parallel_env(num_players=num_players).reset(seed=seed)
+    obs = np.stack([o["observation"] for o in observations.values()])
+    return obs, np.stack([o["action_mask"] for o in observations.values()]).astype(bool)
+
+
+def test_the_champion_plays_the_weights_of_each_table_size() -> None:
+    """``champion``: stage 8 at 4 players, the weights trained on every size at the others, row by row in a batch
+    mixing table sizes; ``champion:stage-8`` and ``champion:tables`` play their one file everywhere."""
+    champion, stage8, tables = (make_agent(s) for s in ("champion", "champion:stage-8", "champion:tables"))
+    assert set(champion.by_table) == {2, 3, 5, 6, 7, 8, 9, 10} and not stage8.by_table and not tables.by_table
+    assert champion.actor_for(4) is stage8.actor and champion.actor_for(6) is tables.actor
+    batches = {n: [_positions(n, seed) for seed in range(6)] for n in (2, 4, 6, 10)}
+    for n, positions in batches.items():
+        obs, masks = (np.concatenate(x) for x in zip(*positions, strict=True))
+        assert np.allclose(obs[:, SLICES["num_players"].start], n / 10)
+        same = tables if n != 4 else stage8
+        np.testing.assert_array_equal(champion.choose(obs, masks), same.choose(obs, masks))
+        if n != 4:  # the two weights files disagree on some first cards at these tables
+            assert (tables.choose(obs, masks) != stage8.choose(obs, masks)).sum() >= 2
+    # one batch holding rows of 2, 4, 6 and 10 players: each row as in its own table's batch
+    mixed = [(o, m) for positions in batches.values() for o, m in positions]
+    obs, masks = np.concatenate([o for o, _ in mixed]), np.concatenate([m for _, m in mixed])
+    order = np.random.default_rng(0).permutation(len(obs))
+    expected = np.concatenate([champion.choose(o, m) for o, m in mixed])
+    np.testing.assert_array_equal(champion.choose(obs[order], masks[order]), expected[order])
 
 
 def test_gymnasium_opponents_accept_the_spec() -> None:
