@@ -2,9 +2,9 @@
 
 Usage::
 
-    python benchmarks/champion_speed.py [--games 200]
+    python benchmarks/champion_speed.py [--games 200] [--players 4]
 
-Records the views of every decision in ``--games`` 4-player single rounds played by ``greedy``, then
+Records the views of every decision in ``--games`` single rounds of ``--players`` players played by ``greedy``, then
 times the champion on them three ways: ``act(view, rng)`` (the arena and the play table: the observation
 is rebuilt from the view), ``act_observation`` (the Gymnasium env's opponents) and one batched
 ``choose`` over all of them (the batched training env); then the held cards' features alone
@@ -39,15 +39,16 @@ def _timed(fn: object, n: int) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--games", type=int, default=200)
+    p.add_argument("--players", type=int, default=4, help="table size, 2..10 (champion plays its weights)")
     args = p.parse_args()
     champion, greedy = load_champion("champion"), make_agent("greedy")
     rng = np.random.default_rng(0)
-    config = GameConfig(num_players=4, episode="round")
+    config = GameConfig(num_players=args.players, episode="round")
     views = []
     for _ in range(args.games):
         state = new_game(config, rng)
         while not state.done:
-            seat_views = [view(state, q) for q in range(4)]
+            seat_views = [view(state, q) for q in range(args.players)]
             views += [v for v in seat_views if v["must_act"]]
             state, _ = step(state, [greedy.act(v, rng) for v in seat_views], rng)
     obs = np.stack([observation_from_view(v) for v in views])
@@ -56,7 +57,7 @@ def main() -> None:
         masks[i, list(v["legal_actions"])] = True
     champion.act(views[0], rng)  # compile the numba kernels first
     n = len(views)
-    print(f"{n} decisions of {args.games} rounds")
+    print(f"{n} decisions of {args.games} rounds of {args.players} players")
     print("act(view, rng)   ", _timed(lambda: [champion.act(v, rng) for v in views], n))
     print(
         "act_observation  ",

@@ -340,11 +340,11 @@ class ChampionAgent:
         (nonzero at the legal actions); each row by the actor of its table size (the observation's
         ``num_players``)."""
         if self.by_table:
-            sizes = np.rint(obs[:, _NUM_PLAYERS] * 10.0).astype(np.int64)  # the piece holds players / 10
-            first = int(sizes[0])
-            if (sizes == first).all():
-                logits = self.actor_for(first).logits(obs)
+            column = obs[:, _NUM_PLAYERS]  # the piece holds players / 10
+            if len(obs) == 1 or (column == column[0]).all():
+                logits = self.actor_for(int(column[0] * 10.0 + 0.5)).logits(obs)
             else:
+                sizes = np.rint(column * 10.0).astype(np.int64)
                 logits = np.empty((len(obs), NUM_ACTIONS), np.float32)
                 for n in np.unique(sizes):
                     rows = sizes == n
