@@ -12,7 +12,8 @@ strength tables). The agent is deterministic: it plays the legal action of the h
 spec                agent
 ==================  ==============================================================
 ``champion``        the shipped weights: stage 8 at 4 players, the weights trained on
-                    every table size (:data:`TABLES_WEIGHTS`) at the others
+                    tables of 2-6, 8 and 10 players (:data:`TABLES_WEIGHTS`)
+                    at the others
 ``champion:NAME``   the same network with shipped baseline weights, by name, at every
                     table size (:data:`BASELINES`: ``default-ppo``, ``stage-1`` ..
                     ``stage-8``, ``tables``, ``games``)
@@ -30,8 +31,8 @@ illegal actions are masked out, so it plays a legal action in the ``select``,
 and table size (2..10 players), single rounds and whole games. The observation holds the
 number of players (``num_players``, players / 10), and ``champion`` plays each position with
 the weights of its table size (:meth:`ChampionAgent.actor_for`): stage 8, trained on 4-player
-tables, at 4 players; at 2, 3 and 5 to 10 players the weights fine-tuned on tables of every
-size (``configs/champion_tables*.yaml``). Both were trained on standard single rounds with the
+tables, at 4 players; at 2, 3 and 5 to 10 players the weights fine-tuned on tables of 2, 3,
+4, 5, 6, 8 and 10 players at once (``configs/champion_tables*.yaml``). Both were trained on standard single rounds with the
 player's row choice (R9b ``"player"``); docs/champion.md gives their strength at each table.
 In the logic draft (V2) the card scores do not apply (display cards are not held) and only
 the network's linear term ranks the display.
@@ -78,11 +79,12 @@ BASELINES: dict[str, Path] = {
 training config's ``train.init_from`` accept: ``default-ppo``, the policy of ``configs/baseline_ppo_4p.yaml``
 (the default config's recipe, exported by ``make champion``); ``stage-1`` .. ``stage-7``, the champion's kept
 stages (``configs/champion*.yaml``, docs/champion.md), ``stage-8`` the shipped ``champion`` at 4 players;
-``tables``, the shipped ``champion`` at the other table sizes (stage 8 fine-tuned on tables of 2 to 10 players,
+``tables``, the shipped ``champion`` at the other table sizes (stage 8 fine-tuned on tables of 2, 3, 4, 5, 6, 8 and 10 players,
 ``configs/champion_tables*.yaml``); ``games``, stage 8 continued on whole games (``configs/champion_games.yaml``)."""
 
 TABLES_WEIGHTS = BASELINES["tables"]
-"""The weights trained on tables of every size (package data), which ``champion`` plays at :data:`BY_TABLE`'s sizes."""
+"""The weights fine-tuned on tables of 2, 3, 4, 5, 6, 8 and 10 players (package data), which ``champion`` plays at
+:data:`BY_TABLE`'s sizes (7 and 9 players too: they beat stage 8 there, untrained: docs/champion.md)."""
 
 BY_TABLE: dict[int, Path] = {n: TABLES_WEIGHTS for n in range(2, 11) if n != 4}
 """The weights ``champion`` plays at each table size (players) instead of :data:`WEIGHTS`: :data:`TABLES_WEIGHTS` at
@@ -336,10 +338,13 @@ class ChampionAgent:
         return self.by_table.get(num_players, self.actor)
 
     def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
-        """Best legal actions ``int64 (batch,)`` for ``obs float32 (batch, 506)`` and ``mask (batch, 109)``
-        (nonzero at the legal actions); each row by the actor of its table size (the observation's
-        ``num_players``)."""
+        """Best legal actions ``int64 (batch,)`` for ``obs float32 (batch, 506)`` (or one observation ``(506,)``)
+        and ``mask (batch, 109)`` (nonzero at the legal actions); each row by the actor of its table size (the
+        observation's ``num_players``)."""
         if self.by_table:
+            obs = np.asarray(obs, dtype=np.float32).reshape(
+                -1, OBS_SIZE
+            )  # one observation, or a list, is a batch of one
             column = obs[:, _NUM_PLAYERS]  # the piece holds players / 10
             if len(obs) == 1 or (column == column[0]).all():
                 logits = self.actor_for(int(column[0] * 10.0 + 0.5)).logits(obs)

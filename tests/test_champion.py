@@ -130,6 +130,18 @@ def test_the_champion_plays_the_weights_of_each_table_size() -> None:
     np.testing.assert_array_equal(champion.choose(obs[order], masks[order]), expected[order])
 
 
+def test_the_champion_reads_one_observation_a_batch_of_one_and_lists_as_the_one_file_specs_do() -> None:
+    """``choose`` on a ``(506,)`` observation or nested lists, ``act_observation`` on a ``(1, 506)`` row: the table
+    size is read after the input is made a batch (found by a helper session: IndexError, TypeError)."""
+    obs, masks = _positions(6, 1)
+    x, m = obs[0], masks[0]
+    tables, champion, rng = make_agent("champion:tables"), make_agent("champion"), np.random.default_rng(0)
+    expected = int(tables.choose(x[None], m[None])[0])
+    assert list(champion.choose(x, m)) == [expected]
+    assert list(champion.choose([x.tolist()], [m.tolist()])) == [expected]
+    assert champion.act_observation(x[None], m[None], rng) == expected == champion.act_observation(x, m, rng)
+
+
 def test_gymnasium_opponents_accept_the_spec() -> None:
     env = gymnasium.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["champion"] * 3, episode="round")
     env.reset(seed=0)

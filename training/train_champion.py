@@ -20,9 +20,10 @@ sixnimmt_env/weights/champion_v5.npz``, ``champion_v6.npz``), likewise with more
 ``configs/champion_features_league.yaml`` (``--out sixnimmt_env/weights/champion_v7.npz``), with the three target
 line-ups at equal weight and the card policy's hand-and-table features. ``make champion`` runs every stage
 from scratch. The second form exports an existing MaskablePPO card-policy checkpoint. An existing ``--out``
-is never replaced without ``--force``. The weights file is what :mod:`sixnimmt_env.champion` plays (spec
-``champion``, or ``champion:PATH`` for a file elsewhere); ``docs/champion.md`` has the budget and the strength
-tables.
+is never replaced without ``--force``. The default ``--out`` is what :mod:`sixnimmt_env.champion` plays at 4
+players (spec ``champion``); at the other table sizes it plays ``sixnimmt_env/weights/champion_tables.npz``, the
+``--out`` of ``configs/champion_tables_2.yaml`` in ``make champion`` (``champion:PATH`` plays a file elsewhere at
+every size); ``docs/champion.md`` has the budget and the strength tables.
 """
 
 from __future__ import annotations
