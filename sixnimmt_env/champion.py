@@ -32,8 +32,9 @@ and table size (2..10 players), single rounds and whole games. The observation h
 number of players (``num_players``, players / 10), and ``champion`` plays each position with
 the weights of its table size (:meth:`ChampionAgent.actor_for`): stage 8, trained on 4-player
 tables, at 4 players; at 2, 3 and 5 to 10 players the weights fine-tuned on tables of 2, 3,
-4, 5, 6, 8 and 10 players at once (``configs/champion_tables*.yaml``). Both were trained on standard single rounds with the
-player's row choice (R9b ``"player"``); docs/champion.md gives their strength at each table.
+4, 5, 6, 8 and 10 players at once (``configs/champion_tables*.yaml``). Both were trained on
+standard single rounds with the player's row choice (R9b ``"player"``); docs/champion.md
+gives their strength at each table.
 In the logic draft (V2) the card scores do not apply (display cards are not held) and only
 the network's linear term ranks the display.
 Stage 1's weights (``sixnimmt_env/weights/champion_v1.npz``) predate the observation's last piece, ``drafted_by``
@@ -79,8 +80,9 @@ BASELINES: dict[str, Path] = {
 training config's ``train.init_from`` accept: ``default-ppo``, the policy of ``configs/baseline_ppo_4p.yaml``
 (the default config's recipe, exported by ``make champion``); ``stage-1`` .. ``stage-7``, the champion's kept
 stages (``configs/champion*.yaml``, docs/champion.md), ``stage-8`` the shipped ``champion`` at 4 players;
-``tables``, the shipped ``champion`` at the other table sizes (stage 8 fine-tuned on tables of 2, 3, 4, 5, 6, 8 and 10 players,
-``configs/champion_tables*.yaml``); ``games``, stage 8 continued on whole games (``configs/champion_games.yaml``)."""
+``tables``, the shipped ``champion`` at the other table sizes (stage 8 fine-tuned on tables of 2, 3, 4, 5, 6, 8 and
+10 players, ``configs/champion_tables*.yaml``); ``games``, stage 8 continued on whole games
+(``configs/champion_games.yaml``)."""
 
 TABLES_WEIGHTS = BASELINES["tables"]
 """The weights fine-tuned on tables of 2, 3, 4, 5, 6, 8 and 10 players (package data), which ``champion`` plays at
