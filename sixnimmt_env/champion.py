@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 WEIGHTS = Path(__file__).with_name("champion.npz")
-"""Stage 8's weights (package data): what ``champion`` plays at 4 players, and ``champion:stage-8`` at every size."""
+"""Stage 8's weights, package data. ``champion`` plays them at 4 players, ``champion:stage-8`` at every size."""
 
 _KEPT = Path(__file__).with_name("weights")
 BASELINES: dict[str, Path] = {
