@@ -32,12 +32,13 @@ train: install
 		--out $${run}eval_mixed && \
 	$(PY) -m training.evaluate $$model --opponents mc:64 --fill-seats --games 2000 --workers 2 --out $${run}eval_mc64
 
-# The shipped champion from scratch (docs/champion.md; about 8.8 hours on 2 cores): the default-config policy (an
+# The shipped champion from scratch (docs/champion.md; about 9.3 hours on 2 cores): the default-config policy (an
 # opponent of stages 2 to 8), stage 1 (mc:64 distillation, then PPO), stage 2 (PPO against a league), stage 3 (PPO
 # against a league where mc:16 holds 40 % of the seats), stage 4 (PPO against whole tables of one kind), stages 5
 # and 6 (the same with more tables of three greedy), stage 7 (the three target line-ups at equal weight, with the
 # hand-and-table card features) and stage 8 (the same with tables of stage 6, the champion it had to beat), then
-# the two stages on tables of 2 to 10 players (about 75 minutes), whose weights `champion` plays at every size but 4.
+# the two stages on tables of 2 to 10 players (about 75 minutes), whose weights `champion` plays at 3 and 5 to 10
+# players, and their continuation at 2 players (about 32 minutes), which `champion` plays at 2.
 champion: install
 	$(PY) -m training.train_champion configs/baseline_ppo_4p.yaml --set train.vec_env=batched --set train.max_minutes=null \
 		--set train.total_timesteps=9420800 --out sixnimmt_env/weights/default_ppo_4p.npz --force
@@ -51,6 +52,7 @@ champion: install
 	$(PY) -m training.train_champion configs/champion_features_league_2.yaml --force
 	$(PY) -m training.train_champion configs/champion_tables.yaml --out sixnimmt_env/weights/champion_tables_1.npz --force
 	$(PY) -m training.train_champion configs/champion_tables_2.yaml --out sixnimmt_env/weights/champion_tables.npz --force
+	$(PY) -m training.train_champion configs/champion_2p.yaml --out sixnimmt_env/weights/champion_2p.npz --force
 
 test: install
 	$(PY) -m pytest -q -n 2

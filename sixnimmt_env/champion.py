@@ -11,12 +11,13 @@ strength tables). The agent is deterministic: it plays the legal action of the h
 ==================  ==============================================================
 spec                agent
 ==================  ==============================================================
-``champion``        the shipped weights: stage 8 at 4 players, the weights trained on
-                    tables of 2-6, 8 and 10 players (:data:`TABLES_WEIGHTS`)
-                    at the others
+``champion``        the shipped weights of the table: stage 8 at 4 players, the
+                    2-player weights at 2, the weights trained on tables of 2-6, 8
+                    and 10 players (:data:`TABLES_WEIGHTS`) at the others
+                    (:data:`BY_TABLE`)
 ``champion:NAME``   the same network with shipped baseline weights, by name, at every
                     table size (:data:`BASELINES`: ``default-ppo``, ``stage-1`` ..
-                    ``stage-8``, ``tables``, ``games``)
+                    ``stage-8``, ``tables``, ``2p``, ``games``)
 ``champion:PATH``   the same network with the weights of another ``.npz`` written by
                     :func:`training.train_champion.export` (to try new weights before shipping)
 ==================  ==============================================================
@@ -31,10 +32,11 @@ illegal actions are masked out, so it plays a legal action in the ``select``,
 and table size (2..10 players), single rounds and whole games. The observation holds the
 number of players (``num_players``, players / 10), and ``champion`` plays each position with
 the weights of its table size (:meth:`ChampionAgent.actor_for`): stage 8, trained on 4-player
-tables, at 4 players; at 2, 3 and 5 to 10 players the weights fine-tuned on tables of 2, 3,
-4, 5, 6, 8 and 10 players at once (``configs/champion_tables*.yaml``). Both were trained on
-standard single rounds with the player's row choice (R9b ``"player"``); docs/champion.md
-gives their strength at each table.
+tables, at 4 players; at 2 players the same continued at 2 players (``configs/champion_2p.yaml``);
+at 3 and 5 to 10 players the weights fine-tuned on tables of 2, 3, 4, 5, 6, 8 and 10 players
+at once (``configs/champion_tables*.yaml``). All were trained on standard single rounds with
+the player's row choice (R9b ``"player"``); docs/champion.md gives their strength at each
+table.
 In the logic draft (V2) the card scores do not apply (display cards are not held) and only
 the network's linear term ranks the display.
 Stage 1's weights (``sixnimmt_env/weights/champion_v1.npz``) predate the observation's last piece, ``drafted_by``
@@ -75,23 +77,26 @@ BASELINES: dict[str, Path] = {
     **{f"stage-{i}": _KEPT / f"champion_v{i}.npz" for i in range(1, 8)},
     "stage-8": WEIGHTS,
     "tables": _KEPT / "champion_tables.npz",
+    "2p": _KEPT / "champion_2p.npz",
     "games": _KEPT / "champion_games.npz",
 }
 """The learned baselines shipped as package data (``sixnimmt_env/weights/``), by the name ``champion:NAME`` and a
 training config's ``train.init_from`` accept: ``default-ppo``, the policy of ``configs/baseline_ppo_4p.yaml``
 (the default config's recipe, exported by ``make champion``); ``stage-1`` .. ``stage-7``, the champion's kept
 stages (``configs/champion*.yaml``, docs/champion.md), ``stage-8`` the shipped ``champion`` at 4 players;
-``tables``, the shipped ``champion`` at the other table sizes (stage 8 fine-tuned on tables of 2, 3, 4, 5, 6, 8 and
-10 players, ``configs/champion_tables*.yaml``); ``games``, stage 8 continued on whole games
+``tables``, the shipped ``champion`` at 3 and 5 to 10 players (stage 8 fine-tuned on tables of 2, 3, 4, 5, 6, 8 and
+10 players, ``configs/champion_tables*.yaml``); ``2p``, the shipped ``champion`` at 2 players (``tables`` continued
+at 2 players, ``configs/champion_2p.yaml``); ``games``, stage 8 continued on whole games
 (``configs/champion_games.yaml``)."""
 
 TABLES_WEIGHTS = BASELINES["tables"]
-"""The weights fine-tuned on tables of 2, 3, 4, 5, 6, 8 and 10 players (package data), which ``champion`` plays at
-:data:`BY_TABLE`'s sizes (7 and 9 players too: they beat stage 8 there, untrained: docs/champion.md)."""
+"""The weights fine-tuned on tables of 2, 3, 4, 5, 6, 8 and 10 players (package data), which ``champion`` plays at 3 and
+5 to 10 players (:data:`BY_TABLE`; 7 and 9 players too, sizes it was not trained on: docs/champion.md)."""
 
-BY_TABLE: dict[int, Path] = {n: TABLES_WEIGHTS for n in range(2, 11) if n != 4}
-"""The weights ``champion`` plays at each table size (players) instead of :data:`WEIGHTS`: :data:`TABLES_WEIGHTS` at
-every size but 4, where stage 8 (:data:`WEIGHTS`) is the stronger (docs/champion.md)."""
+BY_TABLE: dict[int, Path] = {2: BASELINES["2p"], **{n: TABLES_WEIGHTS for n in range(3, 11) if n != 4}}
+"""The weights ``champion`` plays at each table size (players) instead of :data:`WEIGHTS`: the 2-player weights
+(``champion:2p``) at 2, :data:`TABLES_WEIGHTS` at 3 and 5 to 10; at 4 players stage 8 (:data:`WEIGHTS`) is the
+stronger (docs/champion.md)."""
 
 FORMAT = "sixnimmt-card-actor-1"
 """The ``format`` entry of a weights file of the card policy without attention."""

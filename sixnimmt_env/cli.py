@@ -60,7 +60,7 @@ COMMAND_EXAMPLES: dict[str, tuple[str, ...]] = {
 
 EXAMPLES = """\
 agent specs (one per seat, comma-separated): random, lowest, highest, greedy, mc:N, champion,
-  champion:NAME (default-ppo, stage-1 .. stage-8, tables, games), champion:PATH.npz, ppo:PATH.zip, rllib:PATH
+  champion:NAME (default-ppo, stage-1 .. stage-8, tables, 2p, games), champion:PATH.npz, ppo:PATH.zip, rllib:PATH
   (an unknown spec lists every known one, plugins included)
 
 examples:

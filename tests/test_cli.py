@@ -39,7 +39,7 @@ def test_help_lists_every_subcommand_with_examples(tmp_path: Path) -> None:
     for command in ("train", "evaluate", "arena", "replay", "play", "champion"):
         assert f"\n    {command} " in out.stdout, command
     assert "  sixnimmt arena --agents champion,greedy,mc:64,champion:default-ppo --games 2000" in out.stdout
-    assert "champion:NAME (default-ppo, stage-1 .. stage-8, tables, games)" in out.stdout
+    assert "champion:NAME (default-ppo, stage-1 .. stage-8, tables, 2p, games)" in out.stdout
     sub = _sixnimmt("train", "--help", cwd=tmp_path)
     assert sub.returncode == 0 and sub.stdout.startswith("usage: sixnimmt train ")
     assert "examples:\n  sixnimmt train configs/ppo_4p.yaml\n" in sub.stdout

@@ -21,8 +21,9 @@ sixnimmt_env/weights/champion_v5.npz``, ``champion_v6.npz``), likewise with more
 line-ups at equal weight and the card policy's hand-and-table features. ``make champion`` runs every stage
 from scratch. The second form exports an existing MaskablePPO card-policy checkpoint. An existing ``--out``
 is never replaced without ``--force``. The default ``--out`` is what :mod:`sixnimmt_env.champion` plays at 4
-players (spec ``champion``); at the other table sizes it plays ``sixnimmt_env/weights/champion_tables.npz``, the
-``--out`` of ``configs/champion_tables_2.yaml`` in ``make champion`` (``champion:PATH`` plays a file elsewhere at
+players (spec ``champion``); at the other table sizes it plays ``sixnimmt_env/weights/champion_2p.npz`` (2
+players) and ``sixnimmt_env/weights/champion_tables.npz``, the ``--out`` of ``configs/champion_2p.yaml`` and
+``configs/champion_tables_2.yaml`` in ``make champion`` (``champion:PATH`` plays a file elsewhere at
 every size); ``docs/champion.md`` has the budget and the strength tables.
 """
 
