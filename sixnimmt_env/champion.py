@@ -350,9 +350,8 @@ class ChampionAgent:
         and ``mask (batch, 109)`` (nonzero at the legal actions); each row by the actor of its table size (the
         observation's ``num_players``)."""
         if self.by_table:
-            obs = np.asarray(obs, dtype=np.float32).reshape(
-                -1, OBS_SIZE
-            )  # one observation, or a list, is a batch of one
+            # one observation, or a list, is a batch of one (as CardActor.logits reads it)
+            obs = np.asarray(obs, dtype=np.float32).reshape(-1, OBS_SIZE)
             column = obs[:, _NUM_PLAYERS]  # the piece holds players / 10
             if len(obs) == 1 or (column == column[0]).all():
                 logits = self.actor_for(int(column[0] * 10.0 + 0.5)).logits(obs)

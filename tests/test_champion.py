@@ -192,9 +192,7 @@ def test_export_matches_the_torch_policy_and_never_overwrites(tmp_path: Path) ->
     out = export(zip_path, tmp_path / "w.npz")
     champion = load_champion(f"champion:{out}")
     assert champion.meta["steps"] == 0
-    par = parallel_env(num_players=4)
-    observations, _ = par.reset(seed=2)
-    obs = np.stack([o["observation"] for o in observations.values()])
+    obs, _ = _positions(4, 2)
     torch_logits = PolicyAgent(model.policy).logits(obs)
     np.testing.assert_allclose(champion.actor.logits(obs), torch_logits, rtol=1e-5, atol=1e-5)
     before = out.read_bytes()
@@ -372,9 +370,7 @@ def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path, net_arc
     env = SixNimmtVecEnv(1, seed=0, num_players=4, episode="round")
     model = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": net_arch}, seed=3, n_steps=16, batch_size=16)
     init_policy(model, WEIGHTS)
-    par = parallel_env(num_players=4)
-    observations, _ = par.reset(seed=6)
-    obs = np.stack([o["observation"] for o in observations.values()])
+    obs, _ = _positions(4, 6)
     actor, _ = read_weights(WEIGHTS)
     np.testing.assert_allclose(PolicyAgent(model.policy).logits(obs), actor.logits(obs), rtol=1e-4, atol=1e-4)
     pi, vf = model.policy.mlp_extractor.policy_net, model.policy.mlp_extractor.value_net
@@ -456,10 +452,7 @@ def test_weights_with_hand_attention_write_format_2_and_play_their_attention(tmp
     out = write_weights({**arrays, **attention}, tmp_path / "a.npz", {"source": "test"})
     actor, meta = read_weights(out)
     assert meta["format"] == "sixnimmt-card-actor-2" and actor.attention is not None and actor.attention[4] == 4
-    par = parallel_env(num_players=4)
-    observations, _ = par.reset(seed=9)
-    obs = np.stack([o["observation"] for o in observations.values()])
-    masks = np.stack([o["action_mask"] for o in observations.values()]).astype(bool)
+    obs, masks = _positions(4, 9)
     plain = load_champion().actor.logits(obs)
     logits = actor.logits(obs)
     assert np.abs(np.where(masks, logits - plain, 0.0)).max() > 0.05  # the attention is played
