@@ -17,7 +17,7 @@ from matplotlib.image import imread
 import sixnimmt_env.arena
 from sixnimmt_env.arena import run_arena
 from sixnimmt_env.arena.plotter import PlotProcess
-from sixnimmt_env.arena.report import plot_results, write_results
+from sixnimmt_env.arena.report import draft_plot, finish_plot, plot_results, write_results
 
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; forks only on Linux")
 
@@ -35,6 +35,47 @@ def test_the_helper_draws_the_png_that_plot_results_draws(results: dict, tmp_pat
     a, b = imread(here), imread(there)
     assert a.shape == b.shape and a.shape[2] == 4 and a.shape[1] == 9 * 120  # 9 inches at 120 dpi
     assert np.array_equal(a, b)
+
+
+def test_a_draft_made_during_the_games_gives_the_same_png(results: dict, tmp_path: Path) -> None:
+    here = plot_results(results, tmp_path / "here.png")
+    with PlotProcess() as plotter:
+        plotter.draft(["greedy", "lowest", "random", "random"], 4)
+        there = plotter.plot(json.loads(json.dumps(results)), tmp_path / "there.png")
+    assert np.array_equal(imread(here), imread(there))
+
+
+def test_a_draft_for_other_agents_is_dropped_and_the_plot_drawn_whole(results: dict, tmp_path: Path) -> None:
+    here = plot_results(results, tmp_path / "here.png")
+    for labels, players in ((["greedy", "lowest", "random", "mc:8"], 4), (["greedy", "lowest", "random", "random"], 5)):
+        with PlotProcess() as plotter:
+            plotter.draft(labels, players)
+            there = plotter.plot(json.loads(json.dumps(results)), tmp_path / "there.png")
+        assert np.array_equal(imread(here), imread(there))
+
+
+def test_finish_plot_refuses_a_draft_for_other_agents_or_used_twice(results: dict, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"for agents \['greedy', 'lowest', 'random', 'mc:8'\] at 4 players"):
+        finish_plot(draft_plot(["greedy", "lowest", "random", "mc:8"], 4), results, tmp_path / "a.png")
+    assert not (tmp_path / "a.png").exists()
+    draft = draft_plot(["greedy", "lowest", "random", "random"], 4)
+    finish_plot(draft, results, tmp_path / "b.png")
+    with pytest.raises(ValueError, match="used already"):
+        finish_plot(draft, results, tmp_path / "c.png")
+    assert (tmp_path / "b.png").exists() and not (tmp_path / "c.png").exists()
+
+
+def test_a_headline_of_two_lines_moves_the_panels_down(results: dict, tmp_path: Path) -> None:
+    wide = json.loads(json.dumps(results))
+    wide["settings"]["seed"] = 10**90  # the headline wraps to two lines of at most 150 characters
+    labels = ["greedy", "lowest", "random", "random"]
+    one, two = draft_plot(labels, 4), draft_plot(labels, 4)
+    finish_plot(one, results, tmp_path / "one.png")
+    finish_plot(two, wide, tmp_path / "two.png")
+    height = one.figure.get_figheight()  # 3.2 inches: four agents, no legend
+    tops = [d.axes[0].get_position().y1 * height for d in (one, two)]
+    line = 8 * 1.2 / 72  # one 8-point headline line, in inches
+    assert height == 3.2 and tops[0] == pytest.approx(3.2 - 0.4 - line) and tops[1] == pytest.approx(tops[0] - line)
 
 
 def test_write_results_with_the_helper_writes_all_three_files(results: dict, tmp_path: Path) -> None:

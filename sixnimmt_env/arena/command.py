@@ -16,7 +16,7 @@ from typing import Any
 from sixnimmt_env.agents import parse_lineup
 from sixnimmt_env.arena.league import run_league
 from sixnimmt_env.arena.plotter import PlotProcess
-from sixnimmt_env.arena.pool import ENGINES, warn_workers
+from sixnimmt_env.arena.pool import ENGINES, label, warn_workers
 from sixnimmt_env.arena.report import (
     check_new_file,
     check_results_folder,
@@ -109,6 +109,7 @@ def _run(
             end_score=args.end_score,
         )
         progress = not args.quiet and sys.stderr.isatty()
+        plotter.draft([label(spec) for spec in specs], config.num_players)  # laid out while the games are played
         if args.league:
             if args.duplicate:
                 raise ValueError("--duplicate and --league cannot be combined (league tables are random)")

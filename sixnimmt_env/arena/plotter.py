@@ -72,6 +72,20 @@ class PlotProcess:
         requests_in.close()
         replies_out.close()
 
+    def draft(self, labels: list[str], num_players: int) -> None:
+        """Have the helper lay out the plot for agents ``labels`` (position order) at tables of ``num_players``
+        now, while the games are played (:func:`~sixnimmt_env.arena.report.draft_plot`); :meth:`plot` then only
+        adds the results. Optional, at most once, before :meth:`plot`; a draft that does not fit the results is
+        dropped (the plot is drawn whole).
+
+        Raises:
+            RuntimeError: the helper was already used or closed.
+        """
+        if self._proc is None:
+            raise RuntimeError("this plot process was already used or closed")
+        with contextlib.suppress(OSError):  # it has ended: plot() reports why
+            self._requests.send({"draft": {"labels": list(labels), "num_players": int(num_players)}})
+
     def plot(self, results: dict[str, Any], path: str | Path, timeout: float = 300.0) -> Path:
         """Have the helper draw ``results`` (a JSON-ready results dict) to the PNG file ``path``; wait for it.
 
@@ -118,8 +132,9 @@ class PlotProcess:
 
 
 def _serve(requests: Any, replies: Any, parent_ends: tuple[Any, ...]) -> None:
-    """The helper: import matplotlib, take one request from ``requests``, draw it, reply ``("ok", None)`` or
-    ``("error", traceback)`` on ``replies``; nothing when ``requests`` closes unused."""
+    """The helper: import matplotlib, take a draft (if one comes first) and one request from ``requests``, draw
+    it, reply ``("ok", None)`` or ``("error", traceback)`` on ``replies``; nothing when ``requests`` closes
+    unused."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for end in parent_ends:  # a forked child holds the parent's ends too: closed, the pipe's EOF reaches here
         end.close()
@@ -127,16 +142,27 @@ def _serve(requests: Any, replies: Any, parent_ends: tuple[Any, ...]) -> None:
     try:
         from matplotlib.figure import Figure  # noqa: F401  (loaded now, while the arena plays)
 
-        from sixnimmt_env.arena.report import plot_results
+        from sixnimmt_env.arena.report import PlotDraft, finish_plot, plot_results
     except Exception:
         replies.send(("error", traceback.format_exc()))
         return
+    draft: PlotDraft | None = None
     try:
         request = requests.recv()
+        if "draft" in request:
+            try:
+                draft = PlotDraft(request["draft"]["labels"], request["draft"]["num_players"])
+            except Exception:  # an unusual label: the whole plot is drawn at the end, where an error is reported
+                draft = None
+            request = requests.recv()
     except EOFError:  # the arena ended without asking for a plot
         return
     try:
-        plot_results(request["results"], request["path"])
+        results, path = request["results"], request["path"]
+        if draft is not None and draft.fits(results):
+            finish_plot(draft, results, path)
+        else:
+            plot_results(results, path)
     except Exception:
         replies.send(("error", traceback.format_exc()))
         return

@@ -21,9 +21,12 @@ import numpy as np
 __all__ = [
     "LABEL_WIDTH",
     "RESULT_FILES",
+    "PlotDraft",
     "Plotter",
     "check_new_file",
     "check_results_folder",
+    "draft_plot",
+    "finish_plot",
     "league_note",
     "markdown_table",
     "new_results_folder",
@@ -158,61 +161,134 @@ def short_labels(specs: Sequence[str]) -> list[str]:
     return short
 
 
+class PlotDraft:
+    """The part of ``results.png`` that the agents' labels and the table size fix: the figure, its margins, the
+    panels' titles, axis labels and agent names (:func:`draft_plot`); :func:`finish_plot` adds the bars and the
+    headline and saves it.
+
+    The arena's plot helper drafts while the games are played (:class:`~sixnimmt_env.arena.plotter.PlotProcess`,
+    :meth:`~sixnimmt_env.arena.plotter.PlotProcess.draft`), so that only the measured part is left to draw.
+
+    Attributes:
+        labels: the agents' labels, in position order (the ``agent`` of each results row).
+        positions: the agents' positions (``0, 1, ...`` unless given).
+        num_players: players at a table (the dashed parity line of the win share panel is at ``1 / num_players``).
+    """
+
+    def __init__(self, labels: Sequence[str], num_players: int, positions: Sequence[int] | None = None) -> None:
+        """Lay out an empty figure for agents ``labels`` at tables of ``num_players`` (see :func:`draft_plot`)."""
+        import textwrap
+
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure  # the Agg canvas; no pyplot, no display
+        from matplotlib.font_manager import FontProperties
+
+        self.labels, self.num_players = [str(a) for a in labels], int(num_players)
+        self.positions = list(range(len(self.labels))) if positions is None else [int(p) for p in positions]
+        self._textwrap = textwrap
+        short = short_labels(self.labels)
+        names = [f"{p}: {label}" for p, label in zip(self.positions, short, strict=True)]
+        legend = [
+            f"{p}: {spec}" for p, spec, label in zip(self.positions, self.labels, short, strict=True) if spec != label
+        ]
+        legend = [line if len(line) <= 150 else line[:64] + "…" + line[-85:] for line in legend]
+        self._width, self._height = 9.0, max(3.2, 1.6 + 0.38 * len(names) + 0.18 * len(legend))
+        fig = self.figure = Figure(figsize=(self._width, self._height))
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        name_font = FontProperties(size=9)
+        widest = max((renderer.get_text_width_height_descent(s, name_font, ismath=False)[0] for s in names), default=0)
+        self._left = 0.12 + widest / fig.dpi + 0.1  # the names, the ticks and their pad
+        self._bottom = 0.62 + (7 * _LINE * len(legend) + 0.1 if legend else 0.0)  # tick labels, axis label (10 pt)
+        self._headline_lines = 1
+        self._adjust()
+        self.axes = fig.subplots(1, 2, sharey=True)
+        ax1, ax2 = self.axes
+        y = np.arange(len(names))
+        ax1.set_xlabel("bullheads per round (lower is better)")
+        ax1.set_title("mean penalty, 95% CI", fontsize=10)
+        ax2.axvline(1.0 / self.num_players, color="grey", linestyle="--", linewidth=1)
+        ax2.set_xlabel("share of wins (dashed: 1 / players)")
+        ax2.set_title("win share (ties split), 95% CI", fontsize=10)
+        ax1.set_yticks(y, names, fontsize=9)
+        ax1.invert_yaxis()  # position 0 on top, as in the table
+        if legend:
+            fig.supxlabel(
+                "\n".join(legend), fontsize=7, ha="left", va="bottom", x=0.01, y=0.06 / self._height, family="monospace"
+            )
+        self._finished = False
+
+    def _adjust(self) -> None:
+        top = 0.08 + 8 * _LINE * self._headline_lines + 0.32  # the headline (8 pt), then the panels' titles (10 pt)
+        w, h = self._width, self._height
+        self.figure.subplots_adjust(
+            left=self._left / w, right=1 - 0.2 / w, top=1 - top / h, bottom=self._bottom / h, wspace=0.14
+        )
+
+    def fits(self, results: dict[str, Any]) -> bool:
+        """Whether this draft is for ``results`` (the same agents' labels and table size) and not yet used."""
+        labels = [str(r["agent"]) for r in results["agents"]]
+        positions = [r["position"] for r in results["agents"]]
+        return (
+            not self._finished
+            and labels == self.labels
+            and positions == self.positions
+            and results["settings"]["num_players"] == self.num_players
+        )
+
+
+_LINE = 1.2 / 72  # inches per point of font size, at matplotlib's line spacing
+
+
+def draft_plot(labels: Sequence[str], num_players: int, positions: Sequence[int] | None = None) -> PlotDraft:
+    """The results-independent part of :func:`plot_results`'s figure for agents ``labels`` (the results rows'
+    order; their ``positions``, ``0, 1, ...`` by default) at tables of ``num_players``; :func:`finish_plot`
+    completes it."""
+    return PlotDraft(labels, num_players, positions)
+
+
+def finish_plot(draft: PlotDraft, results: dict[str, Any], path: str | Path) -> Path:
+    """Add ``results``' bars (mean penalty and win share, 95 % whiskers) and headline to ``draft`` and save it as
+    the PNG file ``path``; a draft is used once.
+
+    Raises:
+        ValueError: ``draft`` is not for ``results`` (:meth:`PlotDraft.fits`) or was used already.
+    """
+    if not draft.fits(results):
+        raise ValueError(
+            f"this plot draft is for agents {draft.labels} at {draft.num_players} players (or was used already), "
+            f"not for {[r['agent'] for r in results['agents']]} at {results['settings']['num_players']}"
+        )
+    draft._finished = True
+    rows = results["agents"]
+    headline = draft._textwrap.wrap(_headline(results), 150)
+    if len(headline) != draft._headline_lines:
+        draft._headline_lines = len(headline)
+        draft._adjust()
+    fig, (ax1, ax2) = draft.figure, draft.axes
+    y = np.arange(len(rows))
+    means, ci = [_num(r["mean_penalty"]) for r in rows], [_num(r["ci95"]) for r in rows]
+    ax1.barh(y, means, xerr=ci, capsize=3, color="tab:red")
+    shares, wci = [_num(r["win_share"]) for r in rows], [_num(r["win_share_ci95"]) for r in rows]
+    ax2.barh(y, shares, xerr=wci, capsize=3, color="tab:green")
+    fig.suptitle("\n".join(headline), fontsize=8, y=1 - 0.08 / draft._height, va="top")
+    path = Path(path)
+    # zlib's fastest level: the same pixels, a file 2 % larger, 4 ms less of the arena command's last step
+    fig.savefig(path, dpi=120, pil_kwargs={"compress_level": 1})
+    return path
+
+
 def plot_results(results: dict[str, Any], path: str | Path) -> Path:
-    """Save a PNG: mean penalty per round and win share, each with 95% whiskers, one horizontal bar per agent.
+    """Save a PNG: mean penalty per round and win share, each with 95% whiskers, one horizontal bar per agent
+    (:func:`draft_plot`, then :func:`finish_plot`).
 
     Agents are named ``position: short label`` (:func:`short_labels`); when a label differs from its spec
     (a ``ppo:PATH`` checkpoint), the full specs are listed under the plot. The margins are set from the measured
     widths of the agent names and the number of headline and legend lines (no layout engine: it would draw the
     figure twice, a third of the plot's time).
     """
-    import textwrap
-
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure  # the Agg canvas; no pyplot, no display
-    from matplotlib.font_manager import FontProperties
-
     rows = results["agents"]
-    specs = [str(r["agent"]) for r in rows]
-    labels = short_labels(specs)
-    names = [f"{r['position']}: {label}" for r, label in zip(rows, labels, strict=True)]
-    legend = [f"{r['position']}: {spec}" for r, spec, label in zip(rows, specs, labels, strict=True) if spec != label]
-    legend = [line if len(line) <= 150 else line[:64] + "…" + line[-85:] for line in legend]
-    headline = textwrap.wrap(_headline(results), 150)
-    y = np.arange(len(rows))
-    width, height = 9.0, max(3.2, 1.6 + 0.38 * len(rows) + 0.18 * len(legend))
-    fig = Figure(figsize=(width, height))
-    renderer = FigureCanvasAgg(fig).get_renderer()
-    name_font = FontProperties(size=9)
-    widest = max((renderer.get_text_width_height_descent(s, name_font, ismath=False)[0] for s in names), default=0)
-    line = 1.2 / 72  # inches per point of font size, at matplotlib's line spacing
-    left = 0.12 + widest / fig.dpi + 0.1  # the names, the ticks and their pad
-    top = 0.08 + 8 * line * len(headline) + 0.32  # the headline (8 pt), then the panels' titles (10 pt)
-    bottom = 0.62 + (7 * line * len(legend) + 0.1 if legend else 0.0)  # tick labels and axis label (10 pt)
-    fig.subplots_adjust(
-        left=left / width, right=1 - 0.2 / width, top=1 - top / height, bottom=bottom / height, wspace=0.14
-    )
-    ax1, ax2 = fig.subplots(1, 2, sharey=True)
-    means, ci = [_num(r["mean_penalty"]) for r in rows], [_num(r["ci95"]) for r in rows]
-    ax1.barh(y, means, xerr=ci, capsize=3, color="tab:red")
-    ax1.set_xlabel("bullheads per round (lower is better)")
-    ax1.set_title("mean penalty, 95% CI", fontsize=10)
-    shares, wci = [_num(r["win_share"]) for r in rows], [_num(r["win_share_ci95"]) for r in rows]
-    ax2.barh(y, shares, xerr=wci, capsize=3, color="tab:green")
-    ax2.axvline(1.0 / results["settings"]["num_players"], color="grey", linestyle="--", linewidth=1)
-    ax2.set_xlabel("share of wins (dashed: 1 / players)")
-    ax2.set_title("win share (ties split), 95% CI", fontsize=10)
-    ax1.set_yticks(y, names, fontsize=9)
-    ax1.invert_yaxis()  # position 0 on top, as in the table
-    fig.suptitle("\n".join(headline), fontsize=8, y=1 - 0.08 / height, va="top")
-    if legend:
-        fig.supxlabel(
-            "\n".join(legend), fontsize=7, ha="left", va="bottom", x=0.01, y=0.06 / height, family="monospace"
-        )
-    path = Path(path)
-    # zlib's fastest level: the same pixels, a file 2 % larger, 4 ms less of the arena command's last step
-    fig.savefig(path, dpi=120, pil_kwargs={"compress_level": 1})
-    return path
+    labels, positions = [str(r["agent"]) for r in rows], [r["position"] for r in rows]
+    return finish_plot(draft_plot(labels, results["settings"]["num_players"], positions), results, path)
 
 
 RESULT_FILES = ("results.json", "results.md", "results.png")
