@@ -38,21 +38,11 @@ train: install
 # and 6 (the same with more tables of three greedy), stage 7 (the three target line-ups at equal weight, with the
 # hand-and-table card features) and stage 8 (the same with tables of stage 6, the champion it had to beat), then
 # the two stages on tables of 2 to 10 players (about 75 minutes), whose weights `champion` plays at 3 and 5 to 10
-# players, and their continuation at 2 players (about 32 minutes), which `champion` plays at 2.
+# players, and their continuation at 2 players (about 32 minutes), which `champion` plays at 2. The stages are listed
+# in configs/champion_recipe.yaml; after a stop, go on with
+# `python -m training.recipe configs/champion_recipe.yaml --from STAGE --force` (`--list` shows what is done).
 champion: install
-	$(PY) -m training.train_champion configs/baseline_ppo_4p.yaml --set train.vec_env=batched --set train.max_minutes=null \
-		--set train.total_timesteps=9420800 --out sixnimmt_env/weights/default_ppo_4p.npz --force
-	$(PY) -m training.train_champion configs/champion.yaml --out sixnimmt_env/weights/champion_v1.npz --force
-	$(PY) -m training.train_champion configs/champion_league.yaml --out sixnimmt_env/weights/champion_v2.npz --force
-	$(PY) -m training.train_champion configs/champion_mc_league.yaml --out sixnimmt_env/weights/champion_v3.npz --force
-	$(PY) -m training.train_champion configs/champion_table_league.yaml --out sixnimmt_env/weights/champion_v4.npz --force
-	$(PY) -m training.train_champion configs/champion_greedy_league.yaml --out sixnimmt_env/weights/champion_v5.npz --force
-	$(PY) -m training.train_champion configs/champion_greedy_league_2.yaml --out sixnimmt_env/weights/champion_v6.npz --force
-	$(PY) -m training.train_champion configs/champion_features_league.yaml --out sixnimmt_env/weights/champion_v7.npz --force
-	$(PY) -m training.train_champion configs/champion_features_league_2.yaml --force
-	$(PY) -m training.train_champion configs/champion_tables.yaml --out sixnimmt_env/weights/champion_tables_1.npz --force
-	$(PY) -m training.train_champion configs/champion_tables_2.yaml --out sixnimmt_env/weights/champion_tables.npz --force
-	$(PY) -m training.train_champion configs/champion_2p.yaml --out sixnimmt_env/weights/champion_2p.npz --force
+	$(PY) -m training.recipe configs/champion_recipe.yaml --all --force
 
 test: install
 	$(PY) -m pytest -q -n 2

@@ -9,12 +9,13 @@ subcommand      runs                           what
 ``replay``      ``sixnimmt_env.records_text``  print a recorded game (``--save-games`` files)
 ``play``        ``sixnimmt_env.play``          play or watch at the table, in the browser or the terminal
 ``champion``    ``training.train_champion``    train a stage of the ``champion`` agent, export its weights
+``recipe``      ``training.recipe``            train the stages of a recipe file in order (``make champion``)
 ==============  =============================  ==========================================================
 
 ``sixnimmt CMD ARGS`` is ``python -m MODULE ARGS``: the module runs as ``__main__`` (:func:`runpy.run_module`),
-with its own options and ``--help``. ``train``, ``evaluate`` and ``champion`` need the ``train`` extra, ``play``
-the ``play`` extra. This module imports the standard library only, so each command's start-up settings (one BLAS
-thread before numpy loads) still apply.
+with its own options and ``--help``. ``train``, ``evaluate``, ``champion`` and ``recipe`` need the ``train`` extra,
+``play`` the ``play`` extra. This module imports the standard library only, so each command's start-up settings
+(one BLAS thread before numpy loads) still apply.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("sixnimmt_env.records_text", "print a recorded game turn by turn (files of --save-games)"),
     "play": ("sixnimmt_env.play", "play against agents or watch them, in the browser or the terminal (--tui)"),
     "champion": ("training.train_champion", "train a stage of the champion agent and export its weights (.npz)"),
+    "recipe": ("training.recipe", "train the stages of a recipe file in order, each exported (.npz); skips done ones"),
 }
 """Subcommand -> (module run as ``python -m``, one-line summary)."""
 
@@ -55,6 +57,11 @@ COMMAND_EXAMPLES: dict[str, tuple[str, ...]] = {
     "replay": ("games.jsonl", "games.jsonl --game 3"),
     "play": ("--opponents champion,mc:64,greedy", "--watch --agents champion,mc:64,greedy,random", "--tui"),
     "champion": ("configs/champion_short.yaml --out mine.npz", "configs/champion_league.yaml --set train.seed=3"),
+    "recipe": (
+        "configs/champion_recipe.yaml --list",
+        "configs/champion_recipe.yaml --all --force",
+        "configs/champion_recipe.yaml --from tables-1 --force",
+    ),
 }
 """A few typical invocations of each subcommand (its arguments), shown by its ``--help``."""
 

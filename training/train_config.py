@@ -555,6 +555,10 @@ def _read(path: Path, chain: tuple[Path, ...] = ()) -> dict[str, Any]:
         raw = _yaml(text)
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {yaml_problem(e)}") from None
+    if isinstance(raw, dict) and "stages" in raw:
+        raise ConfigError(
+            f"{path}: a recipe of training stages, not a training config; run it with python -m training.recipe {path}"
+        )
     _check_top_level(raw, str(path))
     raw = resolve_paths(raw, path.parent.resolve())
     base = raw.pop("base", None)

@@ -1,0 +1,287 @@
+"""A training recipe: the stages of an agent, in one file, run in order by one command.
+
+Usage::
+
+    python -m training.recipe configs/champion_recipe.yaml --list           # the stages and what is on disk
+    python -m training.recipe configs/champion_recipe.yaml                  # train every stage not done yet
+    python -m training.recipe configs/champion_recipe.yaml --all --force    # every stage again, from scratch
+    python -m training.recipe configs/champion_recipe.yaml --from stage-5 --force   # stage 5 and the rest again
+    python -m training.recipe configs/champion_recipe.yaml --only tables,2p --dry-run
+
+A recipe file lists stages in order; each is one training config (``base:`` configs keep them short) plus the
+weights file it writes, trained and exported by :mod:`training.train_champion` in a process of its own::
+
+    stages:
+      - name: stage-1                       # unique; --from and --only take it
+        config: champion.yaml               # relative to the recipe's folder
+        out: ../sixnimmt_env/weights/champion_v1.npz   # likewise
+        set: [train.max_minutes=null]       # optional: --set overrides, as on the command line
+        about: mc:64 distillation, then PPO # optional: one line for --list
+
+Later stages read earlier stages' weights through their configs (``train.init_from``, ``champion:`` opponents), so
+the order is the recipe's. A stage is *done* when its ``out`` exists and was written by ``train_champion`` from a
+config of the same file name with the same overrides (the weights' metadata); a plain run trains the stages that
+are not done. An ``out`` that exists and is not done (another config wrote it) stops the run before any training,
+unless ``--force``; ``--all`` and ``--from`` train done stages again, which replaces their weights and so needs
+``--force`` too. A stage that fails stops the run, and the message gives the command that goes on from it; a
+stage's own training resumes inside its run folder with ``python -m training.train --resume RUN`` and is exported
+with ``python -m training.train_champion --export RUN/final_model.zip --out OUT --force``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from training.train_config import ConfigError, yaml_problem
+
+__all__ = ["Recipe", "Stage", "StageStatus", "load_recipe", "main", "stage_command", "stage_status"]
+
+
+class Stage(BaseModel):
+    """One stage of a recipe: a training config and the weights file it writes (paths as given in the file).
+
+    ``name`` is letters, digits and ``_.-`` (``--from`` and ``--only`` take it); ``set`` holds ``KEY=VALUE``
+    overrides as ``--set`` takes them; ``about`` is one line for ``--list``.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str
+    config: str
+    out: str
+    set: list[str] = []
+    about: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.fullmatch(value):
+            raise ValueError(f"a stage name is letters, digits and _.- (not starting with one of _.-), got {value!r}")
+        return value
+
+    @field_validator("config", "out")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a path, relative to the recipe's folder, is needed")
+        return value
+
+    @field_validator("set")
+    @classmethod
+    def _overrides(cls, value: list[str]) -> list[str]:
+        for item in value:
+            key, sep, _ = item.partition("=")
+            if not sep or not key.strip():
+                raise ValueError(f"an override is KEY=VALUE (as --set takes), got {item!r}")
+        return value
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+class Recipe(BaseModel):
+    """A recipe file: its stages (at least one), in the order they are trained."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    stages: list[Stage]
+
+    @field_validator("stages")
+    @classmethod
+    def _some(cls, value: list[Stage]) -> list[Stage]:
+        if not value:
+            raise ValueError("a recipe lists at least one stage")
+        return value
+
+
+@dataclass(frozen=True)
+class StageStatus:
+    """What is on disk for a stage: ``state`` is ``"done"`` (its ``out`` written from this stage's config and
+    overrides), ``"missing"`` (no ``out``) or ``"other"`` (an ``out`` that this stage did not write, or that does
+    not read); ``detail`` says more (the steps trained, or what wrote the file)."""
+
+    state: str
+    detail: str
+
+
+def load_recipe(path: str | Path) -> tuple[Recipe, Path]:
+    """Read and check a recipe file; return it and its folder (the stages' paths are relative to it).
+
+    Raises:
+        ConfigError: naming the file and the key: not a mapping, an unknown or missing key, a stage name used
+            twice, two stages with the same ``out``, or a stage config that does not exist.
+    """
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the recipe ({e.strerror})") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: {yaml_problem(e)}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a recipe is a mapping with the key 'stages', got {type(raw).__name__}")
+    try:
+        recipe = Recipe.model_validate(raw)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']} (got {err.get('input')!r})"
+            for err in e.errors()
+        )
+        raise ConfigError(f"{path}: {problems}") from None
+    folder = path.parent.resolve()
+    seen: dict[str, str] = {}
+    outs: dict[Path, str] = {}
+    for i, stage in enumerate(recipe.stages):
+        if stage.name in seen:
+            raise ConfigError(f"{path}: stages.{i}.name: {stage.name!r} names two stages")
+        seen[stage.name] = stage.name
+        out = (folder / stage.out).resolve()
+        if out in outs:
+            raise ConfigError(f"{path}: stages.{i}.out: {stage.out!r} is also the out of stage {outs[out]!r}")
+        outs[out] = stage.name
+        if not (folder / stage.config).is_file():
+            raise ConfigError(f"{path}: stages.{i}.config: {stage.config!r} not found (relative to {folder})")
+    return recipe, folder
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current folder when it lies below it (as the weights' metadata records it)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def stage_command(stage: Stage, folder: Path, force: bool = False) -> list[str]:
+    """The ``train_champion`` command line that trains ``stage`` of a recipe in ``folder`` (``--force`` if
+    ``force``)."""
+    cmd = [sys.executable, "-m", "training.train_champion", _shown(folder / stage.config)]
+    for item in stage.set:
+        cmd += ["--set", item]
+    cmd += ["--out", _shown((folder / stage.out).resolve())]
+    return [*cmd, "--force"] if force else cmd
+
+
+def stage_status(stage: Stage, folder: Path) -> StageStatus:
+    """What is on disk for ``stage`` (:class:`StageStatus`), read from its weights file's metadata."""
+    from sixnimmt_env.champion import read_weights
+
+    out = (folder / stage.out).resolve()
+    if not out.exists():
+        return StageStatus("missing", "not trained")
+    try:
+        _, meta = read_weights(out)
+    except (OSError, ValueError) as e:
+        return StageStatus("other", f"does not read as weights ({e})")
+    config, overrides = meta.get("config"), list(meta.get("overrides") or [])
+    if config is None:
+        return StageStatus("other", f"exported from {meta.get('source', 'an unknown checkpoint')}, not by a config")
+    if Path(str(config)).name != Path(stage.config).name or overrides != stage.set:
+        made = f"{config}" + (f" --set {' --set '.join(overrides)}" if overrides else "")
+        return StageStatus("other", f"written from {made}")
+    steps = meta.get("steps")
+    return StageStatus("done", f"{steps:,} steps" if isinstance(steps, int) else "trained")
+
+
+def _select(recipe: Recipe, args: argparse.Namespace) -> tuple[list[Stage], bool]:
+    """The stages this run looks at, and whether done ones are trained again. Raises ``ValueError`` for an unknown
+    stage name (listing the recipe's)."""
+    names = [s.name for s in recipe.stages]
+
+    def check(name: str, option: str) -> str:
+        if name not in names:
+            raise ValueError(f"{option}: no stage {name!r}; the recipe's stages are {', '.join(names)}")
+        return name
+
+    if args.only:
+        wanted = {check(n.strip(), "--only") for n in args.only.split(",") if n.strip()}
+        return [s for s in recipe.stages if s.name in wanted], True
+    if args.from_stage:
+        first = names.index(check(args.from_stage, "--from"))
+        return recipe.stages[first:], True
+    return list(recipe.stages), bool(args.all)
+
+
+def _parser() -> argparse.ArgumentParser:
+    from sixnimmt_env.cli import parser_kwargs
+
+    p = argparse.ArgumentParser(**parser_kwargs("training.recipe"), description=__doc__.split("\n\n")[0])
+    p.add_argument("recipe", help="the recipe file (e.g. configs/champion_recipe.yaml)")
+    p.add_argument("--list", action="store_true", help="show the stages and their state on disk; train nothing")
+    p.add_argument("--dry-run", action="store_true", help="print the commands the run would start; train nothing")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--all", action="store_true", help="train every stage, done or not (from scratch)")
+    group.add_argument("--from", dest="from_stage", metavar="STAGE", help="train this stage and every later one")
+    group.add_argument("--only", metavar="STAGE[,STAGE]", help="train only these stages (in the recipe's order)")
+    p.add_argument("--force", action="store_true", help="replace weights files that exist (a stage trained again)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; returns the exit code (2 for a bad recipe or option, a failed stage's code)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        recipe, folder = load_recipe(args.recipe)
+        stages, again = _select(recipe, args)
+    except (ConfigError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    status = {s.name: stage_status(s, folder) for s in recipe.stages}
+    if args.list:
+        for i, s in enumerate(recipe.stages, 1):
+            st = status[s.name]
+            print(f"{i:>2}. {s.name:<14} {st.state:<8} {_shown((folder / s.out).resolve())}: {st.detail}")
+            print(f"    {s.config}{''.join(' --set ' + o for o in s.set)}" + (f"  ({s.about})" if s.about else ""))
+        return 0
+    todo = [s for s in stages if again or status[s.name].state != "done"]
+    blocked = [s for s in todo if status[s.name].state != "missing" and not args.force]
+    if blocked:
+        for s in blocked:
+            print(
+                f"error: stage {s.name!r}: {_shown((folder / s.out).resolve())} exists "
+                f"({status[s.name].state}: {status[s.name].detail}); give --force to replace it",
+                file=sys.stderr,
+            )
+        return 2
+    skipped = [s.name for s in stages if s not in todo]
+    if skipped:
+        print(f"done already (kept): {', '.join(skipped)}", file=sys.stderr)
+    if not todo:
+        print("nothing to train (--all --force trains every stage again)", file=sys.stderr)
+    times: list[tuple[str, float]] = []
+    for k, s in enumerate(todo, 1):
+        cmd = stage_command(s, folder, force=status[s.name].state != "missing")
+        print(f"[{k}/{len(todo)}] stage {s.name}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+        if args.dry_run:
+            continue
+        start = time.monotonic()
+        code = subprocess.run(cmd, env={**os.environ, "PYTHONUNBUFFERED": "1"}).returncode
+        times.append((s.name, time.monotonic() - start))
+        if code != 0:
+            print(
+                f"error: stage {s.name!r} failed (exit code {code}); go on from it with: python -m training.recipe "
+                f"{args.recipe} --from {s.name} --force",
+                file=sys.stderr,
+            )
+            return code
+        print(f"stage {s.name}: {times[-1][1] / 60:.1f} min", file=sys.stderr, flush=True)
+    if times:
+        each = ", ".join(f"{n} {t / 60:.1f} min" for n, t in times)
+        print(f"stages trained: {each}; {sum(t for _, t in times) / 60:.1f} min in all", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
