@@ -10,12 +10,13 @@ subcommand      runs                           what
 ``play``        ``sixnimmt_env.play``          play or watch at the table, in the browser or the terminal
 ``champion``    ``training.train_champion``    train a stage of the ``champion`` agent, export its weights
 ``recipe``      ``training.recipe``            train the stages of a recipe file in order (``make champion``)
+``promote``     ``training.promote``           a candidate against the incumbent and a league: promote or keep
 ==============  =============================  ==========================================================
 
 ``sixnimmt CMD ARGS`` is ``python -m MODULE ARGS``: the module runs as ``__main__`` (:func:`runpy.run_module`),
-with its own options and ``--help``. ``train``, ``evaluate``, ``champion`` and ``recipe`` need the ``train`` extra,
-``play`` the ``play`` extra. This module imports the standard library only, so each command's start-up settings
-(one BLAS thread before numpy loads) still apply.
+with its own options and ``--help``. ``train``, ``evaluate``, ``champion``, ``recipe`` and ``promote`` need the
+``train`` extra, ``play`` the ``play`` extra. This module imports the standard library only, so each command's
+start-up settings (one BLAS thread before numpy loads) still apply.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "play": ("sixnimmt_env.play", "play against agents or watch them, in the browser or the terminal (--tui)"),
     "champion": ("training.train_champion", "train a stage of the champion agent and export its weights (.npz)"),
     "recipe": ("training.recipe", "train the stages of a recipe file in order, each exported (.npz); skips done ones"),
+    "promote": ("training.promote", "a candidate against the incumbent and a league: significant win, no loss?"),
 }
 """Subcommand -> (module run as ``python -m``, one-line summary)."""
 
@@ -62,6 +64,7 @@ COMMAND_EXAMPLES: dict[str, tuple[str, ...]] = {
         "configs/champion_recipe.yaml --all --force",
         "configs/champion_recipe.yaml --from tables-1 --force",
     ),
+    "promote": ("champion:mine.npz --incumbent champion --league champion:stage-7,mc:64 --games 4000 --workers 2",),
 }
 """A few typical invocations of each subcommand (its arguments), shown by its ``--help``."""
 

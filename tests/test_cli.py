@@ -62,7 +62,7 @@ def test_a_missing_or_unknown_command_lists_the_commands(tmp_path: Path) -> None
         assert "usage: sixnimmt [-h] COMMAND ..." in out.stderr
     assert (
         "argument COMMAND: invalid choice: 'tran' (choose from 'train', 'evaluate', 'arena', 'replay', 'play', "
-        "'champion', 'recipe')" in out.stderr
+        "'champion', 'recipe', 'promote')" in out.stderr
     )
 
 

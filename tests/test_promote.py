@@ -1,0 +1,56 @@
+"""The league's promotion rule (training.promote): a significant win against the incumbent, no loss against any
+league member; the verdict's exit code; results never replaced."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sixnimmt_env.arena import run_arena
+from training.promote import judge, main, play_table
+
+
+def test_a_table_is_the_arena_table_of_the_candidate_and_copies_of_the_other() -> None:
+    table = play_table("greedy", "lowest", "incumbent", 400, 1, 4, "round", 1)
+    row = run_arena(["greedy", "lowest", "lowest", "lowest"], 400, 1)["agents"]
+    assert table.win_share == row[0]["win_share"] and table.win_ci == row[0]["win_share_ci95"]
+    assert table.penalty == row[0]["mean_penalty"] and table.games == 400 and table.parity == 0.25
+    assert table.opponent_penalty == min(r["mean_penalty"] for r in row[1:])
+    assert table.win_share - table.win_ci > 0.25 and table.passed  # greedy beats three lowest: a significant win
+
+
+def test_the_rules_significant_win_against_the_incumbent_no_loss_against_the_league() -> None:
+    verdict = judge("greedy", "lowest", ["random", "mc:4"], 400, 1)
+    roles = [(t.opponent, t.role, t.passed) for t in verdict.tables]
+    assert roles == [("lowest", "incumbent", True), ("random", "league", True), ("mc:4", "league", False)]
+    mc4 = verdict.tables[2]
+    assert mc4.win_share + mc4.win_ci < 0.25 and not verdict.promote  # significantly below parity: a loss
+    assert judge("greedy", "lowest", ["random"], 400, 1).promote
+    # level is no loss, but it is no win either: the incumbent's table needs the interval above parity
+    level = play_table("greedy", "greedy", "league", 400, 1, 4, "round", 1)
+    assert level.win_share - level.win_ci < 0.25 <= level.win_share + level.win_ci and level.passed
+    assert not play_table("greedy", "greedy", "incumbent", 400, 1, 4, "round", 1).passed
+
+
+def test_the_command_exits_0_to_promote_1_to_keep_and_never_replaces_its_json(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "verdict.json"
+    assert main(["greedy", "--incumbent", "lowest", "--league", "random", "--games", "400", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "verdict: promote" in text and "| incumbent | `lowest` | 400 |" in text
+    saved = json.loads(out.read_text())
+    assert saved["promote"] is True and [t["opponent"] for t in saved["tables"]] == ["lowest", "random"]
+    assert main(["greedy", "--incumbent", "lowest", "--games", "400", "--out", str(out)]) == 2
+    assert "exists; results are never replaced" in capsys.readouterr().err
+    assert json.loads(out.read_text()) == saved
+    assert main(["random", "--incumbent", "greedy", "--games", "400"]) == 1
+    assert "verdict: keep the incumbent (failed: greedy)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"), [(["bogus"], "unknown agent spec 'bogus'"), (["greedy", "--games", "1"], "games")]
+)
+def test_bad_input_is_exit_code_2_with_the_arenas_error(args: list[str], message: str, capsys) -> None:
+    assert main(args) == 2
+    assert message in capsys.readouterr().err

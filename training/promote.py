@@ -1,0 +1,170 @@
+"""Promotion of a candidate over the incumbent champion, by the league's rule.
+
+Usage::
+
+    python -m training.promote champion:runs/new.npz --incumbent champion \\
+        --league champion:stage-7,champion:default-ppo,mc:64,greedy --games 4000 --seed 2 --workers 2
+
+The candidate sits at tables of itself and ``n - 1`` copies of one other agent (seats rotated, the arena's rule;
+single rounds at 4 players unless ``--players``/``--episode`` say otherwise):
+
+* against the incumbent, its win share's 95 % interval must lie above parity (``1 / n``): a **significant win**;
+* against every league member, its win share's interval must reach parity: **no loss** (not significantly below).
+
+Both hold: the verdict is *promote* (exit code 0); else *keep the incumbent* (exit code 1), with the tables that
+failed. Every table plays the same deals (the same ``--seed``). ``--out FILE`` writes the tables and the verdict as
+JSON (a new file; never replaced).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+__all__ = ["Table", "Verdict", "judge", "main", "play_table"]
+
+
+@dataclass(frozen=True)
+class Table:
+    """The candidate at a table of itself and ``players - 1`` copies of ``opponent``.
+
+    Attributes:
+        opponent: the other agents' spec.
+        role: ``"incumbent"`` or ``"league"``.
+        games: games played.
+        win_share: the candidate's share of wins (ties split), 0..1, with ``win_ci`` its 95 % half-width.
+        penalty: the candidate's mean bullheads per round, with ``penalty_ci`` its 95 % half-width.
+        opponent_penalty: the mean bullheads per round of the best of the opponent's seats (the lowest).
+        parity: ``1 / players``.
+        passed: the rule of ``role`` holds (significant win; no loss).
+    """
+
+    opponent: str
+    role: str
+    games: int
+    win_share: float
+    win_ci: float
+    penalty: float
+    penalty_ci: float
+    opponent_penalty: float
+    parity: float
+    passed: bool
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The tables and the decision: ``promote`` is true when every table passed."""
+
+    candidate: str
+    incumbent: str
+    promote: bool
+    tables: list[Table]
+
+
+def play_table(
+    candidate: str, opponent: str, role: str, games: int, seed: int, players: int, episode: str, workers: int
+) -> Table:
+    """Play one table (:func:`sixnimmt_env.arena.run.run_arena`) and apply the rule of ``role``.
+
+    Raises:
+        ValueError: an unknown spec, or games/seed out of range (the arena's errors).
+    """
+    from sixnimmt_env.arena import run_arena
+    from sixnimmt_env.rules.engine import GameConfig
+
+    if role not in ("incumbent", "league"):
+        raise ValueError(f"role must be 'incumbent' or 'league', got {role!r}")
+    config = GameConfig(num_players=players, episode=episode)
+    results = run_arena([candidate] + [opponent] * (players - 1), games, seed, config, workers=workers)
+    rows = results["agents"]
+    me, others = rows[0], rows[1:]
+    share, ci = float(me["win_share"]), float(me["win_share_ci95"])
+    parity = 1.0 / players
+    passed = share - ci > parity if role == "incumbent" else share + ci >= parity
+    return Table(
+        opponent=opponent,
+        role=role,
+        games=int(results["games"]),
+        win_share=share,
+        win_ci=ci,
+        penalty=float(me["mean_penalty"]),
+        penalty_ci=float(me["ci95"]),
+        opponent_penalty=min(float(r["mean_penalty"]) for r in others),
+        parity=parity,
+        passed=passed,
+    )
+
+
+def judge(
+    candidate: str,
+    incumbent: str,
+    league: Sequence[str],
+    games: int,
+    seed: int,
+    players: int = 4,
+    episode: str = "round",
+    workers: int = 1,
+) -> Verdict:
+    """Play the incumbent's table and each league member's, and decide (the module docstring's rule)."""
+    tables = [play_table(candidate, incumbent, "incumbent", games, seed, players, episode, workers)]
+    tables += [play_table(candidate, m, "league", games, seed, players, episode, workers) for m in league]
+    return Verdict(candidate, incumbent, all(t.passed for t in tables), tables)
+
+
+def _line(t: Table) -> str:
+    rule = "significant win" if t.role == "incumbent" else "no loss"
+    mark = "yes" if t.passed else "NO"
+    return (
+        f"| {t.role} | `{t.opponent}` | {t.games:,} | {100 * t.win_share:.1f} ± {100 * t.win_ci:.1f} % "
+        f"| {100 * t.parity:.1f} % | {t.penalty:.2f} ± {t.penalty_ci:.2f} | {t.opponent_penalty:.2f} | {rule}: {mark} |"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point: 0 promote, 1 keep the incumbent, 2 a bad argument."""
+    from sixnimmt_env.cli import parser_kwargs
+
+    p = argparse.ArgumentParser(**parser_kwargs("training.promote"), description=__doc__.split("\n\n")[0])
+    p.add_argument("candidate", help="the candidate's agent spec (e.g. champion:runs/new.npz)")
+    p.add_argument("--incumbent", default="champion", help="the incumbent's spec (default: %(default)s)")
+    p.add_argument("--league", default="", help="comma-separated league members' specs")
+    p.add_argument("--games", type=int, default=4000, help="games per table (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--players", type=int, default=4)
+    p.add_argument("--episode", choices=("round", "game"), default="round")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--out", help="write the verdict as JSON to this new file")
+    args = p.parse_args(argv)
+    league = [s.strip() for s in args.league.split(",") if s.strip()]
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists():
+        print(f"error: --out {str(out)!r} exists; results are never replaced: choose a new file", file=sys.stderr)
+        return 2
+    try:
+        verdict = judge(
+            args.candidate, args.incumbent, league, args.games, args.seed, args.players, args.episode, args.workers
+        )
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"candidate `{verdict.candidate}` at {args.players} players, {args.episode}s, seed {args.seed}\n")
+    print("| table | others | games | candidate's win share | parity | its bullheads | best other's | rule |")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
+    for t in verdict.tables:
+        print(_line(t))
+    failed = [t.opponent for t in verdict.tables if not t.passed]
+    print()
+    print("verdict: promote" if verdict.promote else f"verdict: keep the incumbent (failed: {', '.join(failed)})")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("x") as f:
+            json.dump(asdict(verdict), f, indent=2)
+    return 0 if verdict.promote else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
