@@ -54,6 +54,25 @@ def test_a_draft_for_other_agents_is_dropped_and_the_plot_drawn_whole(results: d
         assert np.array_equal(imread(here), imread(there))
 
 
+def test_a_second_draft_is_refused_and_the_first_still_plots(results: dict, tmp_path: Path) -> None:
+    with PlotProcess() as plotter:
+        plotter.draft(["greedy", "lowest", "random", "random"], 4)
+        with pytest.raises(RuntimeError, match="has its draft already"):
+            plotter.draft(["greedy", "lowest", "random", "random"], 4)
+        there = plotter.plot(json.loads(json.dumps(results)), tmp_path / "there.png")
+    assert np.array_equal(imread(plot_results(results, tmp_path / "here.png")), imread(there))
+
+
+def test_a_dollar_in_a_spec_is_drawn_as_a_dollar_not_parsed_as_tex(results: dict, tmp_path: Path) -> None:
+    odd = json.loads(json.dumps(results))
+    odd["agents"][0]["agent"] = "ppo:runs/d$x$/m$a^2$.zip"  # unbalanced or odd TeX made matplotlib raise
+    draft = draft_plot([r["agent"] for r in odd["agents"]], 4)
+    finish_plot(draft, odd, tmp_path / "odd.png")
+    texts = [t.get_text() for t in draft.axes[0].get_yticklabels()] + [draft.figure._supxlabel.get_text()]
+    assert texts[0] == "0: ppo:m$a^2$" and texts[-1] == "0: ppo:runs/d$x$/m$a^2$.zip"
+    assert all(not t.get_parse_math() for t in draft.axes[0].get_yticklabels())
+
+
 def test_finish_plot_refuses_a_draft_for_other_agents_or_used_twice(results: dict, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"for agents \['greedy', 'lowest', 'random', 'mc:8'\] at 4 players"):
         finish_plot(draft_plot(["greedy", "lowest", "random", "mc:8"], 4), results, tmp_path / "a.png")

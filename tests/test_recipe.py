@@ -3,13 +3,16 @@ never replaced without --force; the shipped champion recipe names every weights 
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+import training.recipe as recipe_module
 from sixnimmt_env.champion import BASELINES, BY_TABLE, WEIGHTS, read_weights
-from training.recipe import load_recipe, main, stage_command, stage_status
+from training.recipe import check_stages, load_recipe, main, overrides, stage_command, stage_status
 from training.train_config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,16 +79,79 @@ def test_weights_written_by_another_config_are_not_replaced_without_force(tmp_pa
     assert not (folder / "first.npz").exists() and (folder / "second.npz").read_bytes() == stranger
 
 
-def test_a_failing_stage_stops_the_run_and_says_how_to_go_on(tmp_path: Path, capsys) -> None:
+def test_a_bad_stage_config_stops_the_run_before_any_training(tmp_path: Path, capsys) -> None:
     recipe = _write(
         tmp_path / "r.yaml",
-        f"stages:\n  - {{name: bad, config: {SMOKE}, out: bad.npz, set: [train.total_timesteps=-5]}}\n"
-        f"  - {{name: after, config: {SMOKE}, out: after.npz}}\n",
+        f"stages:\n  - {{name: fine, config: {SMOKE}, out: fine.npz}}\n"
+        f"  - {{name: bad, config: {SMOKE}, out: bad.npz, set: [train.total_timesteps=-5]}}\n"
+        f"  - {{name: recipe, config: {ROOT / 'configs' / 'champion_recipe.yaml'}, out: r.npz}}\n"
+        f"  - {{name: nowhere, config: {SMOKE}, out: r.yaml/x.npz}}\n",
     )
     assert main([str(recipe)]) == 2
     err = capsys.readouterr().err
-    assert "total_timesteps" in err and "--from bad --force" in err and "[2/2]" not in err
-    assert not (tmp_path / "bad.npz").exists() and not (tmp_path / "after.npz").exists()
+    assert "stage 'bad'" in err and "total_timesteps" in err
+    assert "stage 'recipe'" in err and "a recipe of training stages, not a training config" in err
+    assert "stage 'nowhere': its out r.yaml/x.npz cannot be created" in err or "r.yaml is a file, not a folder" in err
+    assert "[1/" not in err and not (tmp_path / "fine.npz").exists()  # nothing trained
+
+
+def test_a_file_an_earlier_stage_writes_may_be_missing_when_the_run_is_checked(tmp_path: Path) -> None:
+    recipe, folder = load_recipe(_two_stages(tmp_path))
+    assert check_stages(recipe.stages, folder) == []  # the second stage's init_from is the first's out
+    problems = check_stages(recipe.stages[1:], folder)  # alone, its init_from is missing
+    assert len(problems) == 1 and problems[0].startswith("stage 'second':") and "first.npz" in problems[0]
+
+
+def test_a_failing_stage_stops_the_run_and_says_how_to_go_on(tmp_path: Path, monkeypatch, capsys) -> None:
+    recipe = _two_stages(tmp_path)
+    fail = [sys.executable, "-c", "raise SystemExit(3)"]  # a stage whose training process fails
+    monkeypatch.setattr(recipe_module, "stage_command", lambda stage, folder, force=False: fail)
+    assert main([str(recipe)]) == 3
+    err = capsys.readouterr().err
+    assert "[1/2] stage first" in err and "[2/2]" not in err
+    assert f"stage 'first' failed (exit code 3); go on with: python -m training.recipe {recipe} --from first\n" in err
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "second.npz").write_bytes((ROOT / "sixnimmt_env" / "weights" / "champion_v1.npz").read_bytes())
+    assert main([str(recipe), "--only", "first,second", "--force"]) == 3  # an out that exists: --force in the hint
+    assert f"go on with: python -m training.recipe {recipe} --only first,second --force\n" in capsys.readouterr().err
+
+
+def test_paths_in_overrides_are_relative_to_the_recipes_folder(tmp_path: Path, monkeypatch, capsys) -> None:
+    _write(
+        tmp_path / "r.yaml",
+        f"stages:\n  - {{name: a, config: {SMOKE}, out: w/a.npz, set: [train.total_timesteps=1024, "
+        f"train.output_dir={tmp_path / 'runs'}]}}\n"
+        f"  - {{name: b, config: {SMOKE}, out: w/b.npz, set: [train.total_timesteps=1024, "
+        f"train.output_dir={tmp_path / 'runs'}, train.init_from=w/a.npz]}}\n",
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    loaded, folder = load_recipe("../r.yaml")
+    assert overrides(loaded.stages[1], folder)[2] == f'train.init_from="{tmp_path / "w" / "a.npz"}"'
+    assert overrides(loaded.stages[0], folder) == loaded.stages[0].set  # no path: as written
+    assert main(["../r.yaml"]) == 0
+    assert read_weights(tmp_path / "w" / "b.npz")[1]["overrides"][2] == f'train.init_from="{tmp_path / "w" / "a.npz"}"'
+    assert main(["../r.yaml"]) == 0 and "done already (kept): a, b" in capsys.readouterr().err
+
+
+def test_a_second_run_into_the_same_weights_is_refused_while_the_first_trains(tmp_path: Path) -> None:
+    recipe = _two_stages(tmp_path, steps=8192)
+    first = subprocess.Popen([sys.executable, "-m", "training.recipe", str(recipe)], cwd=ROOT, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while b"[1/2]" not in (line := first.stderr.readline()) and time.monotonic() < deadline:  # type: ignore[union-attr]
+            assert line, "the first run ended before its first stage"
+        second = subprocess.run(
+            [sys.executable, "-m", "training.recipe", str(recipe)], cwd=ROOT, capture_output=True, text=True
+        )
+        assert second.returncode == 2
+        assert (
+            f"another recipe run is training into {tmp_path / 'w' / 'first.npz'} (process {first.pid})" in second.stderr
+        )
+    finally:
+        first.communicate(timeout=120)
+    assert first.returncode == 0 and (tmp_path / "w" / "second.npz").exists()
 
 
 @pytest.mark.parametrize(
@@ -96,9 +162,10 @@ def test_a_failing_stage_stops_the_run_and_says_how_to_go_on(tmp_path: Path, cap
         ("  - {name: a, config: CFG, out: a.npz}\n  - {name: a, config: CFG, out: b.npz}", "'a' names two stages"),
         ("  - {name: a, config: CFG, out: a.npz}\n  - {name: b, config: CFG, out: a.npz}", "also the out of stage 'a'"),
         ("  - {name: a, config: nowhere.yaml, out: a.npz}", "stages.0.config: 'nowhere.yaml' not found"),
-        ("  - {name: a, config: CFG, out: a.npz, set: [train.seed]}", "KEY=VALUE (as --set takes), got 'train.seed'"),
-        ("  - {name: a b, config: CFG, out: a.npz}", "stages.0.name: Value error, a stage name is letters"),
+        ("  - {name: a, config: CFG, out: a.npz, set: [train.seed]}", "KEY=VALUE (as --set takes): 'train.seed'"),
+        ("  - {name: a b, config: CFG, out: a.npz}", "stages.0.name: Value error, a stage name is ASCII letters"),
         (" []", "stages: Value error, a recipe lists at least one stage"),
+        ("  - {name: a, config: CFG, out: a.npz}\nstages: []", "the key 'stages' is given twice"),
     ],
 )
 def test_a_bad_recipe_is_an_error_naming_the_file_and_key(tmp_path: Path, stages: str, message: str) -> None:
@@ -141,3 +208,15 @@ def test_training_a_recipe_as_a_config_says_how_to_run_it() -> None:
     with pytest.raises(ConfigError, match=r"a recipe of training stages, not a training config; run it with") as err:
         load_config(ROOT / "configs" / "champion_recipe.yaml")
     assert str(err.value).endswith("python -m training.recipe " + str(ROOT / "configs" / "champion_recipe.yaml"))
+
+
+def test_an_empty_recipe_or_an_empty_only_is_an_error(tmp_path: Path, capsys) -> None:
+    with pytest.raises(ConfigError, match="the recipe is empty"):
+        load_recipe(_write(tmp_path / "empty.yaml", "# nothing\n"))
+    recipe = str(_two_stages(tmp_path))
+    for only in ("", ","):
+        assert main([recipe, "--only", only]) == 2
+        assert (
+            "--only: give stage names, comma-separated; the recipe's stages are first, second"
+            in capsys.readouterr().err
+        )

@@ -18,34 +18,53 @@ weights file it writes, trained and exported by :mod:`training.train_champion` i
         set: [train.max_minutes=null]       # optional: --set overrides, as on the command line
         about: mc:64 distillation, then PPO # optional: one line for --list
 
-Later stages read earlier stages' weights through their configs (``train.init_from``, ``champion:`` opponents), so
-the order is the recipe's. A stage is *done* when its ``out`` exists and was written by ``train_champion`` from a
-config of the same file name with the same overrides (the weights' metadata); a plain run trains the stages that
-are not done. An ``out`` that exists and is not done (another config wrote it) stops the run before any training,
-unless ``--force``; ``--all`` and ``--from`` train done stages again, which replaces their weights and so needs
-``--force`` too. A stage that fails stops the run, and the message gives the command that goes on from it; a
-stage's own training resumes inside its run folder with ``python -m training.train --resume RUN`` and is exported
-with ``python -m training.train_champion --export RUN/final_model.zip --out OUT --force``.
+Later stages read earlier stages' weights through their configs (``train.init_from``, ``champion:`` opponents): the
+order is the recipe's, and changing a stage's ``out`` does not change what later stages read. Paths in ``set``
+values (``train.init_from``, agent specs) are relative to the recipe's folder too.
+
+A stage is *done* when its ``out`` exists and was written by ``train_champion`` from a config of the same file name
+with the same overrides (the weights' metadata); a plain run trains the stages that are not done. Before any
+training, every stage to train is checked: its config loads with its overrides (a file that an earlier stage of
+the run writes may be missing yet), its ``out`` can be written, and an ``out`` that exists is replaced only with
+``--force`` (``--all`` and ``--from`` train done stages again, so they need it too). While a run trains, no other
+recipe run can train into the same weights files. A stage is the unit a run goes on from: a stage that fails or is
+stopped (Ctrl-C waits for its training process to save and end) stops the run, and the message gives the command
+that trains it again from its start and goes on.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import os
 import re
+import shlex
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from training.train_config import ConfigError, yaml_problem
+from training.train_config import ConfigError, load_config, resolve_override, yaml_problem
 
-__all__ = ["Recipe", "Stage", "StageStatus", "load_recipe", "main", "stage_command", "stage_status"]
+__all__ = [
+    "Recipe",
+    "Stage",
+    "StageStatus",
+    "check_stages",
+    "load_recipe",
+    "main",
+    "overrides",
+    "stage_command",
+    "stage_status",
+]
 
 
 class Stage(BaseModel):
@@ -67,7 +86,7 @@ class Stage(BaseModel):
     @classmethod
     def _name(cls, value: str) -> str:
         if not _NAME.fullmatch(value):
-            raise ValueError(f"a stage name is letters, digits and _.- (not starting with one of _.-), got {value!r}")
+            raise ValueError("a stage name is ASCII letters, digits and _.- (not starting with one of _.-)")
         return value
 
     @field_validator("config", "out")
@@ -83,7 +102,7 @@ class Stage(BaseModel):
         for item in value:
             key, sep, _ = item.partition("=")
             if not sep or not key.strip():
-                raise ValueError(f"an override is KEY=VALUE (as --set takes), got {item!r}")
+                raise ValueError(f"an override is KEY=VALUE (as --set takes): {item!r}")
         return value
 
 
@@ -115,6 +134,21 @@ class StageStatus:
     detail: str
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_recipe(path: str | Path) -> tuple[Recipe, Path]:
     """Read and check a recipe file; return it and its folder (the stages' paths are relative to it).
 
@@ -124,11 +158,13 @@ def load_recipe(path: str | Path) -> tuple[Recipe, Path]:
     """
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # a SafeLoader: plain data only
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the recipe ({e.strerror})") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: {yaml_problem(e)}") from None
+    if raw is None:
+        raise ConfigError(f"{path}: the recipe is empty; it is a mapping with the key 'stages'")
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a recipe is a mapping with the key 'stages', got {type(raw).__name__}")
     try:
@@ -163,13 +199,23 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+def _out(stage: Stage, folder: Path) -> Path:
+    return (folder / stage.out).resolve()
+
+
+def overrides(stage: Stage, folder: Path) -> list[str]:
+    """``stage``'s ``set`` overrides with the paths in their values made absolute against the recipe's ``folder``
+    (:func:`training.train_config.resolve_override`; the others as written)."""
+    return [resolve_override(item, folder) for item in stage.set]
+
+
 def stage_command(stage: Stage, folder: Path, force: bool = False) -> list[str]:
     """The ``train_champion`` command line that trains ``stage`` of a recipe in ``folder`` (``--force`` if
     ``force``)."""
     cmd = [sys.executable, "-m", "training.train_champion", _shown(folder / stage.config)]
-    for item in stage.set:
+    for item in overrides(stage, folder):
         cmd += ["--set", item]
-    cmd += ["--out", _shown((folder / stage.out).resolve())]
+    cmd += ["--out", _shown(_out(stage, folder))]
     return [*cmd, "--force"] if force else cmd
 
 
@@ -177,26 +223,108 @@ def stage_status(stage: Stage, folder: Path) -> StageStatus:
     """What is on disk for ``stage`` (:class:`StageStatus`), read from its weights file's metadata."""
     from sixnimmt_env.champion import read_weights
 
-    out = (folder / stage.out).resolve()
+    out = _out(stage, folder)
     if not out.exists():
         return StageStatus("missing", "not trained")
     try:
         _, meta = read_weights(out)
     except (OSError, ValueError) as e:
         return StageStatus("other", f"does not read as weights ({e})")
-    config, overrides = meta.get("config"), list(meta.get("overrides") or [])
+    config, given = meta.get("config"), list(meta.get("overrides") or [])
     if config is None:
         return StageStatus("other", f"exported from {meta.get('source', 'an unknown checkpoint')}, not by a config")
-    if Path(str(config)).name != Path(stage.config).name or overrides != stage.set:
-        made = f"{config}" + (f" --set {' --set '.join(overrides)}" if overrides else "")
+    if Path(str(config)).name != Path(stage.config).name or given != overrides(stage, folder):
+        made = f"{config}" + (f" --set {' --set '.join(given)}" if given else "")
         return StageStatus("other", f"written from {made}")
     steps = meta.get("steps")
     return StageStatus("done", f"{steps:,} steps" if isinstance(steps, int) else "trained")
 
 
+def _writable(out: Path) -> str | None:
+    """Why ``out`` cannot be written as a file (``None`` if it can): a folder in its place, or no writable folder
+    on its way."""
+    if out.is_dir():
+        return "is a folder"
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"cannot be created: {_shown(parent)} is a file, not a folder"
+    if not os.access(parent, os.W_OK):
+        return f"cannot be created: {_shown(parent)} is not writable"
+    return None
+
+
+def check_stages(stages: Sequence[Stage], folder: Path) -> list[str]:
+    """The problems (one line each, naming the stage) that would stop ``stages`` of a run, found before any
+    training: a config that does not load with its overrides, an ``out`` that cannot be written. A missing file that
+    an earlier stage of ``stages`` writes is no problem."""
+    problems = []
+    written: list[Path] = []
+    for stage in stages:
+        try:
+            load_config(folder / stage.config, overrides(stage, folder))
+        except ConfigError as e:
+            if not any(str(path) in str(e) for path in written):
+                problems.append(f"stage {stage.name!r}: {e}")
+        why = _writable(_out(stage, folder))
+        if why is not None:
+            problems.append(f"stage {stage.name!r}: its out {_shown(_out(stage, folder))} {why}")
+        written.append(_out(stage, folder))
+    return problems
+
+
+@contextlib.contextmanager
+def _locked(outs: Sequence[Path]) -> Iterator[str | None]:
+    """Hold one lock per weights file in ``outs`` (files in the temporary folder, released when the process ends);
+    yields ``None``, or which file another recipe run holds (and nothing is held)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks here; runs are not guarded against each other
+        yield None
+        return
+    held = []
+    try:
+        for out in outs:
+            name = hashlib.sha256(str(out).encode()).hexdigest()[:16]
+            handle = open(Path(tempfile.gettempdir()) / f"sixnimmt-recipe-{name}.lock", "a+")  # noqa: SIM115
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.seek(0)
+                pid = handle.read().strip() or "?"
+                handle.close()
+                yield f"{_shown(out)} (process {pid})"
+                return
+            handle.seek(0)
+            handle.truncate()
+            handle.write(str(os.getpid()))
+            handle.flush()
+            held.append(handle)
+        yield None
+    finally:
+        for handle in held:
+            handle.close()
+
+
+def _run(cmd: list[str]) -> int:
+    """Run one stage's command; on Ctrl-C wait for it (it got the signal too: it saves and ends), then raise
+    ``KeyboardInterrupt``. A second Ctrl-C while waiting stops it at once."""
+    proc = subprocess.Popen(cmd, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        try:
+            proc.wait()
+        except KeyboardInterrupt:
+            proc.kill()
+            proc.wait()
+        raise
+
+
 def _select(recipe: Recipe, args: argparse.Namespace) -> tuple[list[Stage], bool]:
     """The stages this run looks at, and whether done ones are trained again. Raises ``ValueError`` for an unknown
-    stage name (listing the recipe's)."""
+    stage name (listing the recipe's) or an ``--only`` without a name."""
     names = [s.name for s in recipe.stages]
 
     def check(name: str, option: str) -> str:
@@ -204,10 +332,12 @@ def _select(recipe: Recipe, args: argparse.Namespace) -> tuple[list[Stage], bool
             raise ValueError(f"{option}: no stage {name!r}; the recipe's stages are {', '.join(names)}")
         return name
 
-    if args.only:
+    if args.only is not None:
         wanted = {check(n.strip(), "--only") for n in args.only.split(",") if n.strip()}
+        if not wanted:
+            raise ValueError(f"--only: give stage names, comma-separated; the recipe's stages are {', '.join(names)}")
         return [s for s in recipe.stages if s.name in wanted], True
-    if args.from_stage:
+    if args.from_stage is not None:
         first = names.index(check(args.from_stage, "--from"))
         return recipe.stages[first:], True
     return list(recipe.stages), bool(args.all)
@@ -219,7 +349,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(**parser_kwargs("training.recipe"), description=__doc__.split("\n\n")[0])
     p.add_argument("recipe", help="the recipe file (e.g. configs/champion_recipe.yaml)")
     p.add_argument("--list", action="store_true", help="show the stages and their state on disk; train nothing")
-    p.add_argument("--dry-run", action="store_true", help="print the commands the run would start; train nothing")
+    p.add_argument("--dry-run", action="store_true", help="check the run and print its commands; train nothing")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--all", action="store_true", help="train every stage, done or not (from scratch)")
     group.add_argument("--from", dest="from_stage", metavar="STAGE", help="train this stage and every later one")
@@ -228,10 +358,18 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _go_on(args: argparse.Namespace, stages: Sequence[Stage], folder: Path) -> str:
+    """The command that trains ``stages[0]`` again and then the rest of ``stages`` (``--only`` them if the run was
+    ``--only``, else ``--from``; ``--force`` when any of their outs exists)."""
+    force = " --force" if any(_out(s, folder).exists() for s in stages) else ""
+    which = f"--only {','.join(s.name for s in stages)}" if args.only is not None else f"--from {stages[0].name}"
+    return f"python -m training.recipe {shlex.quote(args.recipe)} {which}{force}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; returns the exit code (2 for a bad recipe or option, a failed stage's code)."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+    """Command-line entry point; returns the exit code (2 for a bad recipe or option or a refused run, 130 after
+    Ctrl-C, a failed stage's code)."""
+    args = _parser().parse_args(argv)
     try:
         recipe, folder = load_recipe(args.recipe)
         stages, again = _select(recipe, args)
@@ -242,41 +380,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.list:
         for i, s in enumerate(recipe.stages, 1):
             st = status[s.name]
-            print(f"{i:>2}. {s.name:<14} {st.state:<8} {_shown((folder / s.out).resolve())}: {st.detail}")
-            print(f"    {s.config}{''.join(' --set ' + o for o in s.set)}" + (f"  ({s.about})" if s.about else ""))
+            print(f"{i:>2}. {s.name:<14} {st.state:<8} {_shown(_out(s, folder))}: {st.detail}")
+            sets = "".join(f" --set {o}" for o in s.set)
+            print(f"    {_shown(folder / s.config)}{sets}" + (f"  ({s.about})" if s.about else ""))
         return 0
     todo = [s for s in stages if again or status[s.name].state != "done"]
-    blocked = [s for s in todo if status[s.name].state != "missing" and not args.force]
-    if blocked:
-        for s in blocked:
-            print(
-                f"error: stage {s.name!r}: {_shown((folder / s.out).resolve())} exists "
-                f"({status[s.name].state}: {status[s.name].detail}); give --force to replace it",
-                file=sys.stderr,
-            )
+    problems = [
+        f"stage {s.name!r}: {_shown(_out(s, folder))} exists ({status[s.name].state}: {status[s.name].detail}); "
+        "give --force to replace it"
+        for s in todo
+        if status[s.name].state != "missing" and not args.force
+    ]
+    problems += check_stages(todo, folder)
+    if problems:
+        for line in problems:
+            print(f"error: {line}", file=sys.stderr)
         return 2
     skipped = [s.name for s in stages if s not in todo]
     if skipped:
         print(f"done already (kept): {', '.join(skipped)}", file=sys.stderr)
     if not todo:
         print("nothing to train (--all --force trains every stage again)", file=sys.stderr)
-    times: list[tuple[str, float]] = []
-    for k, s in enumerate(todo, 1):
-        cmd = stage_command(s, folder, force=status[s.name].state != "missing")
-        print(f"[{k}/{len(todo)}] stage {s.name}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
-        if args.dry_run:
-            continue
-        start = time.monotonic()
-        code = subprocess.run(cmd, env={**os.environ, "PYTHONUNBUFFERED": "1"}).returncode
-        times.append((s.name, time.monotonic() - start))
-        if code != 0:
-            print(
-                f"error: stage {s.name!r} failed (exit code {code}); go on from it with: python -m training.recipe "
-                f"{args.recipe} --from {s.name} --force",
-                file=sys.stderr,
-            )
-            return code
-        print(f"stage {s.name}: {times[-1][1] / 60:.1f} min", file=sys.stderr, flush=True)
+        return 0
+    with _locked([_out(s, folder) for s in todo]) as busy:
+        if busy is not None:
+            print(f"error: another recipe run is training into {busy}; wait for it to end", file=sys.stderr)
+            return 2
+        times: list[tuple[str, float]] = []
+        for k, s in enumerate(todo, 1):
+            cmd = stage_command(s, folder, force=_out(s, folder).exists())
+            print(f"[{k}/{len(todo)}] stage {s.name}: {shlex.join(cmd)}", file=sys.stderr, flush=True)
+            if args.dry_run:
+                continue
+            start = time.monotonic()
+            try:
+                code = _run(cmd)
+            except KeyboardInterrupt:
+                print(
+                    f"\ninterrupted in stage {s.name!r}; go on with: {_go_on(args, todo[k - 1 :], folder)}",
+                    file=sys.stderr,
+                )
+                return 130
+            times.append((s.name, time.monotonic() - start))
+            if code != 0:
+                print(
+                    f"error: stage {s.name!r} failed (exit code {code}); go on with: "
+                    f"{_go_on(args, todo[k - 1 :], folder)}",
+                    file=sys.stderr,
+                )
+                return code
+            print(f"stage {s.name}: {times[-1][1] / 60:.1f} min", file=sys.stderr, flush=True)
     if times:
         each = ", ".join(f"{n} {t / 60:.1f} min" for n, t in times)
         print(f"stages trained: {each}; {sum(t for _, t in times) / 60:.1f} min in all", file=sys.stderr)

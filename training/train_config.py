@@ -89,6 +89,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import re
 import typing
 from collections.abc import Iterable
@@ -616,6 +617,38 @@ def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") 
             raise ConfigError(f"{source}: key '{'.'.join(keys[: i + 1])}' is not a mapping; cannot set {path}")
         nested = nested[k]
     node[keys[-1]] = nested[keys[-1]]
+
+
+def resolve_override(assignment: str, folder: Path) -> str:
+    """``assignment`` (``key.sub=value``, as ``--set`` takes) with the paths in its value made absolute against
+    ``folder`` (:func:`resolve_paths`: ``train.init_from``, the specs of ``opponents`` and ``eval.opponents``), the
+    value then written as JSON (which YAML reads); returned as given when its value holds no path (a shipped
+    baseline's name is no path) or does not parse (:func:`apply_override` reports it)."""
+    import copy
+
+    from sixnimmt_env.champion import BASELINES
+
+    path, sep, text = assignment.partition("=")
+    keys = path.strip().split(".")
+    if not sep or not all(keys):
+        return assignment
+    try:
+        value = _yaml(text) if text.strip() else None
+    except yaml.YAMLError:
+        return assignment
+    if keys == ["train", "init_from"] and isinstance(value, str) and value in BASELINES:
+        return assignment
+    nested: dict[str, Any] = {keys[-1]: value}
+    for k in reversed(keys[:-1]):
+        nested = {k: nested}
+    before = copy.deepcopy(nested)
+    after = resolve_paths(nested, folder)
+    if after == before:
+        return assignment
+    leaf: Any = after
+    for k in keys:
+        leaf = leaf[k]
+    return f"{path.strip()}={json.dumps(leaf)}"
 
 
 # --------------------------------------------------------------------------- validation

@@ -56,6 +56,7 @@ class PlotProcess:
         from sixnimmt_env.arena.pool import workers_ignore_ctrl_c
 
         self.forked = sys.platform == "linux" and (_single_threaded() if fork is None else fork)
+        self._drafted = False
         if self.forked:
             import sixnimmt_env.arena.report  # noqa: F401  (numpy and the plot code, shared with the fork)
 
@@ -79,10 +80,13 @@ class PlotProcess:
         dropped (the plot is drawn whole).
 
         Raises:
-            RuntimeError: the helper was already used or closed.
+            RuntimeError: the helper was already used or closed, or has its draft already.
         """
         if self._proc is None:
             raise RuntimeError("this plot process was already used or closed")
+        if self._drafted:
+            raise RuntimeError("this plot process has its draft already (one draft, then one plot)")
+        self._drafted = True
         with contextlib.suppress(OSError):  # it has ended: plot() reports why
             self._requests.send({"draft": {"labels": list(labels), "num_players": int(num_players)}})
 

@@ -209,11 +209,18 @@ class PlotDraft:
         ax2.axvline(1.0 / self.num_players, color="grey", linestyle="--", linewidth=1)
         ax2.set_xlabel("share of wins (dashed: 1 / players)")
         ax2.set_title("win share (ties split), 95% CI", fontsize=10)
-        ax1.set_yticks(y, names, fontsize=9)
+        ax1.set_yticks(y, names, fontsize=9, parse_math=False)  # a $ in a path is a dollar, not TeX
         ax1.invert_yaxis()  # position 0 on top, as in the table
         if legend:
             fig.supxlabel(
-                "\n".join(legend), fontsize=7, ha="left", va="bottom", x=0.01, y=0.06 / self._height, family="monospace"
+                "\n".join(legend),
+                fontsize=7,
+                ha="left",
+                va="bottom",
+                x=0.01,
+                y=0.06 / self._height,
+                family="monospace",
+                parse_math=False,
             )
         self._finished = False
 
