@@ -267,3 +267,15 @@ def test_the_two_panels_tick_labels_do_not_overlap(
     last = shown[-1].get_window_extent(renderer)
     first = next(t for t in right.get_xticklabels() if t.get_text()).get_window_extent(renderer)
     assert last.x1 + 5 < first.x0, (last.x1, first.x0)
+
+
+def test_an_agent_without_games_has_no_bar_and_says_so(results: dict, tmp_path: Path) -> None:
+    empty = json.loads(json.dumps(results))
+    for key in ("mean_penalty", "ci95", "win_share", "win_share_ci95"):
+        empty["agents"][2][key] = None  # a league member that no table drew
+    draft = draft_plot([r["agent"] for r in empty["agents"]], 4)
+    finish_plot(draft, empty, tmp_path / "empty.png")
+    for ax, key in zip(draft.axes, ("mean_penalty", "win_share"), strict=True):
+        widths = [bar.get_width() for bar in ax.patches]
+        assert np.isnan(widths[2]) and widths[0] == pytest.approx(empty["agents"][0][key])
+        assert [(t.get_text(), t.get_position()) for t in ax.texts] == [(" no games", (0, 2))]
