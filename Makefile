@@ -39,10 +39,10 @@ train: install
 # hand-and-table card features) and stage 8 (the same with tables of stage 6, the champion it had to beat), then
 # the two stages on tables of 2 to 10 players (about 75 minutes), whose weights `champion` plays at 3 and 5 to 10
 # players, and their continuation at 2 players (about 32 minutes), which `champion` plays at 2. The stages are listed
-# in configs/champion_recipe.yaml; after a stop, go on with
-# `python -m training.recipe configs/champion_recipe.yaml --from STAGE --force` (`--list` shows what is done).
+# in configs/recipes/champion.yaml; after a stop, go on with
+# `python -m training.recipe configs/recipes/champion.yaml --from STAGE --force` (`--list` shows what is done).
 champion: install
-	$(PY) -m training.recipe configs/champion_recipe.yaml --all --force
+	$(PY) -m training.recipe configs/recipes/champion.yaml --all --force
 
 test: install
 	$(PY) -m pytest -q -n 2

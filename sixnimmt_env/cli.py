@@ -60,9 +60,9 @@ COMMAND_EXAMPLES: dict[str, tuple[str, ...]] = {
     "play": ("--opponents champion,mc:64,greedy", "--watch --agents champion,mc:64,greedy,random", "--tui"),
     "champion": ("configs/champion_short.yaml --out mine.npz", "configs/champion_league.yaml --set train.seed=3"),
     "recipe": (
-        "configs/champion_recipe.yaml --list",
-        "configs/champion_recipe.yaml --all --force",
-        "configs/champion_recipe.yaml --from tables-1 --force",
+        "configs/recipes/champion.yaml --list",
+        "configs/recipes/champion.yaml --all --force",
+        "configs/recipes/champion.yaml --from tables-1 --force",
     ),
     "promote": ("champion:mine.npz --incumbent champion --league champion:stage-7,mc:64 --games 4000 --workers 2",),
 }

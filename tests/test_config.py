@@ -15,7 +15,7 @@ from sixnimmt_env.champion import BASELINES, WEIGHTS
 from training.train_config import ConfigError, dump_config, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = sorted(p for p in (ROOT / "configs").glob("*.yaml") if not p.stem.endswith("_recipe"))  # recipes: test_recipe
+CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 
 
 def _write(path: Path, text: str) -> Path:
@@ -188,3 +188,10 @@ def test_an_evaluation_of_one_game_is_a_config_error(key: str) -> None:
     with pytest.raises(ConfigError, match=rf"key '{key}' must be an integer >= 2, got 1"):
         load_config(ROOT / "configs" / "smoke.yaml", [f"{key}=1"])
     assert getattr(load_config(ROOT / "configs" / "smoke.yaml", [f"{key}=2"]).eval, key[5:]) == 2
+
+
+def test_a_key_given_twice_is_an_error_naming_it_and_its_line(tmp_path: Path) -> None:
+    path = _write(tmp_path / "twice.yaml", "train:\n  seed: 1\n  total_timesteps: 2048\n  seed: 2\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value) == f"{path}: not valid YAML: the key 'seed' is given twice in one mapping at line 4, column 3"

@@ -279,3 +279,38 @@ def test_an_agent_without_games_has_no_bar_and_says_so(results: dict, tmp_path: 
         widths = [bar.get_width() for bar in ax.patches]
         assert np.isnan(widths[2]) and widths[0] == pytest.approx(empty["agents"][0][key])
         assert [(t.get_text(), t.get_position()) for t in ax.texts] == [(" no games", (0, 2))]
+
+
+class _Spy:
+    """A plot helper that records the command's draft and results and draws in-process."""
+
+    def __init__(self) -> None:
+        self.drafts: list[tuple[list[str], int]] = []
+        self.results: dict | None = None
+
+    def draft(self, labels: list[str], num_players: int) -> None:
+        self.drafts.append((labels, num_players))
+
+    def plot(self, results: dict, path: Path) -> Path:
+        self.results = results
+        return plot_results(results, path)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--agents", "greedy, lowest,random ,random", "--games", "40"],
+        ["--agents", "greedy,lowest,random,mc:2,highest", "--league", "--players", "4", "--games", "20"],
+        ["--agents", "greedy,random", "--episode", "game", "--games", "4"],
+    ],
+    ids=["arena", "league", "games"],
+)
+def test_the_commands_draft_fits_its_results(args: list[str], tmp_path: Path) -> None:
+    from sixnimmt_env.arena.command import main
+
+    spy = _Spy()
+    main([*args, "--quiet", "--out", str(tmp_path / "out")], plotter=spy)  # type: ignore[arg-type]
+    assert spy.results is not None and len(spy.drafts) == 1
+    labels, players = spy.drafts[0]
+    assert labels == [r["agent"] for r in spy.results["agents"]] and players == spy.results["settings"]["num_players"]
+    assert draft_plot(labels, players).fits(spy.results)

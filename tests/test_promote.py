@@ -17,7 +17,7 @@ def test_a_table_is_the_arena_table_of_the_candidate_and_copies_of_the_other() -
     row = run_arena(["greedy", "lowest", "lowest", "lowest"], 400, 1)["agents"]
     assert table.win_share == row[0]["win_share"] and table.win_ci == row[0]["win_share_ci95"]
     assert table.penalty == row[0]["mean_penalty"] and table.games == 400 and table.parity == 0.25
-    assert table.opponent_penalty == min(r["mean_penalty"] for r in row[1:])
+    assert table.opponent_penalty == pytest.approx(sum(r["mean_penalty"] for r in row[1:]) / 3)
     assert table.win_share - table.win_ci > 0.25 and table.passed  # greedy beats three lowest: a significant win
 
 
@@ -41,11 +41,18 @@ def test_the_command_exits_0_to_promote_1_to_keep_and_never_replaces_its_json(tm
     assert "verdict: promote" in text and "| incumbent | `lowest` | 400 |" in text
     saved = json.loads(out.read_text())
     assert saved["promote"] is True and [t["opponent"] for t in saved["tables"]] == ["lowest", "random"]
+    assert (saved["games"], saved["seed"], saved["players"], saved["episode"]) == (400, 0, 4, "round")
     assert main(["greedy", "--incumbent", "lowest", "--games", "400", "--out", str(out)]) == 2
-    assert "exists; results are never replaced" in capsys.readouterr().err
+    assert "already exists; choose a new file (results are never overwritten)" in capsys.readouterr().err
     assert json.loads(out.read_text()) == saved
     assert main(["random", "--incumbent", "greedy", "--games", "400"]) == 1
     assert "verdict: keep the incumbent (failed: greedy)" in capsys.readouterr().out
+
+
+def test_an_out_that_cannot_be_written_is_refused_before_any_game(tmp_path: Path, capsys) -> None:
+    for out, message in ((tmp_path, "is a folder"), (tmp_path / "no" / "v.json", "does not exist")):
+        assert main(["greedy", "--incumbent", "lowest", "--games", "400000000", "--out", str(out)]) == 2
+        assert message in capsys.readouterr().err  # refused at once: 400 M games would take minutes
 
 
 @pytest.mark.parametrize(

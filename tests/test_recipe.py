@@ -84,14 +84,15 @@ def test_a_bad_stage_config_stops_the_run_before_any_training(tmp_path: Path, ca
         tmp_path / "r.yaml",
         f"stages:\n  - {{name: fine, config: {SMOKE}, out: fine.npz}}\n"
         f"  - {{name: bad, config: {SMOKE}, out: bad.npz, set: [train.total_timesteps=-5]}}\n"
-        f"  - {{name: recipe, config: {ROOT / 'configs' / 'champion_recipe.yaml'}, out: r.npz}}\n"
+        f"  - {{name: recipe, config: {ROOT / 'configs' / 'recipes/champion.yaml'}, out: r.npz}}\n"
         f"  - {{name: nowhere, config: {SMOKE}, out: r.yaml/x.npz}}\n",
     )
     assert main([str(recipe)]) == 2
     err = capsys.readouterr().err
     assert "stage 'bad'" in err and "total_timesteps" in err
     assert "stage 'recipe'" in err and "a recipe of training stages, not a training config" in err
-    assert "stage 'nowhere': its out r.yaml/x.npz cannot be created" in err or "r.yaml is a file, not a folder" in err
+    assert f"stage 'nowhere': its out {tmp_path / 'r.yaml' / 'x.npz'} cannot be written: its folder" in err
+    assert f"{str(tmp_path / 'r.yaml')!r} is a file, not a folder" in err
     assert "[1/" not in err and not (tmp_path / "fine.npz").exists()  # nothing trained
 
 
@@ -109,8 +110,8 @@ def test_a_failing_stage_stops_the_run_and_says_how_to_go_on(tmp_path: Path, mon
     assert main([str(recipe)]) == 3
     err = capsys.readouterr().err
     assert "[1/2] stage first" in err and "[2/2]" not in err
-    assert f"stage 'first' failed (exit code 3); go on with: python -m training.recipe {recipe} --from first\n" in err
-    (tmp_path / "w").mkdir()
+    assert f"stage 'first' failed (exit code 3); go on with: python -m training.recipe {recipe}\n" in err  # plain again
+    (tmp_path / "w").mkdir(exist_ok=True)  # made by the first run, for the locks
     (tmp_path / "w" / "second.npz").write_bytes((ROOT / "sixnimmt_env" / "weights" / "champion_v1.npz").read_bytes())
     assert main([str(recipe), "--only", "first,second", "--force"]) == 3  # an out that exists: --force in the hint
     assert f"go on with: python -m training.recipe {recipe} --only first,second --force\n" in capsys.readouterr().err
@@ -146,9 +147,8 @@ def test_a_second_run_into_the_same_weights_is_refused_while_the_first_trains(tm
             [sys.executable, "-m", "training.recipe", str(recipe)], cwd=ROOT, capture_output=True, text=True
         )
         assert second.returncode == 2
-        assert (
-            f"another recipe run is training into {tmp_path / 'w' / 'first.npz'} (process {first.pid})" in second.stderr
-        )
+        held = f"weights file {tmp_path / 'w' / 'first.npz'} is in use by another recipe run (pid {first.pid} on"
+        assert held in second.stderr
     finally:
         first.communicate(timeout=120)
     assert first.returncode == 0 and (tmp_path / "w" / "second.npz").exists()
@@ -184,7 +184,7 @@ def test_an_unknown_stage_name_lists_the_recipes_stages(tmp_path: Path, capsys) 
 
 def test_the_champion_recipe_names_every_weights_file_champion_plays_and_all_are_its_own(monkeypatch) -> None:
     monkeypatch.chdir(ROOT)
-    recipe, folder = load_recipe("configs/champion_recipe.yaml")
+    recipe, folder = load_recipe("configs/recipes/champion.yaml")
     outs = [(folder / s.out).resolve() for s in recipe.stages]
     played = {WEIGHTS.resolve(), *(path.resolve() for path in BY_TABLE.values())}  # 4 players; 2, 3, 5..10
     kept = {BASELINES[name].resolve() for name in BASELINES if name != "games"}  # the stages and default-ppo
@@ -206,8 +206,8 @@ def test_the_champion_recipe_names_every_weights_file_champion_plays_and_all_are
 
 def test_training_a_recipe_as_a_config_says_how_to_run_it() -> None:
     with pytest.raises(ConfigError, match=r"a recipe of training stages, not a training config; run it with") as err:
-        load_config(ROOT / "configs" / "champion_recipe.yaml")
-    assert str(err.value).endswith("python -m training.recipe " + str(ROOT / "configs" / "champion_recipe.yaml"))
+        load_config(ROOT / "configs" / "recipes/champion.yaml")
+    assert str(err.value).endswith("python -m training.recipe " + str(ROOT / "configs" / "recipes/champion.yaml"))
 
 
 def test_an_empty_recipe_or_an_empty_only_is_an_error(tmp_path: Path, capsys) -> None:

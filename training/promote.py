@@ -12,8 +12,12 @@ single rounds at 4 players unless ``--players``/``--episode`` say otherwise):
 * against every league member, its win share's interval must reach parity: **no loss** (not significantly below).
 
 Both hold: the verdict is *promote* (exit code 0); else *keep the incumbent* (exit code 1), with the tables that
-failed. Every table plays the same deals (the same ``--seed``). ``--out FILE`` writes the tables and the verdict as
-JSON (a new file; never replaced).
+failed. Every table plays the same deals (the same ``--seed``). ``--out FILE`` writes the settings, the tables and
+the verdict as JSON (a new file; never replaced; checked before any game).
+
+Each rule is a one-sided test at the 2.5 % level (the arena's normal-approximation interval), with no correction for
+the number of tables: a candidate exactly as strong as every member fails at least one of ``L`` league tables by
+chance about ``1 - 0.975 ** L`` of the time (10 % for 4 members). More games narrow the intervals, not that rate.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ class Table:
         games: games played.
         win_share: the candidate's share of wins (ties split), 0..1, with ``win_ci`` its 95 % half-width.
         penalty: the candidate's mean bullheads per round, with ``penalty_ci`` its 95 % half-width.
-        opponent_penalty: the mean bullheads per round of the best of the opponent's seats (the lowest).
+        opponent_penalty: the mean bullheads per round of the opponent's seats (all ``players - 1`` of them).
         parity: ``1 / players``.
         passed: the rule of ``role`` holds (significant win; no loss).
     """
@@ -57,12 +61,17 @@ class Table:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The tables and the decision: ``promote`` is true when every table passed."""
+    """The tables and the decision: ``promote`` is true when every table passed; the settings they were played
+    with (``games`` per table, ``seed``, ``players``, ``episode``)."""
 
     candidate: str
     incumbent: str
     promote: bool
     tables: list[Table]
+    games: int
+    seed: int
+    players: int
+    episode: str
 
 
 def play_table(
@@ -93,7 +102,7 @@ def play_table(
         win_ci=ci,
         penalty=float(me["mean_penalty"]),
         penalty_ci=float(me["ci95"]),
-        opponent_penalty=min(float(r["mean_penalty"]) for r in others),
+        opponent_penalty=sum(float(r["mean_penalty"]) for r in others) / len(others),
         parity=parity,
         passed=passed,
     )
@@ -112,7 +121,7 @@ def judge(
     """Play the incumbent's table and each league member's, and decide (the module docstring's rule)."""
     tables = [play_table(candidate, incumbent, "incumbent", games, seed, players, episode, workers)]
     tables += [play_table(candidate, m, "league", games, seed, players, episode, workers) for m in league]
-    return Verdict(candidate, incumbent, all(t.passed for t in tables), tables)
+    return Verdict(candidate, incumbent, all(t.passed for t in tables), tables, games, seed, players, episode)
 
 
 def _line(t: Table) -> str:
@@ -133,17 +142,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--incumbent", default="champion", help="the incumbent's spec (default: %(default)s)")
     p.add_argument("--league", default="", help="comma-separated league members' specs")
     p.add_argument("--games", type=int, default=4000, help="games per table (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--players", type=int, default=4)
-    p.add_argument("--episode", choices=("round", "game"), default="round")
-    p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--out", help="write the verdict as JSON to this new file")
+    p.add_argument("--seed", type=int, default=0, help="the arena's seed: every table plays the same deals")
+    p.add_argument("--players", type=int, default=4, help="players at a table (default: %(default)s)")
+    p.add_argument("--episode", choices=("round", "game"), default="round", help="single rounds or whole games")
+    p.add_argument("--workers", type=int, default=1, help="processes the games are played on")
+    p.add_argument("--out", help="write the settings, tables and verdict as JSON to this new file")
     args = p.parse_args(argv)
     league = [s.strip() for s in args.league.split(",") if s.strip()]
     out = Path(args.out) if args.out else None
-    if out is not None and out.exists():
-        print(f"error: --out {str(out)!r} exists; results are never replaced: choose a new file", file=sys.stderr)
-        return 2
+    if out is not None:
+        from sixnimmt_env.arena.report import check_new_file
+
+        try:
+            check_new_file(out, "--out")
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     try:
         verdict = judge(
             args.candidate, args.incumbent, league, args.games, args.seed, args.players, args.episode, args.workers
@@ -152,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(f"candidate `{verdict.candidate}` at {args.players} players, {args.episode}s, seed {args.seed}\n")
-    print("| table | others | games | candidate's win share | parity | its bullheads | best other's | rule |")
+    print("| table | others | games | candidate's win share | parity | its bullheads | others' bullheads | rule |")
     print("|---|---|---:|---:|---:|---:|---:|---|")
     for t in verdict.tables:
         print(_line(t))
@@ -160,9 +174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print("verdict: promote" if verdict.promote else f"verdict: keep the incumbent (failed: {', '.join(failed)})")
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("x") as f:
-            json.dump(asdict(verdict), f, indent=2)
+        try:
+            with out.open("x") as f:  # never replaces a file made since the check
+                json.dump(asdict(verdict), f, indent=2)
+        except OSError as e:
+            print(f"error: --out {str(out)!r} not written: {e}", file=sys.stderr)
+            return 2
     return 0 if verdict.promote else 1
 
 

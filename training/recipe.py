@@ -2,11 +2,11 @@
 
 Usage::
 
-    python -m training.recipe configs/champion_recipe.yaml --list           # the stages and what is on disk
-    python -m training.recipe configs/champion_recipe.yaml                  # train every stage not done yet
-    python -m training.recipe configs/champion_recipe.yaml --all --force    # every stage again, from scratch
-    python -m training.recipe configs/champion_recipe.yaml --from stage-5 --force   # stage 5 and the rest again
-    python -m training.recipe configs/champion_recipe.yaml --only tables,2p --dry-run
+    python -m training.recipe configs/recipes/champion.yaml --list           # the stages and what is on disk
+    python -m training.recipe configs/recipes/champion.yaml                  # train every stage not done yet
+    python -m training.recipe configs/recipes/champion.yaml --all --force    # every stage again, from scratch
+    python -m training.recipe configs/recipes/champion.yaml --from stage-5 --force   # stage 5 and the rest again
+    python -m training.recipe configs/recipes/champion.yaml --only tables,2p --dry-run
 
 A recipe file lists stages in order; each is one training config (``base:`` configs keep them short) plus the
 weights file it writes, trained and exported by :mod:`training.train_champion` in a process of its own::
@@ -23,36 +23,33 @@ order is the recipe's, and changing a stage's ``out`` does not change what later
 values (``train.init_from``, agent specs) are relative to the recipe's folder too.
 
 A stage is *done* when its ``out`` exists and was written by ``train_champion`` from a config of the same file name
-with the same overrides (the weights' metadata); a plain run trains the stages that are not done. Before any
-training, every stage to train is checked: its config loads with its overrides (a file that an earlier stage of
-the run writes may be missing yet), its ``out`` can be written, and an ``out`` that exists is replaced only with
-``--force`` (``--all`` and ``--from`` train done stages again, so they need it too). While a run trains, no other
-recipe run can train into the same weights files. A stage is the unit a run goes on from: a stage that fails or is
-stopped (Ctrl-C waits for its training process to save and end) stops the run, and the message gives the command
-that trains it again from its start and goes on.
+with the same overrides (the weights' metadata; the config's contents are not compared, and a stage trained again
+does not make the later stages stale: train them with ``--from``); a plain run trains the stages that are not done.
+Before any training, every stage to train is checked: its config loads with its overrides (a file that an earlier
+stage of the run writes may be missing yet), its ``out`` can be written, and an ``out`` that exists is replaced only
+with ``--force`` (``--all`` and ``--from`` train done stages again, so they need it too). While a run trains, no
+other recipe run can train into the same weights files (a lock file ``.NAME.lock`` beside each). A stage is the unit a
+run goes on from: a stage that fails or is stopped (Ctrl-C waits for its training process to save and end) stops the
+run, and the message gives the command that trains it again from its start and goes on.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import os
 import re
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from training.train_config import ConfigError, load_config, resolve_override, yaml_problem
+from training.train_config import ConfigError, load_config, read_yaml, resolve_override
 
 __all__ = [
     "Recipe",
@@ -134,21 +131,6 @@ class StageStatus:
     detail: str
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (PyYAML keeps the last silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"the key {key!r} is given twice", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 def load_recipe(path: str | Path) -> tuple[Recipe, Path]:
     """Read and check a recipe file; return it and its folder (the stages' paths are relative to it).
 
@@ -157,12 +139,9 @@ def load_recipe(path: str | Path) -> tuple[Recipe, Path]:
             twice, two stages with the same ``out``, or a stage config that does not exist.
     """
     path = Path(path)
-    try:
-        raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # a SafeLoader: plain data only
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read the recipe ({e.strerror})") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: {yaml_problem(e)}") from None
+    if not path.is_file():
+        raise ConfigError(f"{path}: recipe file not found")
+    raw = read_yaml(path, "a recipe")
     if raw is None:
         raise ConfigError(f"{path}: the recipe is empty; it is a mapping with the key 'stages'")
     if not isinstance(raw, dict):
@@ -212,7 +191,7 @@ def overrides(stage: Stage, folder: Path) -> list[str]:
 def stage_command(stage: Stage, folder: Path, force: bool = False) -> list[str]:
     """The ``train_champion`` command line that trains ``stage`` of a recipe in ``folder`` (``--force`` if
     ``force``)."""
-    cmd = [sys.executable, "-m", "training.train_champion", _shown(folder / stage.config)]
+    cmd = [sys.executable, "-m", "training.train_champion", _shown((folder / stage.config).resolve())]
     for item in overrides(stage, folder):
         cmd += ["--set", item]
     cmd += ["--out", _shown(_out(stage, folder))]
@@ -241,24 +220,26 @@ def stage_status(stage: Stage, folder: Path) -> StageStatus:
 
 
 def _writable(out: Path) -> str | None:
-    """Why ``out`` cannot be written as a file (``None`` if it can): a folder in its place, or no writable folder
-    on its way."""
+    """Why ``out`` cannot be written as a file (``None`` if it can): a folder in its place, or a folder on its way
+    that cannot be created or written (:func:`sixnimmt_env.arena.report.check_results_folder`)."""
+    from sixnimmt_env.arena.report import check_results_folder
+
     if out.is_dir():
         return "is a folder"
-    parent = out.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        return f"cannot be created: {_shown(parent)} is a file, not a folder"
-    if not os.access(parent, os.W_OK):
-        return f"cannot be created: {_shown(parent)} is not writable"
+    try:
+        check_results_folder(out.parent, overwrite=True, what="its folder")
+    except ValueError as e:
+        return f"cannot be written: {e}"
     return None
 
 
 def check_stages(stages: Sequence[Stage], folder: Path) -> list[str]:
     """The problems (one line each, naming the stage) that would stop ``stages`` of a run, found before any
-    training: a config that does not load with its overrides, an ``out`` that cannot be written. A missing file that
-    an earlier stage of ``stages`` writes is no problem."""
+    training: a config that does not load with its overrides, an ``out`` that cannot be written.
+
+    A config whose error names a file that an earlier stage of ``stages`` writes (its ``train.init_from``, a
+    ``champion:`` opponent) passes: that file may be missing yet. Its other errors, if any, then show when its stage
+    starts (the config loader stops at the first)."""
     problems = []
     written: list[Path] = []
     for stage in stages:
@@ -275,36 +256,21 @@ def check_stages(stages: Sequence[Stage], folder: Path) -> list[str]:
 
 
 @contextlib.contextmanager
-def _locked(outs: Sequence[Path]) -> Iterator[str | None]:
-    """Hold one lock per weights file in ``outs`` (files in the temporary folder, released when the process ends);
-    yields ``None``, or which file another recipe run holds (and nothing is held)."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: no advisory locks here; runs are not guarded against each other
-        yield None
-        return
-    held = []
-    try:
+def _locked(outs: Sequence[Path], command: str) -> Iterator[None]:
+    """Hold the lock of each weights file in ``outs`` (``.NAME.lock`` beside it, created with its folder;
+    :func:`training.train.held_lock`) while the block runs.
+
+    Raises:
+        training.train.RunInUse: another process holds one (it names the process).
+    """
+    from training.train import held_lock
+
+    with contextlib.ExitStack() as stack:
         for out in outs:
-            name = hashlib.sha256(str(out).encode()).hexdigest()[:16]
-            handle = open(Path(tempfile.gettempdir()) / f"sixnimmt-recipe-{name}.lock", "a+")  # noqa: SIM115
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                handle.seek(0)
-                pid = handle.read().strip() or "?"
-                handle.close()
-                yield f"{_shown(out)} (process {pid})"
-                return
-            handle.seek(0)
-            handle.truncate()
-            handle.write(str(os.getpid()))
-            handle.flush()
-            held.append(handle)
-        yield None
-    finally:
-        for handle in held:
-            handle.close()
+            out.parent.mkdir(parents=True, exist_ok=True)
+            lock = out.with_name(f".{out.name}.lock")
+            stack.enter_context(held_lock(lock, f"weights file {_shown(out)}", command, by="another recipe run"))
+        yield
 
 
 def _run(cmd: list[str]) -> int:
@@ -347,7 +313,7 @@ def _parser() -> argparse.ArgumentParser:
     from sixnimmt_env.cli import parser_kwargs
 
     p = argparse.ArgumentParser(**parser_kwargs("training.recipe"), description=__doc__.split("\n\n")[0])
-    p.add_argument("recipe", help="the recipe file (e.g. configs/champion_recipe.yaml)")
+    p.add_argument("recipe", help="the recipe file (e.g. configs/recipes/champion.yaml)")
     p.add_argument("--list", action="store_true", help="show the stages and their state on disk; train nothing")
     p.add_argument("--dry-run", action="store_true", help="check the run and print its commands; train nothing")
     group = p.add_mutually_exclusive_group()
@@ -359,11 +325,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _go_on(args: argparse.Namespace, stages: Sequence[Stage], folder: Path) -> str:
-    """The command that trains ``stages[0]`` again and then the rest of ``stages`` (``--only`` them if the run was
-    ``--only``, else ``--from``; ``--force`` when any of their outs exists)."""
-    force = " --force" if any(_out(s, folder).exists() for s in stages) else ""
-    which = f"--only {','.join(s.name for s in stages)}" if args.only is not None else f"--from {stages[0].name}"
-    return f"python -m training.recipe {shlex.quote(args.recipe)} {which}{force}"
+    """The command that trains ``stages[0]`` (the one that failed or was stopped) again and then the rest of
+    ``stages``: a plain run repeats itself (done stages are kept); ``--only`` names the stages left; ``--all`` and
+    ``--from`` go on ``--from`` it (with ``--force``, as they had)."""
+    command = f"python -m training.recipe {shlex.quote(args.recipe)}"
+    if args.only is not None:
+        force = " --force" if any(_out(s, folder).exists() for s in stages) else ""
+        return f"{command} --only {','.join(s.name for s in stages)}{force}"
+    if args.all or args.from_stage is not None:
+        return f"{command} --from {stages[0].name}" + (" --force" if args.force else "")
+    return command + (" --force" if args.force else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -376,14 +347,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    status = {s.name: stage_status(s, folder) for s in recipe.stages}
     if args.list:
         for i, s in enumerate(recipe.stages, 1):
-            st = status[s.name]
+            st = stage_status(s, folder)
             print(f"{i:>2}. {s.name:<14} {st.state:<8} {_shown(_out(s, folder))}: {st.detail}")
             sets = "".join(f" --set {o}" for o in s.set)
-            print(f"    {_shown(folder / s.config)}{sets}" + (f"  ({s.about})" if s.about else ""))
+            print(f"    {_shown((folder / s.config).resolve())}{sets}" + (f"  ({s.about})" if s.about else ""))
         return 0
+    if any(_writable(_out(s, folder)) for s in stages):  # the locks beside them could not be made: stop here
+        for line in check_stages(stages, folder):
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    try:
+        with _locked([_out(s, folder) for s in stages], shlex.join(sys.argv)):
+            return _train(args, stages, again, folder)
+    except ConfigError as e:  # RunInUse: another recipe run trains into one of the weights files
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _train(args: argparse.Namespace, stages: list[Stage], again: bool, folder: Path) -> int:
+    """Check and train the selected ``stages`` (their weights files locked by the caller); the exit code."""
+    status = {s.name: stage_status(s, folder) for s in stages}
     todo = [s for s in stages if again or status[s.name].state != "done"]
     problems = [
         f"stage {s.name!r}: {_shown(_out(s, folder))} exists ({status[s.name].state}: {status[s.name].detail}); "
@@ -402,34 +387,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not todo:
         print("nothing to train (--all --force trains every stage again)", file=sys.stderr)
         return 0
-    with _locked([_out(s, folder) for s in todo]) as busy:
-        if busy is not None:
-            print(f"error: another recipe run is training into {busy}; wait for it to end", file=sys.stderr)
-            return 2
-        times: list[tuple[str, float]] = []
-        for k, s in enumerate(todo, 1):
-            cmd = stage_command(s, folder, force=_out(s, folder).exists())
-            print(f"[{k}/{len(todo)}] stage {s.name}: {shlex.join(cmd)}", file=sys.stderr, flush=True)
-            if args.dry_run:
-                continue
-            start = time.monotonic()
-            try:
-                code = _run(cmd)
-            except KeyboardInterrupt:
-                print(
-                    f"\ninterrupted in stage {s.name!r}; go on with: {_go_on(args, todo[k - 1 :], folder)}",
-                    file=sys.stderr,
-                )
-                return 130
-            times.append((s.name, time.monotonic() - start))
-            if code != 0:
-                print(
-                    f"error: stage {s.name!r} failed (exit code {code}); go on with: "
-                    f"{_go_on(args, todo[k - 1 :], folder)}",
-                    file=sys.stderr,
-                )
-                return code
-            print(f"stage {s.name}: {times[-1][1] / 60:.1f} min", file=sys.stderr, flush=True)
+    times: list[tuple[str, float]] = []
+    for k, s in enumerate(todo, 1):
+        cmd = stage_command(s, folder, force=args.force)
+        print(f"[{k}/{len(todo)}] stage {s.name}: {shlex.join(cmd)}", file=sys.stderr, flush=True)
+        if args.dry_run:
+            continue
+        start = time.monotonic()
+        try:
+            code = _run(cmd)
+        except KeyboardInterrupt:
+            print(
+                f"\ninterrupted in stage {s.name!r}; go on with: {_go_on(args, todo[k - 1 :], folder)}", file=sys.stderr
+            )
+            return 130
+        times.append((s.name, time.monotonic() - start))
+        if code != 0:
+            print(
+                f"error: stage {s.name!r} failed (exit code {code}); go on with: {_go_on(args, todo[k - 1 :], folder)}",
+                file=sys.stderr,
+            )
+            return code
+        print(f"stage {s.name}: {times[-1][1] / 60:.1f} min", file=sys.stderr, flush=True)
     if times:
         each = ", ".join(f"{n} {t / 60:.1f} min" for n, t in times)
         print(f"stages trained: {each}; {sum(t for _, t in times) / 60:.1f} min in all", file=sys.stderr)

@@ -216,23 +216,24 @@ def new_run_dir(cfg: TrainConfig) -> Path:
 
 
 class RunInUse(ConfigError):
-    """Another process is training in this run folder."""
+    """Another process holds the lock: it trains in this run folder (or into this weights file)."""
 
 
 @contextlib.contextmanager
-def run_lock(run_dir: Path, command: str) -> Iterator[None]:
-    """Hold the run folder's lock while training (``run.lock``; holder details in ``run.lock.json``).
+def held_lock(lock_path: Path, what: str, command: str, by: str = "another training") -> Iterator[None]:
+    """Hold the operating-system lock ``lock_path`` (``filelock``) while the block runs, with the holder's details in
+    ``lock_path`` + ``.json``.
 
-    The lock is an operating-system lock (``filelock``): it ends with the process that holds it, so a
-    killed run leaves nothing that blocks a later ``--resume``; ``run.lock.json`` is only informative.
+    The lock ends with the process that holds it, so a killed process leaves nothing that blocks a later one; the
+    ``.json`` file is only informative (deleted when the block ends).
 
     Raises:
-        RunInUse: naming the process (pid, host, start time, command) that trains in ``run_dir``.
+        RunInUse: ``"{what} is in use by {by} (pid, host, start time, command)"``.
     """
     from filelock import FileLock, Timeout
 
-    lock = FileLock(run_dir / "run.lock")
-    info = run_dir / "run.lock.json"
+    lock = FileLock(lock_path)
+    info = lock_path.with_name(lock_path.name + ".json")
     try:
         lock.acquire(timeout=0)
     except Timeout:
@@ -240,9 +241,7 @@ def run_lock(run_dir: Path, command: str) -> Iterator[None]:
         with contextlib.suppress(OSError, ValueError):
             h = json.loads(info.read_text())
             holder = f" (pid {h['pid']} on {h['host']} since {h['started']}: {h['command']})"
-        raise RunInUse(
-            f"run folder {run_dir} is in use by another training{holder}; wait for it to end or stop it first"
-        ) from None
+        raise RunInUse(f"{what} is in use by {by}{holder}; wait for it to end or stop it first") from None
     try:
         started = datetime.now().isoformat(timespec="seconds")
         host = socket.gethostname()
@@ -252,6 +251,16 @@ def run_lock(run_dir: Path, command: str) -> Iterator[None]:
         with contextlib.suppress(OSError):
             info.unlink()
         lock.release()
+
+
+def run_lock(run_dir: Path, command: str) -> contextlib.AbstractContextManager[None]:
+    """Hold the run folder's lock while training (``run.lock``; holder details in ``run.lock.json``;
+    :func:`held_lock`).
+
+    Raises:
+        RunInUse: naming the process (pid, host, start time, command) that trains in ``run_dir``.
+    """
+    return held_lock(run_dir / "run.lock", f"run folder {run_dir}", command)
 
 
 def train(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, progress: bool = True) -> dict[str, Any]:

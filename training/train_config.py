@@ -467,7 +467,19 @@ def _config_error(error: ValidationError, source: str) -> ConfigError:
 
 
 class _Loader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that also reads ``1e-4`` and ``1e6`` as floats (YAML 1.2; YAML 1.1 wants a dot)."""
+    """``yaml.SafeLoader`` that also reads ``1e-4`` and ``1e6`` as floats (YAML 1.2; YAML 1.1 wants a dot) and
+    refuses a key given twice in one mapping (PyYAML would keep the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, typing.Hashable) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice in one mapping", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 _Loader.add_implicit_resolver(
@@ -535,6 +547,27 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def read_yaml(path: Path, what: str = "a YAML config") -> Any:
+    """The data of the YAML file ``path`` (a safe loader: plain data only, no key given twice).
+
+    Raises:
+        ConfigError: naming ``path``: it cannot be read, is not UTF-8 text (``what`` says what it should be), or
+            is not valid YAML (where).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file ({what} is UTF-8 text)") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read: {e.strerror}") from None
+    if "\x00" in text:
+        raise ConfigError(f"{path}: not a text file (it holds NUL bytes; {what} is UTF-8 text)")
+    try:
+        return _yaml(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {yaml_problem(e)}") from None
+
+
 def _read(path: Path, chain: tuple[Path, ...] = ()) -> dict[str, Any]:
     """The raw mapping of the config file ``path``, its base configs merged under it, paths made absolute.
 
@@ -544,18 +577,7 @@ def _read(path: Path, chain: tuple[Path, ...] = ()) -> dict[str, Any]:
     """
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found" + (f" (the base of {chain[-1]})" if chain else ""))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a text file (a YAML config is UTF-8 text)") from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot be read: {e.strerror}") from None
-    if "\x00" in text:
-        raise ConfigError(f"{path}: not a text file (it holds NUL bytes; a YAML config is UTF-8 text)")
-    try:
-        raw = _yaml(text)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {yaml_problem(e)}") from None
+    raw = read_yaml(path)
     if isinstance(raw, dict) and "stages" in raw:
         raise ConfigError(
             f"{path}: a recipe of training stages, not a training config; run it with python -m training.recipe {path}"
@@ -589,12 +611,12 @@ def _check_top_level(raw: Any, source: str) -> None:
         )
 
 
-def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") -> None:
-    """Apply one ``a.b.c=value`` override to ``raw`` in place: ``value`` is parsed as YAML (paths in it relative to
-    the current folder) and replaces what ``a.b.c`` held.
+def _override(assignment: str, source: str) -> tuple[str, list[str], dict[str, Any]]:
+    """An override ``a.b.c=value`` split: its dotted key, the keys, and the value parsed as YAML nested under the
+    keys (``{"a": {"b": {"c": value}}}``).
 
     Raises:
-        ConfigError: without ``=``, a value that is not valid YAML, or when a key on the path is not a mapping.
+        ConfigError: without ``=``, with an empty key, or a value that is not valid YAML.
     """
     if "=" not in assignment:
         raise ConfigError(f"{source}: override {assignment!r} must look like key.sub=value")
@@ -609,6 +631,17 @@ def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") 
     nested: dict[str, Any] = {keys[-1]: value}
     for k in reversed(keys[:-1]):
         nested = {k: nested}
+    return path.strip(), keys, nested
+
+
+def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") -> None:
+    """Apply one ``a.b.c=value`` override to ``raw`` in place: ``value`` is parsed as YAML (paths in it relative to
+    the current folder) and replaces what ``a.b.c`` held.
+
+    Raises:
+        ConfigError: without ``=``, a value that is not valid YAML, or when a key on the path is not a mapping.
+    """
+    path, keys, nested = _override(assignment, source)
     nested = resolve_paths(nested, Path.cwd())
     node = raw
     for i, k in enumerate(keys[:-1]):
@@ -623,24 +656,18 @@ def resolve_override(assignment: str, folder: Path) -> str:
     """``assignment`` (``key.sub=value``, as ``--set`` takes) with the paths in its value made absolute against
     ``folder`` (:func:`resolve_paths`: ``train.init_from``, the specs of ``opponents`` and ``eval.opponents``), the
     value then written as JSON (which YAML reads); returned as given when its value holds no path (a shipped
-    baseline's name is no path) or does not parse (:func:`apply_override` reports it)."""
+    baseline's name is no path) or it does not parse (:func:`apply_override` reports that)."""
     import copy
 
     from sixnimmt_env.champion import BASELINES
 
-    path, sep, text = assignment.partition("=")
-    keys = path.strip().split(".")
-    if not sep or not all(keys):
-        return assignment
     try:
-        value = _yaml(text) if text.strip() else None
-    except yaml.YAMLError:
+        path, keys, nested = _override(assignment, "--set")
+    except ConfigError:
         return assignment
-    if keys == ["train", "init_from"] and isinstance(value, str) and value in BASELINES:
+    init = nested["train"]["init_from"] if keys == ["train", "init_from"] else None
+    if isinstance(init, str) and init in BASELINES:
         return assignment
-    nested: dict[str, Any] = {keys[-1]: value}
-    for k in reversed(keys[:-1]):
-        nested = {k: nested}
     before = copy.deepcopy(nested)
     after = resolve_paths(nested, folder)
     if after == before:
@@ -648,7 +675,7 @@ def resolve_override(assignment: str, folder: Path) -> str:
     leaf: Any = after
     for k in keys:
         leaf = leaf[k]
-    return f"{path.strip()}={json.dumps(leaf)}"
+    return f"{path}={json.dumps(leaf)}"
 
 
 # --------------------------------------------------------------------------- validation
