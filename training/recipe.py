@@ -155,12 +155,12 @@ def load_recipe(path: str | Path) -> tuple[Recipe, Path]:
         )
         raise ConfigError(f"{path}: {problems}") from None
     folder = path.parent.resolve()
-    seen: dict[str, str] = {}
+    names: set[str] = set()
     outs: dict[Path, str] = {}
     for i, stage in enumerate(recipe.stages):
-        if stage.name in seen:
+        if stage.name in names:
             raise ConfigError(f"{path}: stages.{i}.name: {stage.name!r} names two stages")
-        seen[stage.name] = stage.name
+        names.add(stage.name)
         out = (folder / stage.out).resolve()
         if out in outs:
             raise ConfigError(f"{path}: stages.{i}.out: {stage.out!r} is also the out of stage {outs[out]!r}")

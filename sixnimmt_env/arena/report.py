@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -177,15 +178,12 @@ class PlotDraft:
 
     def __init__(self, labels: Sequence[str], num_players: int, positions: Sequence[int] | None = None) -> None:
         """Lay out an empty figure for agents ``labels`` at tables of ``num_players`` (see :func:`draft_plot`)."""
-        import textwrap
-
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure  # the Agg canvas; no pyplot, no display
         from matplotlib.font_manager import FontProperties
 
         self.labels, self.num_players = [str(a) for a in labels], int(num_players)
         self.positions = list(range(len(self.labels))) if positions is None else [int(p) for p in positions]
-        self._textwrap = textwrap
         short = short_labels(self.labels)
         names = [f"{p}: {label}" for p, label in zip(self.positions, short, strict=True)]
         legend = [
@@ -267,7 +265,7 @@ def finish_plot(draft: PlotDraft, results: dict[str, Any], path: str | Path) -> 
         )
     draft._finished = True
     rows = results["agents"]
-    headline = draft._textwrap.wrap(_headline(results), 150)
+    headline = textwrap.wrap(_headline(results), 150)
     if len(headline) != draft._headline_lines:
         draft._headline_lines = len(headline)
         draft._adjust()
