@@ -6,7 +6,8 @@ The weights (``champion.npz`` beside this module, package data) are the actor of
 ``configs/champion_greedy_league.yaml``, ``configs/champion_greedy_league_2.yaml``,
 ``configs/champion_features_league.yaml`` and ``configs/champion_features_league_2.yaml``;
 ``python -m training.train_champion`` reproduces and exports them (``docs/champion.md``: budget,
-strength tables). The agent is deterministic: it plays the legal action of the highest logit.
+strength tables). The agent is deterministic: it plays the legal action of the highest logit
+(``champion-sample`` draws from the policy instead).
 
 ==================  ==============================================================
 spec                agent
@@ -20,6 +21,9 @@ spec                agent
                     ``stage-8``, ``tables``, ``2p``, ``games``)
 ``champion:PATH``   the same network with the weights of another ``.npz`` written by
                     :func:`training.train_champion.export` (to try new weights before shipping)
+``champion-sample`` any of the above (``champion-sample:NAME``, ``champion-sample:PATH``)
+                    drawing each action from the masked softmax of the logits, the
+                    stochastic policy PPO trained, with the caller's ``rng``
 ==================  ==============================================================
 
 ``make_agent("champion")`` finds the spec through the ``sixnimmt.agents`` entry point
@@ -51,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from sixnimmt_env.agents import register_agent
 from sixnimmt_env.card_features import BASE_HAND_FEATURES, HAND_FEATURES, hand_features
@@ -66,6 +71,7 @@ __all__ = [
     "ChampionAgent",
     "load_champion",
     "observation_from_view",
+    "sample_masked",
 ]
 
 WEIGHTS = Path(__file__).with_name("champion.npz")
@@ -317,13 +323,16 @@ class ChampionAgent:
     - :meth:`act_observation` on the encoded observation and mask (the Gymnasium env's opponents);
     - :meth:`choose` on a batch (vector envs; its rows may come from tables of several sizes).
 
-    The ``rng`` is accepted for the protocol and not used (deterministic play).
+    By default the agent is deterministic and ``rng`` is accepted for the protocol and not used. With ``sample``
+    (the ``champion-sample`` specs) it draws each action from the softmax of the legal actions' logits, the policy
+    PPO trained, with one uniform number per decision from ``rng``: the same ``rng`` state gives the same action.
 
     Args:
         actor: the actor of every table size not in ``by_table``.
         name: the agent spec (its ``repr``).
         meta: the metadata of ``actor``'s weights file.
         by_table: the actor of each of these table sizes (players, 2..10) instead of ``actor``.
+        sample: draw actions from the policy's softmax instead of playing the highest logit.
     """
 
     def __init__(
@@ -332,11 +341,13 @@ class ChampionAgent:
         name: str = "champion",
         meta: Mapping[str, Any] | None = None,
         by_table: Mapping[int, CardActor] | None = None,
+        sample: bool = False,
     ) -> None:
         self.actor = actor
         self.spec = name
         self.meta = dict(meta or {})
         self.by_table = dict(by_table or {})
+        self.sample = sample
 
     def __repr__(self) -> str:
         return f"ChampionAgent({self.spec!r})"
@@ -346,9 +357,13 @@ class ChampionAgent:
         return self.by_table.get(num_players, self.actor)
 
     def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
-        """Best legal actions ``int64 (batch,)`` for ``obs float32 (batch, 506)`` (or one observation ``(506,)``)
-        and ``mask (batch, 109)`` (nonzero at the legal actions); each row by the actor of its table size (the
-        observation's ``num_players``)."""
+        """Best (or, with ``sample``, drawn) legal actions ``int64 (batch,)`` for ``obs float32 (batch, 506)`` (or
+        one observation ``(506,)``) and ``mask (batch, 109)`` (nonzero at the legal actions); each row by the actor
+        of its table size (the observation's ``num_players``).
+
+        Raises:
+            ValueError: a sampling agent called without ``rng``.
+        """
         if self.by_table:
             # one observation, or a list, is a batch of one (as CardActor.logits reads it)
             obs = np.asarray(obs, dtype=np.float32).reshape(-1, OBS_SIZE)
@@ -363,12 +378,17 @@ class ChampionAgent:
                     logits[rows] = self.actor_for(int(n)).logits(obs[rows])
         else:
             logits = self.actor.logits(obs)
-        logits[np.asarray(mask).reshape(logits.shape) == 0] = -np.inf
+        mask = np.asarray(mask).reshape(logits.shape)
+        if self.sample:
+            if rng is None:
+                raise ValueError(f"{self.spec}: a sampling champion needs an rng")
+            return sample_masked(logits, mask, rng.random(len(logits)))
+        logits[mask == 0] = -np.inf
         return logits.argmax(axis=1)
 
     def act_observation(self, observation: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
         """The action for one seat's observation (``float32 (506,)``) and mask (``(109,)``)."""
-        return int(self.choose(observation[None], mask[None])[0])
+        return int(self.choose(observation[None], mask[None], rng)[0])
 
     def act(self, view: Mapping[str, Any], rng: np.random.Generator) -> int:
         """One legal action for the seat of ``view`` (the no-op 108 without a decision)."""
@@ -377,7 +397,37 @@ class ChampionAgent:
             return int(legal[0]) if len(legal) == 1 else NOOP
         mask = np.zeros(NUM_ACTIONS, bool)
         mask[list(legal)] = True
-        return int(self.choose(observation_from_view(view)[None], mask[None])[0])
+        return int(self.choose(observation_from_view(view)[None], mask[None], rng)[0])
+
+
+@njit(cache=True, nogil=True)
+def sample_masked(logits: np.ndarray, mask: np.ndarray, uniform: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """One draw per row from the softmax of ``logits`` (``(batch, A)``, any float dtype) over the actions where
+    ``mask`` (``(batch, A)``, nonzero at the legal actions) is set: the first legal action whose cumulative
+    probability reaches ``uniform[i]`` (``float64 (batch,)`` in [0, 1)), found in float64; ``int64 (batch,)``.
+    A row without a legal action gets -1."""
+    batch, actions = logits.shape
+    out = np.full(batch, -1, np.int64)
+    for i in range(batch):
+        top = -np.inf
+        for a in range(actions):
+            if mask[i, a] and logits[i, a] > top:
+                top = logits[i, a]
+        if top == -np.inf:
+            continue
+        total = 0.0
+        for a in range(actions):
+            if mask[i, a]:
+                total += np.exp(logits[i, a] - top)
+        threshold = uniform[i] * total
+        running = 0.0
+        for a in range(actions):
+            if mask[i, a]:
+                running += np.exp(logits[i, a] - top)
+                out[i] = a  # the last legal action if rounding leaves the threshold above the sum
+                if running > threshold:
+                    break
+    return out
 
 
 _CACHE: dict[tuple[str, float], tuple[CardActor, dict[str, Any]]] = {}
@@ -393,20 +443,21 @@ def load_champion(spec: str = "champion") -> ChampionAgent:
         ValueError: another prefix, an empty path, or any error of :func:`read_weights`.
     """
     prefix, colon, path = spec.partition(":")
-    if prefix != "champion" or (colon and not path):
+    if prefix not in ("champion", "champion-sample") or (colon and not path):
         raise ValueError(
             f"agent spec {spec!r}: expected 'champion', 'champion:NAME' (one of {', '.join(BASELINES)}) or "
-            "'champion:PATH' (a .npz of weights)"
+            "'champion:PATH' (a .npz of weights), or the same with 'champion-sample'"
         )
+    sample = prefix == "champion-sample"
     if not colon:
         actor, meta = _read_cached(WEIGHTS)
         by_table = {n: _read_cached(p)[0] for n, p in BY_TABLE.items()}
-        return ChampionAgent(actor, name=spec, meta=meta, by_table=by_table)
+        return ChampionAgent(actor, name=spec, meta=meta, by_table=by_table, sample=sample)
     p = BASELINES.get(path) or Path(path)
     if not p.is_file() and not p.suffix and len(p.parts) == 1:
         raise ValueError(f"champion weights {path!r} not found; shipped names: {', '.join(BASELINES)} (or a .npz path)")
     actor, meta = _read_cached(p)
-    return ChampionAgent(actor, name=spec, meta=meta)
+    return ChampionAgent(actor, name=spec, meta=meta, sample=sample)
 
 
 def _read_cached(p: Path) -> tuple[CardActor, dict[str, Any]]:
@@ -418,3 +469,4 @@ def _read_cached(p: Path) -> tuple[CardActor, dict[str, Any]]:
 
 
 register_agent("champion", load_champion, "champion[:NAME|PATH]")
+register_agent("champion-sample", load_champion, "champion-sample[:NAME|PATH]")

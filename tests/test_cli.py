@@ -110,8 +110,8 @@ def test_every_command_gives_the_same_unknown_agent_error(tmp_path: Path) -> Non
     sixnimmt.agents: champion, ppo, rllib), whatever each command imported before."""
     known = ", ".join(known_specs())
     assert known == (
-        "random, lowest, highest, greedy, mc:N, champion[:NAME|PATH], ppo:PATH, ppo-sample:PATH, rllib:PATH, "
-        "rllib-sample:PATH"
+        "random, lowest, highest, greedy, mc:N, champion[:NAME|PATH], champion-sample[:NAME|PATH], ppo:PATH, "
+        "ppo-sample:PATH, rllib:PATH, rllib-sample:PATH"
     )
     message = f"unknown agent spec 'gredy'; known: {known}"
     config = tmp_path / "c.yaml"

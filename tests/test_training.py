@@ -254,9 +254,9 @@ def test_checkpoint_save_load_gives_the_same_actions(tmp_path: Path) -> None:
 
 
 def test_sample_masked_draws_from_the_masked_softmax() -> None:
-    """``ppo-sample`` decisions: one uniform per row, the legal action where the masked softmax's cumulative
-    probability reaches it; the frequencies of 200,000 draws match the probabilities."""
-    from training.ppo_agents import sample_masked
+    """``ppo-sample`` and ``champion-sample`` decisions: one uniform per row, the legal action where the masked
+    softmax's cumulative probability reaches it; the frequencies of 200,000 draws match the probabilities."""
+    from sixnimmt_env.champion import sample_masked
 
     logits = np.array([[0.0, 1.0, 2.0, 50.0, np.log(3.0)], [5.0, 0.0, 0.0, 0.0, 0.0]], np.float32)
     mask = np.array([[1, 1, 0, 0, 1], [0, 0, 0, 0, 0]], np.int8)

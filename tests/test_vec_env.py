@@ -194,6 +194,27 @@ def test_same_seed_same_episodes_and_sb3_seed() -> None:
     assert not np.array_equal(a[0], other[0])
 
 
+def test_champion_sample_opponents_draw_from_the_env_generator() -> None:
+    """``champion-sample`` opponents draw their cards with the env's generator, in one batched call: the same seed
+    replays the same episodes; against the deterministic ``champion`` (same seed, same deals, same learner moves)
+    their cards, and so the learner's observations, differ."""
+
+    def run(spec: str, seed: int) -> list[np.ndarray]:
+        env = SixNimmtVecEnv(64, opponents=[spec] * 3, seed=seed, num_players=4, episode="round")
+        out = [env.reset()]
+        for _ in range(9):
+            obs, r, d, _ = env.step((get_action_masks(env).cumsum(axis=1) == 1).argmax(axis=1))
+            out += [obs, r, d]
+        return out
+
+    first, again = run("champion-sample", 3), run("champion-sample", 3)
+    for x, y in zip(first, again, strict=True):
+        np.testing.assert_array_equal(x, y)
+    argmax = run("champion", 3)
+    np.testing.assert_array_equal(first[0], argmax[0])  # the same deals and seats
+    assert not np.array_equal(first[1], argmax[1])  # the opponents' first cards differ in some games
+
+
 def test_observe_into_writes_the_next_observations_in_place_and_plays_the_same_games() -> None:
     """``observe_into(out)``: the next step writes its observations into ``out`` and returns ``out`` itself; the
     games, rewards and terminal observations are those of an env that returns new arrays; it applies to one step

@@ -31,11 +31,11 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import numba as nb
 import numpy as np
 import torch
 
 from sixnimmt_env.agents import register_agent
+from sixnimmt_env.champion import sample_masked
 from sixnimmt_env.observation import OBS_SIZE, observation_from_view
 from sixnimmt_env.rules.engine import NOOP, NUM_ACTIONS
 from training.features import GLOBAL_SIZE
@@ -47,7 +47,6 @@ __all__ = [
     "load_policy_agent",
     "obs_norm_path",
     "observation_from_view",
-    "sample_masked",
     "save_obs_norm",
 ]
 
@@ -99,36 +98,6 @@ _ACTIVATIONS: dict[type, Callable[[np.ndarray], np.ndarray]] = {
     torch.nn.Identity: lambda x: x,
 }
 """numpy versions of the activation modules SB3's MLP policies use."""
-
-
-@nb.njit(cache=True, nogil=True)
-def sample_masked(logits: np.ndarray, mask: np.ndarray, uniform: np.ndarray) -> np.ndarray:  # pragma: no cover
-    """One draw per row from the softmax of ``logits`` (``(batch, A)``, any float dtype) over the actions where
-    ``mask`` (``(batch, A)``, nonzero at the legal actions) is set: the first legal action whose cumulative
-    probability reaches ``uniform[i]`` (``float64 (batch,)`` in [0, 1)), found in float64; ``int64 (batch,)``.
-    A row without a legal action gets -1."""
-    batch, actions = logits.shape
-    out = np.full(batch, -1, np.int64)
-    for i in range(batch):
-        top = -np.inf
-        for a in range(actions):
-            if mask[i, a] and logits[i, a] > top:
-                top = logits[i, a]
-        if top == -np.inf:
-            continue
-        total = 0.0
-        for a in range(actions):
-            if mask[i, a]:
-                total += np.exp(logits[i, a] - top)
-        threshold = uniform[i] * total
-        running = 0.0
-        for a in range(actions):
-            if mask[i, a]:
-                running += np.exp(logits[i, a] - top)
-                out[i] = a  # the last legal action if rounding leaves the threshold above the sum
-                if running > threshold:
-                    break
-    return out
 
 
 def actor_layers(policy: Any) -> list[tuple[np.ndarray, np.ndarray, Callable[[np.ndarray], np.ndarray]]] | None:
@@ -231,7 +200,7 @@ class PolicyAgent:
         (nonzero at the legal actions).
 
         Sampling draws one uniform number per row from ``rng`` and picks the legal action where the masked
-        softmax's cumulative probability reaches it (:func:`sample_masked`).
+        softmax's cumulative probability reaches it (:func:`sixnimmt_env.champion.sample_masked`).
 
         Raises:
             ValueError: a sampling agent without ``rng``.
