@@ -9,22 +9,22 @@ The weights (``champion.npz`` beside this module, package data) are the actor of
 strength tables). The agent is deterministic: it plays the legal action of the highest logit
 (``champion-sample`` draws from the policy instead).
 
-==================  ==============================================================
-spec                agent
-==================  ==============================================================
-``champion``        the shipped weights of the table: stage 8 at 4 players, the
-                    2-player weights at 2, the weights trained on tables of 2-6, 8
-                    and 10 players (:data:`TABLES_WEIGHTS`) at the others
-                    (:data:`BY_TABLE`)
-``champion:NAME``   the same network with shipped baseline weights, by name, at every
-                    table size (:data:`BASELINES`: ``default-ppo``, ``stage-1`` ..
-                    ``stage-8``, ``tables``, ``2p``, ``games``)
-``champion:PATH``   the same network with the weights of another ``.npz`` written by
-                    :func:`training.train_champion.export` (to try new weights before shipping)
-``champion-sample`` any of the above (``champion-sample:NAME``, ``champion-sample:PATH``)
-                    drawing each action from the masked softmax of the logits, the
-                    stochastic policy PPO trained, with the caller's ``rng``
-==================  ==============================================================
+=====================  ==============================================================
+spec                   agent
+=====================  ==============================================================
+``champion``           the shipped weights of the table: stage 8 at 4 players, the
+                       2-player weights at 2, the weights trained on tables of 2-6, 8
+                       and 10 players (:data:`TABLES_WEIGHTS`) at the others
+                       (:data:`BY_TABLE`)
+``champion:NAME``      the same network with shipped baseline weights, by name, at every
+                       table size (:data:`BASELINES`: ``default-ppo``, ``stage-1`` ..
+                       ``stage-8``, ``tables``, ``2p``, ``games``)
+``champion:PATH``      the same network with the weights of another ``.npz`` written by
+                       :func:`training.train_champion.export` (to try new weights before shipping)
+``champion-sample``    any of the above (``champion-sample:NAME``, ``champion-sample:PATH``)
+                       drawing each action from the masked softmax of the logits, the
+                       stochastic policy PPO trained, with the caller's ``rng``
+=====================  ==============================================================
 
 ``make_agent("champion")`` finds the spec through the ``sixnimmt.agents`` entry point
 (``pyproject.toml``); importing this module registers it too.
