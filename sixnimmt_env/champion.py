@@ -436,8 +436,9 @@ _CACHE: dict[tuple[str, float], tuple[CardActor, dict[str, Any]]] = {}
 
 def load_champion(spec: str = "champion") -> ChampionAgent:
     """Build the agent of a ``champion``, ``champion:NAME`` (:data:`BASELINES`) or ``champion:PATH`` spec (the
-    registered factory). ``champion`` plays :data:`WEIGHTS`, and :data:`BY_TABLE`'s weights at their table sizes; a
-    name or a path plays its one weights file at every table size.
+    registered factory), or of the same with ``champion-sample`` (the agent draws from the policy, ``sample``).
+    ``champion`` plays :data:`WEIGHTS`, and :data:`BY_TABLE`'s weights at their table sizes; a name or a path plays
+    its one weights file at every table size.
 
     Raises:
         ValueError: another prefix, an empty path, or any error of :func:`read_weights`.
