@@ -18,7 +18,7 @@ spec                   agent
                        (:data:`BY_TABLE`)
 ``champion:NAME``      the same network with shipped baseline weights, by name, at every
                        table size (:data:`BASELINES`: ``default-ppo``, ``stage-1`` ..
-                       ``stage-8``, ``tables``, ``2p``, ``games``)
+                       ``stage-8``, ``tables``, ``2p``, ``exploiter``, ``games``)
 ``champion:PATH``      the same network with the weights of another ``.npz`` written by
                        :func:`training.train_champion.export` (to try new weights before shipping)
 ``champion-sample``    any of the above (``champion-sample:NAME``, ``champion-sample:PATH``)
@@ -84,6 +84,7 @@ BASELINES: dict[str, Path] = {
     "stage-8": WEIGHTS,
     "tables": _KEPT / "champion_tables.npz",
     "2p": _KEPT / "champion_2p.npz",
+    "exploiter": _KEPT / "exploiter_1.npz",
     "games": _KEPT / "champion_games.npz",
 }
 """The learned baselines shipped as package data (``sixnimmt_env/weights/``), by the name ``champion:NAME`` and a
@@ -92,8 +93,10 @@ training config's ``train.init_from`` accept: ``default-ppo``, the policy of ``c
 stages (``configs/champion*.yaml``, docs/champion.md), ``stage-8`` the shipped ``champion`` at 4 players;
 ``tables``, the shipped ``champion`` at 3 and 5 to 10 players (stage 8 fine-tuned on tables of 2, 3, 4, 5, 6, 8 and
 10 players, ``configs/champion_tables*.yaml``); ``2p``, the shipped ``champion`` at 2 players (``tables`` continued
-at 2 players, ``configs/champion_2p.yaml``); ``games``, stage 8 continued on whole games
-(``configs/champion_games.yaml``)."""
+at 2 players, ``configs/champion_2p.yaml``); ``exploiter``, a fresh learner trained only against stage 8 played as
+``champion-sample`` (``configs/champion_probe.yaml``, 123.5 M steps): it wins about a third of the rounds against
+three ``champion`` at 4 players (docs/champion_log.md), a league member to measure against; ``games``, stage 8
+continued on whole games (``configs/champion_games.yaml``)."""
 
 TABLES_WEIGHTS = BASELINES["tables"]
 """The weights fine-tuned on tables of 2, 3, 4, 5, 6, 8 and 10 players (package data), which ``champion`` plays at 3 and

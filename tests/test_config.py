@@ -109,7 +109,7 @@ def test_paths_in_a_config_are_relative_to_its_folder_not_the_current_one(tmp_pa
 def test_baselines_are_reachable_by_name_from_any_folder(tmp_path: Path) -> None:
     """``champion:NAME`` and ``init_from: NAME`` find the package's weights; the run from another folder, in a
     fresh interpreter, also checks that the names are package data (not files of the clone's configs/)."""
-    assert set(BASELINES) == {"default-ppo", *(f"stage-{i}" for i in range(1, 9)), "tables", "2p", "games"}
+    assert set(BASELINES) == {"default-ppo", *(f"stage-{i}" for i in range(1, 9)), "tables", "2p", "exploiter", "games"}
     assert BASELINES["stage-8"] == WEIGHTS and all(p.is_file() for p in BASELINES.values())
     assert all(p.parent.name in ("weights", "sixnimmt_env") and p.stat().st_size < 300_000 for p in BASELINES.values())
     cfg = _write(
