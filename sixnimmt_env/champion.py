@@ -71,6 +71,7 @@ __all__ = [
     "ChampionAgent",
     "load_champion",
     "observation_from_view",
+    "pick_masked",
     "sample_masked",
 ]
 
@@ -381,13 +382,7 @@ class ChampionAgent:
                     logits[rows] = self.actor_for(int(n)).logits(obs[rows])
         else:
             logits = self.actor.logits(obs)
-        mask = np.asarray(mask).reshape(logits.shape)
-        if self.sample:
-            if rng is None:
-                raise ValueError(f"{self.spec}: a sampling champion needs an rng")
-            return sample_masked(logits, mask, rng.random(len(logits)))
-        logits[mask == 0] = -np.inf
-        return logits.argmax(axis=1)
+        return pick_masked(logits, mask, rng, sample=self.sample, who=f"{self.spec}: a sampling champion")
 
     def act_observation(self, observation: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
         """The action for one seat's observation (``float32 (506,)``) and mask (``(109,)``)."""
@@ -401,6 +396,25 @@ class ChampionAgent:
         mask = np.zeros(NUM_ACTIONS, bool)
         mask[list(legal)] = True
         return int(self.choose(observation_from_view(view)[None], mask[None], rng)[0])
+
+
+def pick_masked(
+    logits: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None, *, sample: bool, who: str
+) -> np.ndarray:
+    """The action of each row of ``logits`` (``(batch, 109)``) among those where ``mask`` (reshaped to ``logits``'
+    shape) is nonzero, ``int64 (batch,)``: the highest logit, or with ``sample`` a draw of :func:`sample_masked` with
+    one uniform number of ``rng`` per row. The one rule of both learned agents' ``choose``
+    (:class:`ChampionAgent`, ``training.ppo_agents.PolicyAgent``).
+
+    Raises:
+        ValueError: ``sample`` without ``rng`` (``"{who} needs an rng"``).
+    """
+    mask = np.asarray(mask).reshape(logits.shape)
+    if sample:
+        if rng is None:
+            raise ValueError(f"{who} needs an rng")
+        return sample_masked(logits, mask, rng.random(len(logits)))
+    return np.where(mask == 0, -np.inf, logits).argmax(axis=-1)
 
 
 @njit(cache=True, nogil=True)

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from sixnimmt_env.agents import register_agent
-from sixnimmt_env.champion import sample_masked
+from sixnimmt_env.champion import pick_masked
 from sixnimmt_env.observation import OBS_SIZE, observation_from_view
 from sixnimmt_env.rules.engine import NOOP, NUM_ACTIONS
 from training.features import GLOBAL_SIZE
@@ -200,20 +200,12 @@ class PolicyAgent:
         (nonzero at the legal actions).
 
         Sampling draws one uniform number per row from ``rng`` and picks the legal action where the masked
-        softmax's cumulative probability reaches it (:func:`sixnimmt_env.champion.sample_masked`).
+        softmax's cumulative probability reaches it (:func:`sixnimmt_env.champion.pick_masked`).
 
         Raises:
             ValueError: a sampling agent without ``rng``.
         """
-        logits = self.logits(obs)
-        mask = np.asarray(mask)
-        if self.sample:
-            if rng is None:
-                raise ValueError(f"{self.spec}: a sampling PolicyAgent needs an rng")
-            return sample_masked(logits, mask, rng.random(len(logits)))
-        logits = logits.astype(np.float64)
-        logits[mask == 0] = -np.inf
-        return logits.argmax(axis=-1)
+        return pick_masked(self.logits(obs), mask, rng, sample=self.sample, who=f"{self.spec}: a sampling PolicyAgent")
 
     def act_observation(self, observation: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
         """The action for one seat's encoded observation (``float32 (506,)``) and mask (``(109,)``, nonzero at the
