@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sixnimmt_env.arena import run_arena
-from training.promote import judge, main, play_table
+from training.promote import hold_table, judge, main, play_table
 
 
 def test_a_table_is_the_arena_table_of_the_candidate_and_copies_of_the_other() -> None:
@@ -32,6 +32,25 @@ def test_the_rules_significant_win_against_the_incumbent_no_loss_against_the_lea
     level = play_table("greedy", "greedy", "league", 400, 1, 4, "round", 1)
     assert level.win_share - level.win_ci < 0.25 <= level.win_share + level.win_ci and level.passed
     assert not play_table("greedy", "greedy", "incumbent", 400, 1, 4, "round", 1).passed
+
+
+def test_a_hold_table_needs_the_incumbents_level_not_only_parity(capsys) -> None:
+    # lowest wins 31.5 % against three random (above parity, no loss) but greedy, the incumbent, wins 52.2 % there
+    drop = hold_table("lowest", "greedy", "random", 400, 1, 4, "round", 1)
+    inc = run_arena(["greedy", "random", "random", "random"], 400, 1)["agents"][0]
+    assert (drop.reference, drop.reference_ci) == (inc["win_share"], inc["win_share_ci95"])
+    assert drop.role == "hold" and drop.win_share == pytest.approx(0.315, abs=0.001)
+    assert drop.reference == pytest.approx(0.5225, abs=0.001) and not drop.passed
+    assert play_table("lowest", "random", "league", 400, 1, 4, "round", 1).passed  # parity alone would pass it
+    # greedy (42.7 %) holds mc:4's level (38.7 %) against three lowest
+    held = hold_table("greedy", "mc:4", "lowest", 400, 1, 4, "round", 1)
+    assert held.passed and held.win_share > held.reference
+    verdict = judge("lowest", "random", ["random"], 400, 1, hold=["random"])
+    assert [t.role for t in verdict.tables] == ["incumbent", "league", "hold"]
+    assert main(["lowest", "--incumbent", "greedy", "--hold", "random", "--games", "400", "--seed", "1"]) == 1
+    text = capsys.readouterr().out
+    assert "| hold | `random` | 400 | 31.5 ± 4.5 % | incumbent 52.2 ± 4.8 % |" in text
+    assert "holds the incumbent's level: NO" in text and "failed: greedy, random" in text
 
 
 def test_the_command_exits_0_to_promote_1_to_keep_and_never_replaces_its_json(tmp_path: Path, capsys) -> None:

@@ -3,15 +3,20 @@
 Usage::
 
     python -m training.promote champion:runs/new.npz --incumbent champion \\
-        --league champion:stage-7,champion:default-ppo,mc:64,greedy --games 4000 --seed 2 --workers 2
+        --league champion:stage-7,champion:default-ppo,champion:exploiter,greedy --hold mc:64,greedy \\
+        --games 4000 --seed 2 --workers 2
 
 The candidate sits at tables of itself and ``n - 1`` copies of one other agent (seats rotated, the arena's rule;
 single rounds at 4 players unless ``--players``/``--episode`` say otherwise):
 
 * against the incumbent, its win share's 95 % interval must lie above parity (``1 / n``): a **significant win**;
-* against every league member, its win share's interval must reach parity: **no loss** (not significantly below).
+* against every league member, its win share's interval must reach parity: **no loss** (not significantly below);
+* at the table of every ``--hold`` baseline, the incumbent plays the same deals too, and the 95 % interval of the
+  candidate's win share minus the incumbent's must reach 0: **holds the incumbent's level** (not significantly
+  below it). Parity is a low bar at a baseline the incumbent beats by far (the incumbent wins 37.6 % against three
+  ``mc:64``): without this rule a candidate that gives away three points there is promoted.
 
-Both hold: the verdict is *promote* (exit code 0); else *keep the incumbent* (exit code 1), with the tables that
+All hold: the verdict is *promote* (exit code 0); else *keep the incumbent* (exit code 1), with the tables that
 failed. Every table plays the same deals (the same ``--seed``). ``--out FILE`` writes the settings, the tables and
 the verdict as JSON (a new file; never replaced; checked before any game).
 
@@ -24,12 +29,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["Table", "Verdict", "judge", "main", "play_table"]
+__all__ = ["Table", "Verdict", "hold_table", "judge", "main", "play_table"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +51,9 @@ class Table:
         penalty: the candidate's mean bullheads per round, with ``penalty_ci`` its 95 % half-width.
         opponent_penalty: the mean bullheads per round of the opponent's seats (all ``players - 1`` of them).
         parity: ``1 / players``.
-        passed: the rule of ``role`` holds (significant win; no loss).
+        passed: the rule of ``role`` holds (significant win; no loss; holds the incumbent's level).
+        reference: for ``role == "hold"``, the incumbent's win share at the same table (same deals), with
+            ``reference_ci`` its 95 % half-width; ``None`` for the other roles.
     """
 
     opponent: str
@@ -57,6 +66,8 @@ class Table:
     opponent_penalty: float
     parity: float
     passed: bool
+    reference: float | None = None
+    reference_ci: float | None = None
 
 
 @dataclass(frozen=True)
@@ -77,27 +88,22 @@ class Verdict:
 def play_table(
     candidate: str, opponent: str, role: str, games: int, seed: int, players: int, episode: str, workers: int
 ) -> Table:
-    """Play one table (:func:`sixnimmt_env.arena.run.run_arena`) and apply the rule of ``role``.
+    """Play one table (:func:`sixnimmt_env.arena.run.run_arena`) and apply the rule of ``role``
+    (``"incumbent"`` or ``"league"``; :func:`hold_table` plays the ``"hold"`` tables).
 
     Raises:
-        ValueError: an unknown spec, or games/seed out of range (the arena's errors).
+        ValueError: an unknown spec or role, or games/seed out of range (the arena's errors).
     """
-    from sixnimmt_env.arena import run_arena
-    from sixnimmt_env.rules.engine import GameConfig
-
     if role not in ("incumbent", "league"):
         raise ValueError(f"role must be 'incumbent' or 'league', got {role!r}")
-    config = GameConfig(num_players=players, episode=episode)
-    results = run_arena([candidate] + [opponent] * (players - 1), games, seed, config, workers=workers)
-    rows = results["agents"]
-    me, others = rows[0], rows[1:]
+    me, others, games_played = _play(candidate, opponent, games, seed, players, episode, workers)
     share, ci = float(me["win_share"]), float(me["win_share_ci95"])
     parity = 1.0 / players
     passed = share - ci > parity if role == "incumbent" else share + ci >= parity
     return Table(
         opponent=opponent,
         role=role,
-        games=int(results["games"]),
+        games=games_played,
         win_share=share,
         win_ci=ci,
         penalty=float(me["mean_penalty"]),
@@ -105,6 +111,51 @@ def play_table(
         opponent_penalty=sum(float(r["mean_penalty"]) for r in others) / len(others),
         parity=parity,
         passed=passed,
+    )
+
+
+def _play(
+    candidate: str, opponent: str, games: int, seed: int, players: int, episode: str, workers: int
+) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """The arena's results row of ``candidate`` at a table with ``players - 1`` copies of ``opponent``, the
+    others' rows, and the games played."""
+    from sixnimmt_env.arena import run_arena
+    from sixnimmt_env.rules.engine import GameConfig
+
+    config = GameConfig(num_players=players, episode=episode)
+    results = run_arena([candidate] + [opponent] * (players - 1), games, seed, config, workers=workers)
+    rows = results["agents"]
+    return rows[0], rows[1:], int(results["games"])
+
+
+def hold_table(
+    candidate: str, incumbent: str, baseline: str, games: int, seed: int, players: int, episode: str, workers: int
+) -> Table:
+    """Play ``candidate`` and then ``incumbent`` at a table of ``players - 1`` copies of ``baseline`` (the same
+    deals: the same ``seed``) and apply the rule *holds the incumbent's level*: the 95 % interval of the difference
+    of their win shares, ``sqrt(ci_c ** 2 + ci_i ** 2)`` (independent normal approximations; the shared deals make
+    it wider than it need be, so the rule errs toward passing), reaches 0.
+
+    Raises:
+        ValueError: an unknown spec, or games/seed out of range (the arena's errors).
+    """
+    me, others, games_played = _play(candidate, baseline, games, seed, players, episode, workers)
+    inc, _, _ = _play(incumbent, baseline, games, seed, players, episode, workers)
+    share, ci = float(me["win_share"]), float(me["win_share_ci95"])
+    ref, ref_ci = float(inc["win_share"]), float(inc["win_share_ci95"])
+    return Table(
+        opponent=baseline,
+        role="hold",
+        games=games_played,
+        win_share=share,
+        win_ci=ci,
+        penalty=float(me["mean_penalty"]),
+        penalty_ci=float(me["ci95"]),
+        opponent_penalty=sum(float(r["mean_penalty"]) for r in others) / len(others),
+        parity=1.0 / players,
+        passed=share - ref + math.hypot(ci, ref_ci) >= 0.0,
+        reference=ref,
+        reference_ci=ref_ci,
     )
 
 
@@ -117,19 +168,25 @@ def judge(
     players: int = 4,
     episode: str = "round",
     workers: int = 1,
+    hold: Sequence[str] = (),
 ) -> Verdict:
-    """Play the incumbent's table and each league member's, and decide (the module docstring's rule)."""
+    """Play the incumbent's table, each league member's and each ``hold`` baseline's (the candidate and the
+    incumbent), and decide (the module docstring's rules)."""
     tables = [play_table(candidate, incumbent, "incumbent", games, seed, players, episode, workers)]
     tables += [play_table(candidate, m, "league", games, seed, players, episode, workers) for m in league]
+    tables += [hold_table(candidate, incumbent, b, games, seed, players, episode, workers) for b in hold]
     return Verdict(candidate, incumbent, all(t.passed for t in tables), tables, games, seed, players, episode)
 
 
 def _line(t: Table) -> str:
-    rule = "significant win" if t.role == "incumbent" else "no loss"
+    rule = {"incumbent": "significant win", "league": "no loss", "hold": "holds the incumbent's level"}[t.role]
     mark = "yes" if t.passed else "NO"
+    bar = f"{100 * t.parity:.1f} %"
+    if t.reference is not None and t.reference_ci is not None:
+        bar = f"incumbent {100 * t.reference:.1f} ± {100 * t.reference_ci:.1f} %"
     return (
         f"| {t.role} | `{t.opponent}` | {t.games:,} | {100 * t.win_share:.1f} ± {100 * t.win_ci:.1f} % "
-        f"| {100 * t.parity:.1f} % | {t.penalty:.2f} ± {t.penalty_ci:.2f} | {t.opponent_penalty:.2f} | {rule}: {mark} |"
+        f"| {bar} | {t.penalty:.2f} ± {t.penalty_ci:.2f} | {t.opponent_penalty:.2f} | {rule}: {mark} |"
     )
 
 
@@ -141,6 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("candidate", help="the candidate's agent spec (e.g. champion:runs/new.npz)")
     p.add_argument("--incumbent", default="champion", help="the incumbent's spec (default: %(default)s)")
     p.add_argument("--league", default="", help="comma-separated league members' specs")
+    p.add_argument(
+        "--hold",
+        default="",
+        help="comma-separated baselines at whose tables the candidate must hold the incumbent's win share",
+    )
     p.add_argument("--games", type=int, default=4000, help="games per table (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="the arena's seed: every table plays the same deals")
     p.add_argument("--players", type=int, default=4, help="players at a table (default: %(default)s)")
@@ -149,6 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", help="write the settings, tables and verdict as JSON to this new file")
     args = p.parse_args(argv)
     league = [s.strip() for s in args.league.split(",") if s.strip()]
+    hold = [s.strip() for s in args.hold.split(",") if s.strip()]
     out = Path(args.out) if args.out else None
     if out is not None:
         from sixnimmt_env.arena.report import check_new_file
@@ -160,13 +223,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     try:
         verdict = judge(
-            args.candidate, args.incumbent, league, args.games, args.seed, args.players, args.episode, args.workers
+            args.candidate,
+            args.incumbent,
+            league,
+            args.games,
+            args.seed,
+            args.players,
+            args.episode,
+            args.workers,
+            hold,
         )
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(f"candidate `{verdict.candidate}` at {args.players} players, {args.episode}s, seed {args.seed}\n")
-    print("| table | others | games | candidate's win share | parity | its bullheads | others' bullheads | rule |")
+    print("| table | others | games | candidate's win share | bar | its bullheads | others' bullheads | rule |")
     print("|---|---|---:|---:|---:|---:|---:|---|")
     for t in verdict.tables:
         print(_line(t))
