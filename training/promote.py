@@ -100,18 +100,7 @@ def play_table(
     share, ci = float(me["win_share"]), float(me["win_share_ci95"])
     parity = 1.0 / players
     passed = share - ci > parity if role == "incumbent" else share + ci >= parity
-    return Table(
-        opponent=opponent,
-        role=role,
-        games=games_played,
-        win_share=share,
-        win_ci=ci,
-        penalty=float(me["mean_penalty"]),
-        penalty_ci=float(me["ci95"]),
-        opponent_penalty=sum(float(r["mean_penalty"]) for r in others) / len(others),
-        parity=parity,
-        passed=passed,
-    )
+    return _table(opponent, role, games_played, me, others, players, passed)
 
 
 def _play(
@@ -126,6 +115,34 @@ def _play(
     results = run_arena([candidate] + [opponent] * (players - 1), games, seed, config, workers=workers)
     rows = results["agents"]
     return rows[0], rows[1:], int(results["games"])
+
+
+def _table(
+    opponent: str,
+    role: str,
+    games: int,
+    me: dict[str, Any],
+    others: list[dict[str, Any]],
+    players: int,
+    passed: bool,
+    reference: float | None = None,
+    reference_ci: float | None = None,
+) -> Table:
+    """A :class:`Table` from the candidate's results row ``me`` and the others' rows."""
+    return Table(
+        opponent=opponent,
+        role=role,
+        games=games,
+        win_share=float(me["win_share"]),
+        win_ci=float(me["win_share_ci95"]),
+        penalty=float(me["mean_penalty"]),
+        penalty_ci=float(me["ci95"]),
+        opponent_penalty=sum(float(r["mean_penalty"]) for r in others) / len(others),
+        parity=1.0 / players,
+        passed=passed,
+        reference=reference,
+        reference_ci=reference_ci,
+    )
 
 
 def hold_table(
@@ -143,20 +160,8 @@ def hold_table(
     inc, _, _ = _play(incumbent, baseline, games, seed, players, episode, workers)
     share, ci = float(me["win_share"]), float(me["win_share_ci95"])
     ref, ref_ci = float(inc["win_share"]), float(inc["win_share_ci95"])
-    return Table(
-        opponent=baseline,
-        role="hold",
-        games=games_played,
-        win_share=share,
-        win_ci=ci,
-        penalty=float(me["mean_penalty"]),
-        penalty_ci=float(me["ci95"]),
-        opponent_penalty=sum(float(r["mean_penalty"]) for r in others) / len(others),
-        parity=1.0 / players,
-        passed=share - ref + math.hypot(ci, ref_ci) >= 0.0,
-        reference=ref,
-        reference_ci=ref_ci,
-    )
+    passed = share - ref + math.hypot(ci, ref_ci) >= 0.0
+    return _table(baseline, "hold", games_played, me, others, players, passed, ref, ref_ci)
 
 
 def judge(
