@@ -75,7 +75,14 @@ def test_an_out_that_cannot_be_written_is_refused_before_any_game(tmp_path: Path
 
 
 @pytest.mark.parametrize(
-    ("args", "message"), [(["bogus"], "unknown agent spec 'bogus'"), (["greedy", "--games", "1"], "games")]
+    ("args", "message"),
+    [
+        (["bogus"], "unknown agent spec 'bogus'"),
+        (["greedy", "--games", "1"], "games"),
+        # refused before any game: 400 M games of the incumbent's table would take minutes
+        (["greedy", "--hold", "random,gredy", "--games", "400000000"], "--hold 'random,gredy': unknown agent spec"),
+        (["greedy", "--league", "random,,lowest", "--games", "400000000"], "--league 'random,,lowest' has an empty"),
+    ],
 )
 def test_bad_input_is_exit_code_2_with_the_arenas_error(args: list[str], message: str, capsys) -> None:
     assert main(args) == 2

@@ -215,8 +215,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=1, help="processes the games are played on")
     p.add_argument("--out", help="write the settings, tables and verdict as JSON to this new file")
     args = p.parse_args(argv)
-    league = [s.strip() for s in args.league.split(",") if s.strip()]
-    hold = [s.strip() for s in args.hold.split(",") if s.strip()]
+    from sixnimmt_env.agents import check_spec, parse_lineup
+
+    try:  # every spec is checked before any game: a typo in the last table costs no minutes of play
+        check_spec(args.candidate)
+        check_spec(args.incumbent)
+        league = parse_lineup(args.league, "--league") if args.league else []
+        hold = parse_lineup(args.hold, "--hold") if args.hold else []
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     out = Path(args.out) if args.out else None
     if out is not None:
         from sixnimmt_env.arena.report import check_new_file
