@@ -3,7 +3,7 @@
 Usage::
 
     python -m training.promote champion:runs/new.npz --incumbent champion \\
-        --league champion:stage-7,champion:default-ppo,champion:exploiter,greedy --hold mc:64,greedy \\
+        --league champion:stage-7,champion:exploiter --hold mc:64,champion:default-ppo,greedy \\
         --games 4000 --seed 2 --workers 2
 
 The candidate sits at tables of itself and ``n - 1`` copies of one other agent (seats rotated, the arena's rule;
