@@ -53,6 +53,32 @@ def test_a_hold_table_needs_the_incumbents_level_not_only_parity(capsys) -> None
     assert "holds the incumbent's level: NO" in text and "failed: greedy, random" in text
 
 
+def test_a_baseline_in_both_the_league_and_hold_plays_its_table_once(monkeypatch) -> None:
+    import sixnimmt_env.arena as arena
+
+    line_ups: list[list[str]] = []
+
+    def counted(agents, *args, **kwargs):
+        line_ups.append(list(agents))
+        return run_arena(agents, *args, **kwargs)
+
+    monkeypatch.setattr(arena, "run_arena", counted)
+    verdict = judge("lowest", "random", ["random", "greedy"], 400, 1, hold=["greedy", "random"])
+    # five rows, seven tables asked for (a hold row asks for the incumbent's too), four played: lowest against
+    # random (the incumbent's row, the league's, the second hold's), against greedy (the league's, the first hold's);
+    # random, the incumbent, against greedy and against random
+    assert line_ups == [
+        ["lowest", "random", "random", "random"],
+        ["lowest", "greedy", "greedy", "greedy"],
+        ["random", "greedy", "greedy", "greedy"],
+        ["random", "random", "random", "random"],
+    ]
+    league_greedy, hold_greedy = verdict.tables[2], verdict.tables[3]
+    assert (league_greedy.win_share, league_greedy.games) == (hold_greedy.win_share, 400)
+    assert verdict.tables[0].win_share == verdict.tables[1].win_share == pytest.approx(0.315, abs=0.001)
+    assert [t.role for t in verdict.tables] == ["incumbent", "league", "league", "hold", "hold"]
+
+
 def test_the_command_exits_0_to_promote_1_to_keep_and_never_replaces_its_json(tmp_path: Path, capsys) -> None:
     out = tmp_path / "verdict.json"
     assert main(["greedy", "--incumbent", "lowest", "--league", "random", "--games", "400", "--out", str(out)]) == 0

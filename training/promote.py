@@ -85,18 +85,32 @@ class Verdict:
     episode: str
 
 
+_Played = tuple[dict[str, Any], list[dict[str, Any]], int]
+
+
 def play_table(
-    candidate: str, opponent: str, role: str, games: int, seed: int, players: int, episode: str, workers: int
+    candidate: str,
+    opponent: str,
+    role: str,
+    games: int,
+    seed: int,
+    players: int,
+    episode: str,
+    workers: int,
+    played: dict[tuple[str, str], _Played] | None = None,
 ) -> Table:
     """Play one table (:func:`sixnimmt_env.arena.run.run_arena`) and apply the rule of ``role``
     (``"incumbent"`` or ``"league"``; :func:`hold_table` plays the ``"hold"`` tables).
+
+    ``played`` holds the results of tables already played with the same games, seed, players and episode, keyed by
+    ``(agent, opponent)``; a table found there is not played again, and a table played is added to it.
 
     Raises:
         ValueError: an unknown spec or role, or games/seed out of range (the arena's errors).
     """
     if role not in ("incumbent", "league"):
         raise ValueError(f"role must be 'incumbent' or 'league', got {role!r}")
-    me, others, games_played = _play(candidate, opponent, games, seed, players, episode, workers)
+    me, others, games_played = _play(candidate, opponent, games, seed, players, episode, workers, played)
     share, ci = float(me["win_share"]), float(me["win_share_ci95"])
     parity = 1.0 / players
     passed = share - ci > parity if role == "incumbent" else share + ci >= parity
@@ -104,17 +118,29 @@ def play_table(
 
 
 def _play(
-    candidate: str, opponent: str, games: int, seed: int, players: int, episode: str, workers: int
-) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    candidate: str,
+    opponent: str,
+    games: int,
+    seed: int,
+    players: int,
+    episode: str,
+    workers: int,
+    played: dict[tuple[str, str], _Played] | None = None,
+) -> _Played:
     """The arena's results row of ``candidate`` at a table with ``players - 1`` copies of ``opponent``, the
-    others' rows, and the games played."""
+    others' rows, and the games played; taken from ``played`` when that table is there (then added to it)."""
+    if played is not None and (candidate, opponent) in played:
+        return played[candidate, opponent]
     from sixnimmt_env.arena import run_arena
     from sixnimmt_env.rules.engine import GameConfig
 
     config = GameConfig(num_players=players, episode=episode)
     results = run_arena([candidate] + [opponent] * (players - 1), games, seed, config, workers=workers)
     rows = results["agents"]
-    return rows[0], rows[1:], int(results["games"])
+    out = (rows[0], rows[1:], int(results["games"]))
+    if played is not None:
+        played[candidate, opponent] = out
+    return out
 
 
 def _table(
@@ -146,18 +172,26 @@ def _table(
 
 
 def hold_table(
-    candidate: str, incumbent: str, baseline: str, games: int, seed: int, players: int, episode: str, workers: int
+    candidate: str,
+    incumbent: str,
+    baseline: str,
+    games: int,
+    seed: int,
+    players: int,
+    episode: str,
+    workers: int,
+    played: dict[tuple[str, str], _Played] | None = None,
 ) -> Table:
     """Play ``candidate`` and then ``incumbent`` at a table of ``players - 1`` copies of ``baseline`` (the same
     deals: the same ``seed``) and apply the rule *holds the incumbent's level*: the 95 % interval of the difference
     of their win shares, ``sqrt(ci_c ** 2 + ci_i ** 2)`` (independent normal approximations; the shared deals make
-    it wider than it need be, so the rule errs toward passing), reaches 0.
+    it wider than it need be, so the rule errs toward passing), reaches 0. ``played``: as in :func:`play_table`.
 
     Raises:
         ValueError: an unknown spec, or games/seed out of range (the arena's errors).
     """
-    me, others, games_played = _play(candidate, baseline, games, seed, players, episode, workers)
-    inc, _, _ = _play(incumbent, baseline, games, seed, players, episode, workers)
+    me, others, games_played = _play(candidate, baseline, games, seed, players, episode, workers, played)
+    inc, _, _ = _play(incumbent, baseline, games, seed, players, episode, workers, played)
     share, ci = float(me["win_share"]), float(me["win_share_ci95"])
     ref, ref_ci = float(inc["win_share"]), float(inc["win_share_ci95"])
     passed = share - ref + math.hypot(ci, ref_ci) >= 0.0
@@ -176,10 +210,12 @@ def judge(
     hold: Sequence[str] = (),
 ) -> Verdict:
     """Play the incumbent's table, each league member's and each ``hold`` baseline's (the candidate and the
-    incumbent), and decide (the module docstring's rules)."""
-    tables = [play_table(candidate, incumbent, "incumbent", games, seed, players, episode, workers)]
-    tables += [play_table(candidate, m, "league", games, seed, players, episode, workers) for m in league]
-    tables += [hold_table(candidate, incumbent, b, games, seed, players, episode, workers) for b in hold]
+    incumbent), and decide (the module docstring's rules). A table is played once: a baseline named both in
+    ``league`` and in ``hold`` (or twice in one) reuses the candidate's results at its table."""
+    played: dict[tuple[str, str], _Played] = {}
+    tables = [play_table(candidate, incumbent, "incumbent", games, seed, players, episode, workers, played)]
+    tables += [play_table(candidate, m, "league", games, seed, players, episode, workers, played) for m in league]
+    tables += [hold_table(candidate, incumbent, b, games, seed, players, episode, workers, played) for b in hold]
     return Verdict(candidate, incumbent, all(t.passed for t in tables), tables, games, seed, players, episode)
 
 
