@@ -32,11 +32,11 @@ import json
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Table", "Verdict", "hold_table", "judge", "main", "play_table"]
+__all__ = ["Table", "TablePlayer", "Verdict", "hold_table", "judge", "main", "play_table"]
 
 
 @dataclass(frozen=True)
@@ -85,62 +85,77 @@ class Verdict:
     episode: str
 
 
-_Played = tuple[dict[str, Any], list[dict[str, Any]], int]
+@dataclass
+class TablePlayer:
+    """Plays promotion tables with one set of settings (``games`` per table, the arena's ``seed``, ``players`` at a
+    table, ``episode`` ``"round"`` or ``"game"``, ``workers`` processes), each table once: a table asked for again
+    (the same agent and the same others) is answered from ``played``, keyed by ``(agent, opponent)``."""
+
+    games: int
+    seed: int
+    players: int = 4
+    episode: str = "round"
+    workers: int = 1
+    played: dict[tuple[str, str], tuple[dict[str, Any], list[dict[str, Any]], int]] = field(default_factory=dict)
+
+    def play(self, agent: str, opponent: str) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+        """The arena's results row of ``agent`` at a table with ``players - 1`` copies of ``opponent``, the others'
+        rows, and the games played (:func:`sixnimmt_env.arena.run.run_arena`).
+
+        Raises:
+            ValueError: an unknown spec, or games/seed out of range (the arena's errors).
+        """
+        if (agent, opponent) not in self.played:
+            from sixnimmt_env.arena import run_arena
+            from sixnimmt_env.rules.engine import GameConfig
+
+            config = GameConfig(num_players=self.players, episode=self.episode)
+            line_up = [agent] + [opponent] * (self.players - 1)
+            results = run_arena(line_up, self.games, self.seed, config, workers=self.workers)
+            rows = results["agents"]
+            self.played[agent, opponent] = (rows[0], rows[1:], int(results["games"]))
+        return self.played[agent, opponent]
+
+    def rule_table(self, candidate: str, opponent: str, role: str) -> Table:
+        """The table of ``candidate`` and copies of ``opponent`` with the rule of ``role`` (``"incumbent"``: a
+        significant win; ``"league"``: no loss) applied.
+
+        Raises:
+            ValueError: an unknown role, or the arena's errors (:meth:`play`).
+        """
+        if role not in ("incumbent", "league"):
+            raise ValueError(f"role must be 'incumbent' or 'league', got {role!r}")
+        me, others, games_played = self.play(candidate, opponent)
+        share, ci = float(me["win_share"]), float(me["win_share_ci95"])
+        parity = 1.0 / self.players
+        passed = share - ci > parity if role == "incumbent" else share + ci >= parity
+        return _table(opponent, role, games_played, me, others, self.players, passed)
+
+    def hold_table(self, candidate: str, incumbent: str, baseline: str) -> Table:
+        """The table of ``candidate`` and copies of ``baseline``, and ``incumbent``'s at the same deals, with the rule
+        *holds the incumbent's level* applied (:func:`hold_table`).
+
+        Raises:
+            ValueError: the arena's errors (:meth:`play`).
+        """
+        me, others, games_played = self.play(candidate, baseline)
+        inc, _, _ = self.play(incumbent, baseline)
+        share, ci = float(me["win_share"]), float(me["win_share_ci95"])
+        ref, ref_ci = float(inc["win_share"]), float(inc["win_share_ci95"])
+        passed = share - ref + math.hypot(ci, ref_ci) >= 0.0
+        return _table(baseline, "hold", games_played, me, others, self.players, passed, ref, ref_ci)
 
 
 def play_table(
-    candidate: str,
-    opponent: str,
-    role: str,
-    games: int,
-    seed: int,
-    players: int,
-    episode: str,
-    workers: int,
-    played: dict[tuple[str, str], _Played] | None = None,
+    candidate: str, opponent: str, role: str, games: int, seed: int, players: int, episode: str, workers: int
 ) -> Table:
     """Play one table (:func:`sixnimmt_env.arena.run.run_arena`) and apply the rule of ``role``
     (``"incumbent"`` or ``"league"``; :func:`hold_table` plays the ``"hold"`` tables).
 
-    ``played`` holds the results of tables already played with the same games, seed, players and episode, keyed by
-    ``(agent, opponent)``; a table found there is not played again, and a table played is added to it.
-
     Raises:
         ValueError: an unknown spec or role, or games/seed out of range (the arena's errors).
     """
-    if role not in ("incumbent", "league"):
-        raise ValueError(f"role must be 'incumbent' or 'league', got {role!r}")
-    me, others, games_played = _play(candidate, opponent, games, seed, players, episode, workers, played)
-    share, ci = float(me["win_share"]), float(me["win_share_ci95"])
-    parity = 1.0 / players
-    passed = share - ci > parity if role == "incumbent" else share + ci >= parity
-    return _table(opponent, role, games_played, me, others, players, passed)
-
-
-def _play(
-    candidate: str,
-    opponent: str,
-    games: int,
-    seed: int,
-    players: int,
-    episode: str,
-    workers: int,
-    played: dict[tuple[str, str], _Played] | None = None,
-) -> _Played:
-    """The arena's results row of ``candidate`` at a table with ``players - 1`` copies of ``opponent``, the
-    others' rows, and the games played; taken from ``played`` when that table is there (then added to it)."""
-    if played is not None and (candidate, opponent) in played:
-        return played[candidate, opponent]
-    from sixnimmt_env.arena import run_arena
-    from sixnimmt_env.rules.engine import GameConfig
-
-    config = GameConfig(num_players=players, episode=episode)
-    results = run_arena([candidate] + [opponent] * (players - 1), games, seed, config, workers=workers)
-    rows = results["agents"]
-    out = (rows[0], rows[1:], int(results["games"]))
-    if played is not None:
-        played[candidate, opponent] = out
-    return out
+    return TablePlayer(games, seed, players, episode, workers).rule_table(candidate, opponent, role)
 
 
 def _table(
@@ -172,30 +187,17 @@ def _table(
 
 
 def hold_table(
-    candidate: str,
-    incumbent: str,
-    baseline: str,
-    games: int,
-    seed: int,
-    players: int,
-    episode: str,
-    workers: int,
-    played: dict[tuple[str, str], _Played] | None = None,
+    candidate: str, incumbent: str, baseline: str, games: int, seed: int, players: int, episode: str, workers: int
 ) -> Table:
     """Play ``candidate`` and then ``incumbent`` at a table of ``players - 1`` copies of ``baseline`` (the same
     deals: the same ``seed``) and apply the rule *holds the incumbent's level*: the 95 % interval of the difference
     of their win shares, ``sqrt(ci_c ** 2 + ci_i ** 2)`` (independent normal approximations; the shared deals make
-    it wider than it need be, so the rule errs toward passing), reaches 0. ``played``: as in :func:`play_table`.
+    it wider than it need be, so the rule errs toward passing), reaches 0.
 
     Raises:
         ValueError: an unknown spec, or games/seed out of range (the arena's errors).
     """
-    me, others, games_played = _play(candidate, baseline, games, seed, players, episode, workers, played)
-    inc, _, _ = _play(incumbent, baseline, games, seed, players, episode, workers, played)
-    share, ci = float(me["win_share"]), float(me["win_share_ci95"])
-    ref, ref_ci = float(inc["win_share"]), float(inc["win_share_ci95"])
-    passed = share - ref + math.hypot(ci, ref_ci) >= 0.0
-    return _table(baseline, "hold", games_played, me, others, players, passed, ref, ref_ci)
+    return TablePlayer(games, seed, players, episode, workers).hold_table(candidate, incumbent, baseline)
 
 
 def judge(
@@ -210,12 +212,12 @@ def judge(
     hold: Sequence[str] = (),
 ) -> Verdict:
     """Play the incumbent's table, each league member's and each ``hold`` baseline's (the candidate and the
-    incumbent), and decide (the module docstring's rules). A table is played once: a baseline named both in
-    ``league`` and in ``hold`` (or twice in one) reuses the candidate's results at its table."""
-    played: dict[tuple[str, str], _Played] = {}
-    tables = [play_table(candidate, incumbent, "incumbent", games, seed, players, episode, workers, played)]
-    tables += [play_table(candidate, m, "league", games, seed, players, episode, workers, played) for m in league]
-    tables += [hold_table(candidate, incumbent, b, games, seed, players, episode, workers, played) for b in hold]
+    incumbent), and decide (the module docstring's rules). A table is played once (:class:`TablePlayer`): a
+    baseline named both in ``league`` and in ``hold`` reuses the candidate's results at its table."""
+    player = TablePlayer(games, seed, players, episode, workers)
+    tables = [player.rule_table(candidate, incumbent, "incumbent")]
+    tables += [player.rule_table(candidate, m, "league") for m in league]
+    tables += [player.hold_table(candidate, incumbent, b) for b in hold]
     return Verdict(candidate, incumbent, all(t.passed for t in tables), tables, games, seed, players, episode)
 
 
