@@ -4,11 +4,14 @@ league member; the verdict's exit code; results never replaced."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sixnimmt_env.arena import run_arena
+from sixnimmt_env.stats import mean_ci95, win_shares
 from training.promote import hold_table, judge, main, play_table
 
 
@@ -49,8 +52,23 @@ def test_a_hold_table_needs_the_incumbents_level_not_only_parity(capsys) -> None
     assert [t.role for t in verdict.tables] == ["incumbent", "league", "hold"]
     assert main(["lowest", "--incumbent", "greedy", "--hold", "random", "--games", "400", "--seed", "1"]) == 1
     text = capsys.readouterr().out
-    assert "| hold | `random` | 400 | 31.5 ± 4.5 % | incumbent 52.2 ± 4.8 % |" in text
+    assert "| hold | `random` | 400 | 31.5 ± 4.5 % | incumbent 52.2 ± 4.8 % (paired difference -20.7 ± 5.8) |" in text
     assert "holds the incumbent's level: NO" in text and "failed: greedy, random" in text
+
+
+def test_the_hold_rule_pairs_the_two_agents_games_deal_by_deal() -> None:
+    # the interval is over the per-game differences of the win shares at the same deals and seats
+    runs = [run_arena([a, "random", "random", "random"], 400, 1, keep_games=True) for a in ("lowest", "greedy")]
+    wins = [win_shares(np.asarray(r["per_game"]["penalties"]))[:, 0] for r in runs]
+    diff, diff_ci = mean_ci95(wins[0] - wins[1])
+    drop = hold_table("lowest", "greedy", "random", 400, 1, 4, "round", 1)
+    assert drop.win_share - drop.reference == pytest.approx(diff) == pytest.approx(-0.2071, abs=0.0001)
+    assert drop.difference_ci == pytest.approx(diff_ci) == pytest.approx(0.0584, abs=0.0001)
+    assert drop.difference_ci < math.hypot(drop.win_ci, drop.reference_ci)  # the deals are shared: corr 0.21
+    # an agent against itself: every game's difference is 0, so the interval is 0 and the rule holds
+    same = hold_table("greedy", "greedy", "random", 400, 1, 4, "round", 1)
+    assert (same.win_share, same.difference_ci, same.passed) == (same.reference, 0.0, True)
+    assert all(t.difference_ci is None for t in judge("greedy", "lowest", ["random"], 400, 1).tables)
 
 
 def test_a_baseline_in_both_the_league_and_hold_plays_its_table_once(monkeypatch) -> None:

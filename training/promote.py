@@ -11,10 +11,11 @@ single rounds at 4 players unless ``--players``/``--episode`` say otherwise):
 
 * against the incumbent, its win share's 95 % interval must lie above parity (``1 / n``): a **significant win**;
 * against every league member, its win share's interval must reach parity: **no loss** (not significantly below);
-* at the table of every ``--hold`` baseline, the incumbent plays the same deals too, and the 95 % interval of the
-  candidate's win share minus the incumbent's must reach 0: **holds the incumbent's level** (not significantly
-  below it). Parity is a low bar at a baseline the incumbent beats by far (the incumbent wins 37.6 % against three
-  ``mc:64``): without this rule a candidate that gives away three points there is promoted.
+* at the table of every ``--hold`` baseline, the incumbent plays the same deals too (the same seats), and the 95 %
+  interval of the candidate's win share minus the incumbent's, paired by deal, must reach 0: **holds the incumbent's
+  level** (not significantly below it). Parity is a low bar at a baseline the incumbent beats by far (the incumbent
+  wins 37.6 % against three ``mc:64``): without this rule a candidate that gives away three points there is
+  promoted.
 
 All hold: the verdict is *promote* (exit code 0); else *keep the incumbent* (exit code 1), with the tables that
 failed. Every table plays the same deals (the same ``--seed``). ``--out FILE`` writes the settings, the tables and
@@ -29,12 +30,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+
+from sixnimmt_env.stats import mean_ci95, win_shares
 
 __all__ = ["Table", "TablePlayer", "Verdict", "hold_table", "judge", "main", "play_table"]
 
@@ -54,6 +58,8 @@ class Table:
         passed: the rule of ``role`` holds (significant win; no loss; holds the incumbent's level).
         reference: for ``role == "hold"``, the incumbent's win share at the same table (same deals), with
             ``reference_ci`` its 95 % half-width; ``None`` for the other roles.
+        difference_ci: for ``role == "hold"``, the 95 % half-width of ``win_share - reference`` paired by deal
+            (the mean of the per-game differences); ``None`` for the other roles.
     """
 
     opponent: str
@@ -68,6 +74,7 @@ class Table:
     passed: bool
     reference: float | None = None
     reference_ci: float | None = None
+    difference_ci: float | None = None
 
 
 @dataclass(frozen=True)
@@ -89,18 +96,23 @@ class Verdict:
 class TablePlayer:
     """Plays promotion tables with one set of settings (``games`` per table, the arena's ``seed``, ``players`` at a
     table, ``episode`` ``"round"`` or ``"game"``, ``workers`` processes), each table once: a table asked for again
-    (the same agent and the same others) is answered from ``played``, keyed by ``(agent, opponent)``."""
+    (the same agent and the same others) is answered from ``played``, keyed by ``(agent, opponent)``: the results
+    row of the agent, the others' rows, the games played, and the agent's share of each game's win
+    (``float64 (games,)``, ties split; R13)."""
 
     games: int
     seed: int
     players: int = 4
     episode: str = "round"
     workers: int = 1
-    played: dict[tuple[str, str], tuple[dict[str, Any], list[dict[str, Any]], int]] = field(default_factory=dict)
+    played: dict[tuple[str, str], tuple[dict[str, Any], list[dict[str, Any]], int, np.ndarray]] = field(
+        default_factory=dict
+    )
 
-    def play(self, agent: str, opponent: str) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    def play(self, agent: str, opponent: str) -> tuple[dict[str, Any], list[dict[str, Any]], int, np.ndarray]:
         """The arena's results row of ``agent`` at a table with ``players - 1`` copies of ``opponent``, the others'
-        rows, and the games played (:func:`sixnimmt_env.arena.run.run_arena`).
+        rows, the games played, and the agent's share of each game's win (``float64 (games,)``; game ``g`` is the
+        same deal and seating for every agent at the same settings) (:func:`sixnimmt_env.arena.run.run_arena`).
 
         Raises:
             ValueError: an unknown spec, or games/seed out of range (the arena's errors).
@@ -111,9 +123,10 @@ class TablePlayer:
 
             config = GameConfig(num_players=self.players, episode=self.episode)
             line_up = [agent] + [opponent] * (self.players - 1)
-            results = run_arena(line_up, self.games, self.seed, config, workers=self.workers)
+            results = run_arena(line_up, self.games, self.seed, config, workers=self.workers, keep_games=True)
             rows = results["agents"]
-            self.played[agent, opponent] = (rows[0], rows[1:], int(results["games"]))
+            wins = win_shares(np.asarray(results["per_game"]["penalties"]))[:, 0]
+            self.played[agent, opponent] = (rows[0], rows[1:], int(results["games"]), wins)
         return self.played[agent, opponent]
 
     def rule_table(self, candidate: str, opponent: str, role: str) -> Table:
@@ -125,7 +138,7 @@ class TablePlayer:
         """
         if role not in ("incumbent", "league"):
             raise ValueError(f"role must be 'incumbent' or 'league', got {role!r}")
-        me, others, games_played = self.play(candidate, opponent)
+        me, others, games_played, _ = self.play(candidate, opponent)
         share, ci = float(me["win_share"]), float(me["win_share_ci95"])
         parity = 1.0 / self.players
         passed = share - ci > parity if role == "incumbent" else share + ci >= parity
@@ -133,17 +146,18 @@ class TablePlayer:
 
     def hold_table(self, candidate: str, incumbent: str, baseline: str) -> Table:
         """The table of ``candidate`` and copies of ``baseline``, and ``incumbent``'s at the same deals, with the rule
-        *holds the incumbent's level* applied (:func:`hold_table`).
+        *holds the incumbent's level* applied (:func:`hold_table`): the 95 % interval of the mean per-game difference
+        of their win shares reaches 0.
 
         Raises:
             ValueError: the arena's errors (:meth:`play`).
         """
-        me, others, games_played = self.play(candidate, baseline)
-        inc, _, _ = self.play(incumbent, baseline)
-        share, ci = float(me["win_share"]), float(me["win_share_ci95"])
+        me, others, games_played, wins = self.play(candidate, baseline)
+        inc, _, _, inc_wins = self.play(incumbent, baseline)
+        diff, diff_ci = (float(x) for x in mean_ci95(wins - inc_wins))
+        passed = diff + diff_ci >= 0.0
         ref, ref_ci = float(inc["win_share"]), float(inc["win_share_ci95"])
-        passed = share - ref + math.hypot(ci, ref_ci) >= 0.0
-        return _table(baseline, "hold", games_played, me, others, self.players, passed, ref, ref_ci)
+        return _table(baseline, "hold", games_played, me, others, self.players, passed, ref, ref_ci, diff_ci)
 
 
 def play_table(
@@ -168,6 +182,7 @@ def _table(
     passed: bool,
     reference: float | None = None,
     reference_ci: float | None = None,
+    difference_ci: float | None = None,
 ) -> Table:
     """A :class:`Table` from the candidate's results row ``me`` and the others' rows."""
     return Table(
@@ -183,6 +198,7 @@ def _table(
         passed=passed,
         reference=reference,
         reference_ci=reference_ci,
+        difference_ci=difference_ci,
     )
 
 
@@ -190,9 +206,9 @@ def hold_table(
     candidate: str, incumbent: str, baseline: str, games: int, seed: int, players: int, episode: str, workers: int
 ) -> Table:
     """Play ``candidate`` and then ``incumbent`` at a table of ``players - 1`` copies of ``baseline`` (the same
-    deals: the same ``seed``) and apply the rule *holds the incumbent's level*: the 95 % interval of the difference
-    of their win shares, ``sqrt(ci_c ** 2 + ci_i ** 2)`` (independent normal approximations; the shared deals make
-    it wider than it need be, so the rule errs toward passing), reaches 0.
+    deals and seats: the same ``seed``) and apply the rule *holds the incumbent's level*: the 95 % interval of the
+    mean of the per-game differences of their win shares (paired by deal; the arena's normal approximation)
+    reaches 0.
 
     Raises:
         ValueError: an unknown spec, or games/seed out of range (the arena's errors).
@@ -225,8 +241,10 @@ def _line(t: Table) -> str:
     rule = {"incumbent": "significant win", "league": "no loss", "hold": "holds the incumbent's level"}[t.role]
     mark = "yes" if t.passed else "NO"
     bar = f"{100 * t.parity:.1f} %"
-    if t.reference is not None and t.reference_ci is not None:
-        bar = f"incumbent {100 * t.reference:.1f} ± {100 * t.reference_ci:.1f} %"
+    if t.reference is not None and t.reference_ci is not None and t.difference_ci is not None:
+        diff = 100 * (t.win_share - t.reference)
+        bar = f"incumbent {100 * t.reference:.1f} ± {100 * t.reference_ci:.1f} % (paired difference "
+        bar += f"{diff:+.1f} ± {100 * t.difference_ci:.1f})"
     return (
         f"| {t.role} | `{t.opponent}` | {t.games:,} | {100 * t.win_share:.1f} ± {100 * t.win_ci:.1f} % "
         f"| {bar} | {t.penalty:.2f} ± {t.penalty_ci:.2f} | {t.opponent_penalty:.2f} | {rule}: {mark} |"
