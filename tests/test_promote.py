@@ -65,6 +65,7 @@ def test_the_hold_rule_pairs_the_two_agents_games_deal_by_deal() -> None:
     assert drop.win_share - drop.reference == pytest.approx(diff) == pytest.approx(-0.2071, abs=0.0001)
     assert drop.difference_ci == pytest.approx(diff_ci) == pytest.approx(0.0584, abs=0.0001)
     assert drop.difference_ci < math.hypot(drop.win_ci, drop.reference_ci)  # the deals are shared: corr 0.21
+    assert hold_table("lowest", "greedy", "random", 400, 1, 4, "round", 2) == drop  # game g is deal g on any workers
     # an agent against itself: every game's difference is 0, so the interval is 0 and the rule holds
     same = hold_table("greedy", "greedy", "random", 400, 1, 4, "round", 1)
     assert (same.win_share, same.difference_ci, same.passed) == (same.reference, 0.0, True)

@@ -49,7 +49,7 @@ class Table:
 
     Attributes:
         opponent: the other agents' spec.
-        role: ``"incumbent"`` or ``"league"``.
+        role: ``"incumbent"``, ``"league"`` or ``"hold"``.
         games: games played.
         win_share: the candidate's share of wins (ties split), 0..1, with ``win_ci`` its 95 % half-width.
         penalty: the candidate's mean bullheads per round, with ``penalty_ci`` its 95 % half-width.
