@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 	$(PY) -m sixnimmt_env.compiled.loop_cache
 
-# Train the default config (about 14 min on 2 cores, on every core: train.workers), then play its final model
+# Train the default config (13 to 18 min on 2 cores, on every core: train.workers), then play its final model
 # against the baselines, on the rules it was trained on (training.evaluate reads them from the run). The training's
 # own final evaluation (report.md, final_eval.csv: eval.final_games each) already has greedy and random in every
 # other seat; then a mixed table, and the searching mc:64 in every other seat.
