@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -72,12 +73,12 @@ def test_the_hold_rule_pairs_the_two_agents_games_deal_by_deal() -> None:
     assert all(t.difference_ci is None for t in judge("greedy", "lowest", ["random"], 400, 1).tables)
 
 
-def test_a_baseline_in_both_the_league_and_hold_plays_its_table_once(monkeypatch) -> None:
+def test_a_baseline_in_both_the_league_and_hold_plays_its_table_once(monkeypatch: pytest.MonkeyPatch) -> None:
     import sixnimmt_env.arena as arena
 
     line_ups: list[list[str]] = []
 
-    def counted(agents, *args, **kwargs):
+    def counted(agents: list[str], *args: Any, **kwargs: Any) -> dict[str, Any]:
         line_ups.append(list(agents))
         return run_arena(agents, *args, **kwargs)
 
