@@ -54,7 +54,7 @@ def test_a_hold_table_needs_the_incumbents_level_not_only_parity(capsys) -> None
     assert main(["lowest", "--incumbent", "greedy", "--hold", "random", "--games", "400", "--seed", "1"]) == 1
     text = capsys.readouterr().out
     assert "| hold | `random` | 400 | 31.5 ± 4.5 % | incumbent 52.2 ± 4.8 % (paired difference -20.7 ± 5.8) |" in text
-    assert "holds the incumbent's level: NO" in text and "failed: greedy, random" in text
+    assert "holds the incumbent's level: NO" in text and "failed: greedy (incumbent), random (hold)" in text
 
 
 def test_the_hold_rule_pairs_the_two_agents_games_deal_by_deal() -> None:
@@ -111,7 +111,7 @@ def test_the_command_exits_0_to_promote_1_to_keep_and_never_replaces_its_json(tm
     assert "already exists; choose a new file (results are never overwritten)" in capsys.readouterr().err
     assert json.loads(out.read_text()) == saved
     assert main(["random", "--incumbent", "greedy", "--games", "400"]) == 1
-    assert "verdict: keep the incumbent (failed: greedy)" in capsys.readouterr().out
+    assert "verdict: keep the incumbent (failed: greedy (incumbent))" in capsys.readouterr().out
 
 
 def test_an_out_that_cannot_be_written_is_refused_before_any_game(tmp_path: Path, capsys) -> None:

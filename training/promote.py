@@ -18,8 +18,9 @@ single rounds at 4 players unless ``--players``/``--episode`` say otherwise):
   promoted.
 
 All hold: the verdict is *promote* (exit code 0); else *keep the incumbent* (exit code 1), with the tables that
-failed. Every table plays the same deals (the same ``--seed``). ``--out FILE`` writes the settings, the tables and
-the verdict as JSON (a new file; never replaced; checked before any game).
+failed, each with its role (a spec can sit at two tables). Every table plays the same deals (the same ``--seed``).
+``--out FILE`` writes the settings, the tables and the verdict as JSON (a new file; never replaced; checked before
+any game).
 
 Each rule is a one-sided test at the 2.5 % level (the arena's normal-approximation interval), with no correction for
 the number of tables: a candidate exactly as strong as every member fails at least one of ``L`` league tables by
@@ -310,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|---|---|---:|---:|---:|---:|---:|---|")
     for t in verdict.tables:
         print(_line(t))
-    failed = [t.opponent for t in verdict.tables if not t.passed]
+    failed = [f"{t.opponent} ({t.role})" for t in verdict.tables if not t.passed]  # a spec may be at two tables
     print()
     print("verdict: promote" if verdict.promote else f"verdict: keep the incumbent (failed: {', '.join(failed)})")
     if out is not None:
