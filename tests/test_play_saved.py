@@ -4,9 +4,11 @@ with the server killed), memory bounded without losing a game in play, the histo
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -282,3 +284,74 @@ def test_history_and_export_from_the_command_line(played, tmp_path):
     assert len(read_records(path)) == 3
     bad = subprocess.run([*cmd[:3], "--no-save", "--history"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--no-save saves nothing: it takes no --db, --history or --export" in bad.stderr
+
+
+# --------------------------------------------------------------------------- one server per saved-games file
+
+
+def test_a_file_is_claimed_by_one_server_at_a_time(tmp_path):
+    """GameDB.claim_for_server: a second claim on the same file (here from another GameDB in this process, as from
+    another process) is refused naming the file, the holder's pid and address; released, the file is free again."""
+    from sixnimmt_env.play.saved import DatabaseInUse
+
+    first, second = GameDB(tmp_path / "g.sqlite3"), GameDB(tmp_path / "g.sqlite3")
+    claim = first.claim_for_server(command="sixnimmt play")
+    claim.note(url="http://127.0.0.1:8066/")
+    with pytest.raises(DatabaseInUse) as refused:
+        second.claim_for_server()
+    message = str(refused.value)
+    path = tmp_path / "g.sqlite3"
+    assert f"the saved games {path} are in use by another play server (pid {os.getpid()} on " in message
+    assert "the table is at http://127.0.0.1:8066/" in message and "--no-save or another --db" in message
+    assert GameDB(tmp_path / "other.sqlite3").claim_for_server().held  # another file is another claim
+    claim.release()
+    assert not (tmp_path / "g.sqlite3.lock.json").exists()
+    again = second.claim_for_server()
+    assert again.held
+    again.release()
+
+
+def _play_cmd(db: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "sixnimmt_env.play", "--no-browser", "--port", "0", "--db", str(db), *args]
+
+
+def test_a_second_server_on_the_same_file_is_refused_and_the_first_goes_on(tmp_path):
+    """Two `sixnimmt play` on one --db: the second exits 2 at start naming the file and the first table's address;
+    the first still plays and saves; --history reads the file beside it; a killed server's file is served again at
+    once, its unfinished game offered."""
+    play_load = load_benchmark("play_load")
+    db = tmp_path / "games.sqlite3"
+    args = ("--opponents", "greedy,random,random", "--seed", "5")
+    first = play_load.start_server(*args, "--db", str(db))
+    try:
+        client = play_load.Client(first)
+        gid, tab, table = client.new_game()
+        second = subprocess.run(_play_cmd(db, *args), capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2 and second.stdout == ""
+        assert f"the saved games {db} are in use by another play server (pid {first.proc.pid} on " in second.stderr
+        assert f"the table is at {first.origin}/" in second.stderr
+        for _ in range(3):  # the first server is unharmed: it plays and saves every move
+            status, d = client.move(gid, tab, table)
+            assert status == 200, d
+            table = d["table"]
+        saved = GameDB(db).load(gid)
+        assert saved is not None and saved.version == table["version"] and not saved.finished
+        history = subprocess.run(
+            [sys.executable, "-m", "sixnimmt_env.play", "--db", str(db), "--history"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert history.returncode == 0, history.stderr
+        assert f"saved games: {db}" in history.stdout and "1 games saved: 0 finished, 1 unfinished" in history.stdout
+        other = play_load.start_server(*args, "--db", str(tmp_path / "other.sqlite3"))  # another file: starts
+        other.stop()
+        throwaway = play_load.start_server(*args, "--no-save")  # saves nothing: starts
+        throwaway.stop()
+        first.kill()  # SIGKILL: no clean-up; the operating system drops the claim with the process
+        third = play_load.start_server(*args, "--db", str(db))
+        try:
+            status, d = play_load.Client(third).request("GET", f"/api/games/{gid}", tab=tab)
+            assert status == 200 and d["table"] == table
+        finally:
+            third.stop()
+    finally:
+        first.stop()

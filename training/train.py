@@ -53,10 +53,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import shlex
-import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -230,26 +228,18 @@ def held_lock(lock_path: Path, what: str, command: str, by: str = "another train
     Raises:
         RunInUse: ``"{what} is in use by {by} (pid, host, start time, command)"``.
     """
-    from filelock import FileLock, Timeout
+    from sixnimmt_env.locks import LockHeld, ProcessLock, describe
 
-    lock = FileLock(lock_path)
-    info = lock_path.with_name(lock_path.name + ".json")
+    lock = ProcessLock(lock_path, command=command)
     try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        holder = ""
-        with contextlib.suppress(OSError, ValueError):
-            h = json.loads(info.read_text())
-            holder = f" (pid {h['pid']} on {h['host']} since {h['started']}: {h['command']})"
+        lock.acquire()
+    except LockHeld as e:
+        known = describe(e.holder)
+        holder = f"{known[:-1]}: {e.holder['command']})" if known and "command" in e.holder else known
         raise RunInUse(f"{what} is in use by {by}{holder}; wait for it to end or stop it first") from None
     try:
-        started = datetime.now().isoformat(timespec="seconds")
-        host = socket.gethostname()
-        info.write_text(json.dumps({"pid": os.getpid(), "host": host, "started": started, "command": command}) + "\n")
         yield
     finally:
-        with contextlib.suppress(OSError):
-            info.unlink()
         lock.release()
 
 

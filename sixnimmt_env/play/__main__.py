@@ -14,12 +14,15 @@ Examples::
 The server listens on 127.0.0.1 (``--host`` to change it) at ``--port`` (default 8066; 0 picks a free port) and
 stops with Ctrl-C. It saves every game as it is played (:mod:`sixnimmt_env.play.saved`) to ``--db`` (default: the
 user's data folder, :func:`~sixnimmt_env.play.saved.default_db_path`), so a restarted server offers to continue
-every unfinished game; ``--no-save`` saves nothing. The terminal mode saves nothing.
+every unfinished game; ``--no-save`` saves nothing. The terminal mode saves nothing. One server serves a saved-games
+file at a time: a second server on the same ``--db`` stops at start (:class:`~sixnimmt_env.play.saved.DatabaseInUse`,
+naming the running table's address), while ``--history`` and ``--export`` read it beside the running server.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import socket
 import sqlite3
 import sys
@@ -208,6 +211,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     local = args.host in LOCAL_HOSTS
     try:
         db = None if settings.mode == "replay" else open_db(args)
+        # Claimed before the port is bound, so that a second server on the default port and database is told about
+        # the first table rather than about a port in use.
+        command = shlex.join(["sixnimmt", "play", *(sys.argv[1:] if argv is None else argv)])
+        claim = None if db is None else db.claim_for_server(command=command)
         app = create_app(settings, allowed_hosts=LOCAL_HOSTS if local else ["*"], db=db)
     except ValueError as e:
         parser.error(str(e))
@@ -219,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
+    if claim is not None:
+        claim.note(url=url)
     server = make_server(app)
     print(f"6 nimmt! play table ({settings.mode}) at {url}  (Ctrl-C stops it)", flush=True)
     if not local:
@@ -240,6 +249,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         server.run(sockets=[sock])
     finally:
         sock.close()
+        if claim is not None:
+            claim.release()
     sys.stdout.flush()
 
 

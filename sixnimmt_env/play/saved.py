@@ -5,9 +5,11 @@ Every game a server plays is written as it is played, after each move, as its ``
 streams (:meth:`sixnimmt_env.play.table.Table.rng_states`), so a restarted server continues every unfinished game
 exactly (:func:`restore`) and the person's history (:mod:`sixnimmt_env.play.history`) outlives the server.
 
-The file is in write-ahead-log mode (``journal_mode=WAL``): readers do not wait for a writer, and several server
-threads (and servers) share it. One connection serves a :class:`GameDB`, guarded by a lock. Table ``games``, one
-row per game:
+The file is in write-ahead-log mode (``journal_mode=WAL``): readers do not wait for a writer, and a server's threads
+share it. One connection serves a :class:`GameDB`, guarded by a lock. One live server plays the games of a file
+(:meth:`GameDB.claim_for_server`: an operating-system lock on ``FILE.lock``, its holder's address in
+``FILE.lock.json``), so no game is continued by two servers; readers (``--history``, ``--export``) need no claim.
+Table ``games``, one row per game:
 
 ==================  ============================================================================================
 column              meaning
@@ -38,9 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from sixnimmt_env.agents import Agent
+from sixnimmt_env.locks import LockHeld, ProcessLock, describe
 from sixnimmt_env.records import GameRecord
 
-__all__ = ["GameDB", "SavedGame", "default_db_path", "restore", "tab_hash"]
+__all__ = ["DatabaseInUse", "GameDB", "SavedGame", "default_db_path", "restore", "tab_hash"]
 
 SCHEMA_VERSION = 1
 """``PRAGMA user_version`` of the files this module writes; another version is refused."""
@@ -104,6 +107,11 @@ class SavedGame:
     coach_samples: int
     record: GameRecord
     rng_states: dict[str, Any]
+
+
+class DatabaseInUse(ValueError):
+    """Another live play server has claimed the saved-games file (:meth:`GameDB.claim_for_server`); the message names
+    the file, the server's process and the address it serves the table at."""
 
 
 class GameDB:
@@ -182,6 +190,31 @@ class GameDB:
         with self._lock:
             top = self._conn.execute("SELECT MAX(game) FROM games WHERE seed = ?", (seed,)).fetchone()[0]
         return 0 if top is None else int(top) + 1
+
+    def claim_for_server(self, **details: Any) -> ProcessLock:
+        """Claim the file for this process's play server: the operating-system lock ``FILE.lock``, held until it is
+        released or the process ends (killed or not: the operating system drops it, so a dead server leaves nothing
+        that blocks the next). Add the address once the server listens: ``lock.note(url=...)``; the claim refused to
+        another server names it.
+
+        Args:
+            details: JSON-serialisable details for the holder's file (beside pid, host and start time).
+
+        Raises:
+            DatabaseInUse: another live server holds the claim (the message names the file, that server's pid and
+                address, and the ways out: stop it, ``--no-save``, another ``--db``).
+        """
+        lock = ProcessLock(self.path.with_name(self.path.name + ".lock"), **details)
+        try:
+            return lock.acquire()
+        except LockHeld as e:
+            url = e.holder.get("url")
+            reach = f"the table is at {url}" if url else "it is starting; its terminal shows the table's address"
+            raise DatabaseInUse(
+                f"the saved games {self.path} are in use by another play server{describe(e.holder)}: {reach}. "
+                "Two servers would both continue the same unfinished games: use the table already running, stop "
+                "that server first (Ctrl-C), or start this one with --no-save or another --db"
+            ) from None
 
     def close(self) -> None:
         """Close the connection (the file stays)."""
