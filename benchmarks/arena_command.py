@@ -12,7 +12,10 @@ With ``--repo`` the runs of every checkout alternate (this checkout, the other, 
 same load of a shared machine: compare their ratio. Each checkout runs with its own ``.venv/bin/python`` if it has
 one. A first run that compiles (no numba cache yet) is made and not counted.
 
-Targets (issue 10): >= 130,000 games/s on one worker and >= 240,000 on two.
+Targets (issue 10): >= 130,000 games/s on one worker and >= 240,000 on two. The last column divides the games/s by
+the compiled Rust engine's figures that issue 59 quotes (``RUST``: 57,746-66,304 games/s on 1 thread, 136,646 on 2),
+measured on another host: a ratio to recompute where both run side by side. ``--no-plot`` times the command
+without its ``results.png``.
 """
 
 from __future__ import annotations
@@ -23,10 +26,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
 TARGETS = {1: 130_000, 2: 240_000}
+RUST = {1: (57_746, 66_304), 2: (136_646, 136_646)}
+"""Games/s of the compiled Rust engine on 1 and 2 threads (issue 59, its lowest and highest figure), another host."""
 
 
 def _python(repo: Path) -> str:
@@ -34,11 +40,12 @@ def _python(repo: Path) -> str:
     return str(venv) if venv.exists() else sys.executable
 
 
-def run_once(repo: Path, agents: str, games: int, workers: int) -> float:
-    """Wall-clock seconds of one arena command in ``repo`` (``CalledProcessError`` if it fails)."""
+def run_once(repo: Path, agents: str, games: int, workers: int, extra: Sequence[str] = ()) -> float:
+    """Wall-clock seconds of one arena command in ``repo`` (``CalledProcessError`` if it fails); ``extra``: more
+    options."""
     with tempfile.TemporaryDirectory() as out:
         cmd = [_python(repo), "-m", "sixnimmt_env.arena", "--agents", agents, "--games", str(games)]
-        cmd += ["--workers", str(workers), "--quiet", "--out", out]
+        cmd += ["--workers", str(workers), "--quiet", "--out", out, *extra]
         t0 = time.perf_counter()
         subprocess.run(cmd, cwd=repo, check=True, capture_output=True, text=True)
         return time.perf_counter() - t0
@@ -51,7 +58,9 @@ def main() -> None:
     p.add_argument("--workers", default="1,2", help="comma-separated worker counts (default 1,2)")
     p.add_argument("--runs", type=int, default=3, help="timed runs per checkout and worker count (default 3)")
     p.add_argument("--repo", action="append", default=[], help="another checkout to time side by side")
+    p.add_argument("--no-plot", action="store_true", help="pass --no-plot (every checkout must know it)")
     args = p.parse_args()
+    extra = ["--no-plot"] if args.no_plot else []
     repos = [HERE, *(Path(r).resolve() for r in args.repo)]
     workers = [int(w) for w in args.workers.split(",")]
     for repo in repos:  # warm-up: fills the numba caches of both checkouts
@@ -60,13 +69,13 @@ def main() -> None:
     for _ in range(args.runs):
         for w in workers:
             for repo in repos:
-                seconds = run_once(repo, args.agents, args.games, w)
+                seconds = run_once(repo, args.agents, args.games, w, extra)
                 times[repo, w].append(seconds)
                 print(f"{repo}  workers={w}: {seconds:.2f} s, {args.games / seconds:,.0f} games/s", flush=True)
     print()
-    extra = " speed / this checkout's |" if args.repo else ""
-    print(f"| checkout | workers | median s | games/s (start-up included) | target | |{extra}")
-    print("|---|---:|---:|---:|---:|---|" + ("---:|" if args.repo else ""))
+    side = " speed / this checkout's |" if args.repo else ""
+    print(f"| checkout | workers | median s | games/s (start-up included) | target | | / Rust (issue 59) |{side}")
+    print("|---|---:|---:|---:|---:|---|---:|" + ("---:|" if args.repo else ""))
     for w in workers:
         base = statistics.median(times[HERE, w])
         for repo in repos:
@@ -75,7 +84,9 @@ def main() -> None:
             rate, target = args.games / med, TARGETS.get(w)
             verdict = "" if target is None else ("met" if rate >= target else f"missed by {1 - rate / target:.0%}")
             shown = "" if target is None else f"{target:,}"
-            print(f"| {repo} | {w} | {med:.2f} | {rate:,.0f} | {shown} | {verdict} |{ratio}")
+            low, high = RUST.get(w, (0, 0))
+            rust = "" if not low else f"{rate / high:.2f}-{rate / low:.2f}x" if low != high else f"{rate / low:.2f}x"
+            print(f"| {repo} | {w} | {med:.2f} | {rate:,.0f} | {shown} | {verdict} | {rust} |{ratio}")
 
 
 if __name__ == "__main__":

@@ -304,6 +304,40 @@ def test_cli_writes_json_markdown_and_png(tmp_path, capsys):
     assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_cli_prints_the_tables_before_the_plot_and_no_plot_writes_none(tmp_path, capsys):
+    """The tables are on stdout before the plot is asked for; --no-plot writes no results.png (an overwritten
+    folder keeps none of an earlier run) and the same tables."""
+    from sixnimmt_env.arena.report import plot_results
+
+    seen = {}
+
+    class Spy:
+        def draft(self, labels, num_players):
+            seen["draft"] = (labels, num_players)
+
+        def plot(self, results, path):
+            seen["printed before the plot"] = capsys.readouterr().out
+            return plot_results(results, path)
+
+    argv = ["--agents", "greedy,lowest,random", "--games", "30", "--quiet"]
+    main([*argv, "--out", str(tmp_path / "a")], plotter=Spy())
+    after = capsys.readouterr().out
+    md = (tmp_path / "a" / "results.md").read_text()
+    assert md in seen["printed before the plot"] and "wrote" not in seen["printed before the plot"]
+    assert after == f"wrote {tmp_path / 'a' / 'results.json'}, {tmp_path / 'a' / 'results.md'}, " + (
+        f"{tmp_path / 'a' / 'results.png'}\n"
+    )
+    assert seen["draft"] == (["greedy", "lowest", "random"], 3)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "results.png").write_bytes(b"old")
+    main([*argv, "--out", str(tmp_path / "b"), "--no-plot", "--overwrite"])
+    printed = capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["results.json", "results.md"]
+    assert printed.endswith(f"wrote {tmp_path / 'b' / 'results.json'}, {tmp_path / 'b' / 'results.md'}\n")
+    a, b = (json.loads((tmp_path / d / "results.json").read_text()) for d in "ab")
+    assert a["agents"] == b["agents"] and a["games"] == b["games"] == 30
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -39,6 +39,35 @@ def test_the_first_process_compiles_and_says_so_once_later_ones_load_the_cache(t
     assert (first_cache(tmp_path) / loop_cache.STAMP).read_text().strip() == loop_cache.source_key()
 
 
+def test_numba_starts_without_looking_up_scipy_and_keeps_its_blas() -> None:
+    """Loading the loop imports no SciPy and no PyYAML (numba's optional look-ups are skipped); numba's BLAS flag stays
+    set, and a function that calls BLAS compiles and imports SciPy then; the loop plays the same games as in a
+    process that imported SciPy first (and as before SciPy was hidden: the totals of 500 whole games)."""
+    code = (
+        "import sys\n"
+        "if sys.argv[1] == 'scipy-first':\n"
+        "    import scipy.linalg.cython_blas\n"
+        "import numpy as np\n"
+        "from sixnimmt_env.compiled.fast_arena import load, play_games\n"
+        "from sixnimmt_env.rules.engine import GameConfig\n"
+        "load(GameConfig())\n"
+        "import numba\n"
+        "from numba.np import arraymath\n"
+        "print('scipy' in sys.modules, 'yaml' in sys.modules, arraymath._HAVE_BLAS)\n"
+        "_, pen, rounds, _ = play_games(GameConfig(), ['greedy', 'lowest', 'random', 'random'], 7, 0, 500)\n"
+        "print(pen.sum(axis=0).tolist(), rounds.sum())\n"
+        "print(numba.njit(lambda a: np.dot(a, a))(np.arange(3.0)), 'scipy' in sys.modules)\n"
+    )
+    outs = [
+        subprocess.run([sys.executable, "-c", code, how], capture_output=True, text=True, check=True, timeout=300)
+        for how in ("plain", "scipy-first")
+    ]
+    plain, first = (o.stdout.splitlines() for o in outs)
+    assert plain[0] == "False False True" and first[0] == "True False True"
+    assert plain[1] == first[1] == "[25822, 25022, 25197, 25751] 1902"  # whole games: bullheads per seat, rounds
+    assert plain[2] == first[2] == "5.0 True"
+
+
 def first_cache(root: Path) -> Path:
     """The folder under ``$NUMBA_CACHE_DIR`` = ``root`` where numba put ``play_chunk``."""
     (index,) = root.rglob("_fused.play_chunk-*.nbi")

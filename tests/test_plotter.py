@@ -63,6 +63,27 @@ def test_a_second_draft_is_refused_and_the_first_still_plots(results: dict, tmp_
     assert np.array_equal(imread(plot_results(results, tmp_path / "here.png")), imread(there))
 
 
+def test_the_helper_imports_matplotlib_without_its_3d_axes_and_no_warning() -> None:
+    """The helper's import leaves out matplotlib's 3-D projection (unused by the plot), silently; the 2-D
+    projections stay, and a later import of the 3-D axes works."""
+    code = (
+        "import sys, warnings\n"
+        "warnings.simplefilter('error')\n"
+        "from sixnimmt_env.arena.plotter import _import_matplotlib\n"
+        "_import_matplotlib()\n"
+        "from matplotlib import projections\n"
+        "print('mpl_toolkits.mplot3d' in sys.modules, sorted(projections.get_projection_names()))\n"
+        "from mpl_toolkits.mplot3d import Axes3D\n"
+        "print(Axes3D.name)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.splitlines() == [
+        "False ['aitoff', 'hammer', 'lambert', 'mollweide', 'polar', 'rectilinear']",
+        "3d",
+    ]
+    assert out.stderr == ""
+
+
 def test_a_dollar_in_a_spec_is_drawn_as_a_dollar_not_parsed_as_tex(results: dict, tmp_path: Path) -> None:
     odd = json.loads(json.dumps(results))
     odd["agents"][0]["agent"] = "ppo:runs/d$x$/m$a^2$.zip"  # unbalanced or odd TeX made matplotlib raise

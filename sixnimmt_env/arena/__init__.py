@@ -14,8 +14,9 @@ penalty per round in bullheads with its 95% interval (and per game with
 win, R13), the mean rank (ties share the mean of their ranks) and games per
 second overall. It writes ``results.json``, ``results.md`` and ``results.png``
 to a new folder per run (``runs/arena/<stamp>/``, or ``--out``, which is refused
-if it already holds results unless ``--overwrite``; checked before any game)
-and prints the table. ``--save-games FILE`` writes every game as a JSON line
+if it already holds results unless ``--overwrite``; checked before any game),
+printing the table before the plot is drawn (``--no-plot``: no ``results.png``, and
+matplotlib is not loaded). ``--save-games FILE`` writes every game as a JSON line
 (:mod:`sixnimmt_env.records`; shown move by move by ``python -m
 sixnimmt_env.records_text FILE --game N``). Ctrl-C prints one line and writes
 nothing; ``--workers`` above the usable cores is warned about.

@@ -69,14 +69,23 @@ def _parser() -> argparse.ArgumentParser:
         help="auto (batched engine when every agent is a heuristic one; default) | reference | batched",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--no-plot",
+        action="store_true",
+        help="write results.json and results.md only: no results.png (matplotlib is not loaded)",
+    )
     return p
 
 
 def main(argv: Sequence[str] | None = None, plotter: PlotProcess | None = None) -> dict[str, Any]:
     """Run the arena from the command line; prints the table and returns the results dict.
 
+    The tables are written (``results.json``, ``results.md``) and printed first; then ``results.png`` is drawn,
+    unless ``--no-plot``.
+
     ``plotter``: a plot helper already started (:mod:`sixnimmt_env.arena.__main__` starts it before importing
-    this module); the caller closes it. By default one is started here, after the outputs are checked.
+    this module); the caller closes it; unused with ``--no-plot``. By default one is started here, after the
+    outputs are checked.
     """
     parser = _parser()
     args = parser.parse_args(argv)
@@ -89,16 +98,21 @@ def main(argv: Sequence[str] | None = None, plotter: PlotProcess | None = None) 
         warn_workers(args.workers)
     except ValueError as e:
         parser.error(str(e))
-    if plotter is not None:
-        return _run(parser, args, specs, out, plotter)
+    if plotter is not None or args.no_plot:
+        return _run(parser, args, specs, out, None if args.no_plot else plotter)
     with PlotProcess() as started:  # matplotlib loads on another core while the games are played
         return _run(parser, args, specs, out, started)
 
 
 def _run(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, specs: list[str], out: Path, plotter: PlotProcess
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    specs: list[str],
+    out: Path,
+    plotter: PlotProcess | None,
 ) -> dict[str, Any]:
-    """Play the run of the parsed ``args``, write its results folder (the plot by ``plotter``) and print them."""
+    """Play the run of the parsed ``args``, write its tables and print them, then have ``plotter`` draw the plot
+    (none without a plotter)."""
     try:
         default_players = min(4, len(specs)) if args.league else len(specs)
         config = GameConfig(
@@ -109,7 +123,8 @@ def _run(
             end_score=args.end_score,
         )
         progress = not args.quiet and sys.stderr.isatty()
-        plotter.draft([label(spec) for spec in specs], config.num_players)  # laid out while the games are played
+        if plotter is not None:  # laid out while the games are played
+            plotter.draft([label(spec) for spec in specs], config.num_players)
         if args.league:
             if args.duplicate:
                 raise ValueError("--duplicate and --league cannot be combined (league tables are random)")
@@ -142,11 +157,16 @@ def _run(
         raise SystemExit(130) from None
     if args.out is None and out.exists():  # another run took this stamped name meanwhile: the next free one
         out = new_results_folder(out.parent)
-    paths = write_results(results, out, overwrite=args.overwrite, plotter=plotter)
+    paths = write_results(results, out, overwrite=args.overwrite, plot=False)
     print(markdown_table(results))
     if results["mode"] == "league":
         print(league_note(results))
-    print(f"wrote {paths['json']}, {paths['md']}, {paths['png']}")
+    if plotter is None:
+        print(f"wrote {paths['json']}, {paths['md']}")
+    else:
+        sys.stdout.flush()  # the figures are on screen while the plot is drawn
+        png = plotter.plot(results, out / "results.png")
+        print(f"wrote {paths['json']}, {paths['md']}, {png}")
     if args.save_games is not None:
         print(f"wrote {results['games']:,} game records to {args.save_games}")
     return results

@@ -17,7 +17,6 @@ from sixnimmt_env.arena.pool import Job, play_all, resolve_agents
 from sixnimmt_env.arena.report import check_new_file
 from sixnimmt_env.arena.run import check_games, game_config
 from sixnimmt_env.arena.summary import league_rows, settings
-from sixnimmt_env.records import write_records
 from sixnimmt_env.rules.engine import GameConfig
 from sixnimmt_env.stats import fractional_ranks
 
@@ -89,6 +88,8 @@ def run_league(
     job = Job(config, seed, len(built), False, True, engine, save_games is not None)
     seat_pen, rounds, tables, seconds, records = play_all(entries, built, job, games, workers, progress)
     if records is not None:
+        from sixnimmt_env.records import write_records
+
         write_records(save_games, records)  # type: ignore[arg-type]
     model = PlackettLuce(tau=0.0)  # fixed agents: no skill drift between games (see the docstring)
     ratings = [model.rating(name=f"{p}:{labels[p]}") for p in range(len(built))]

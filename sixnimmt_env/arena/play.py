@@ -10,14 +10,16 @@ listed at position ``(i + g) mod n`` sits in seat ``i``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from sixnimmt_env.agents import Agent
-from sixnimmt_env.records import GameRecorder
 from sixnimmt_env.rules.engine import DONE, NOOP, SELECT, GameConfig, IllegalActionError, PlayerView, new_game, step
 from sixnimmt_env.seeding import AGENT_TAG, DEAL_TAG
+
+if TYPE_CHECKING:  # the game records are imported where a run keeps them (--save-games)
+    from sixnimmt_env.records import GameRecorder
 
 __all__ = ["GameResult", "check_seed", "play_game", "seat_positions"]
 

@@ -1,10 +1,11 @@
 """A helper process that draws an arena run's ``results.png``, started before the games so that matplotlib loads
 on another core while the arena loads its compiled code and plays.
 
-The arena's command line (:mod:`sixnimmt_env.arena.__main__`) starts one :class:`PlotProcess` first and hands it
-the results dict at the end (:func:`sixnimmt_env.arena.report.write_results` with ``plotter=``); the helper
-imports matplotlib at once (about 0.75 CPU-s, the largest part of the command's start-up) and then waits for the
-request. The PNG is the one :func:`sixnimmt_env.arena.report.plot_results` draws in-process.
+The arena's command line (:mod:`sixnimmt_env.arena.__main__`) starts one :class:`PlotProcess` first (none with
+``--no-plot``), has it lay out the figure while the games are played (:meth:`PlotProcess.draft`) and hands it the
+results dict once the tables are printed (:meth:`PlotProcess.plot`); the helper imports matplotlib at once (about
+0.3 CPU-s, without the 3-D axes it does not draw: :func:`_import_matplotlib`) and then waits for the requests. The
+PNG is the one :func:`sixnimmt_env.arena.report.plot_results` draws in-process.
 
 On Linux, from a process with one thread (the command line at start-up), the helper is forked after numpy and
 the report module are imported, so it shares them instead of loading them again (about 0.2 CPU-s of Python's
@@ -144,8 +145,7 @@ def _serve(requests: Any, replies: Any, parent_ends: tuple[Any, ...]) -> None:
         end.close()
     gc.disable()  # a short-lived process: the collections during matplotlib's import would find no garbage
     try:
-        from matplotlib.figure import Figure  # noqa: F401  (loaded now, while the arena plays)
-
+        _import_matplotlib()
         from sixnimmt_env.arena.report import PlotDraft, finish_plot, plot_results
     except Exception:
         replies.send(("error", traceback.format_exc()))
@@ -171,3 +171,25 @@ def _serve(requests: Any, replies: Any, parent_ends: tuple[Any, ...]) -> None:
         replies.send(("error", traceback.format_exc()))
         return
     replies.send(("ok", None))
+
+
+def _import_matplotlib() -> None:
+    """Import matplotlib's ``Figure`` (now, while the arena plays), without its 3-D axes.
+
+    matplotlib registers its projections on import, the 3-D one included (``mpl_toolkits.mplot3d``, about 10 % of
+    the import); a failed import of it only leaves the projection out, with a warning. The helper draws two panels
+    of bars and no 3-D axes: here that import fails at once (``None`` in ``sys.modules``) and its warning is not
+    shown. A process that imported the 3-D axes already keeps them.
+    """
+    import warnings
+
+    hidden = "mpl_toolkits.mplot3d" not in sys.modules
+    if hidden:
+        sys.modules["mpl_toolkits.mplot3d"] = None  # type: ignore[assignment]  # its import raises ImportError
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Unable to import Axes3D")
+            from matplotlib.figure import Figure  # noqa: F401
+    finally:
+        if hidden and sys.modules.get("mpl_toolkits.mplot3d", 0) is None:
+            del sys.modules["mpl_toolkits.mplot3d"]  # a later import of the 3-D axes works

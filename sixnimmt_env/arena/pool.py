@@ -15,16 +15,18 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sixnimmt_env import agents as agents_module
 from sixnimmt_env.agents import Agent, make_agent
 from sixnimmt_env.arena.play import play_game, seat_positions
-from sixnimmt_env.records import GameRecord, GameRecorder
 from sixnimmt_env.rules.engine import GameConfig
 from sixnimmt_env.seeding import AGENT_TAG, DEAL_TAG, TABLE_TAG
+
+if TYPE_CHECKING:  # the game records are imported where a run keeps them (Job.record)
+    from sixnimmt_env.records import GameRecord
 
 __all__ = [
     "CHUNK",
@@ -114,6 +116,8 @@ def play_range(job: Job, agents: Sequence[Agent], start: int, stop: int) -> Chun
     rounds = np.zeros(count, dtype=np.int64)
     tables = tables_of(job, start, stop) if job.league else None
     records: list[GameRecord] | None = [] if job.record else None
+    if records is not None:
+        from sixnimmt_env.records import GameRecorder
     out_tables = np.zeros((count, n), dtype=np.int64)
     for k, g in enumerate(range(start, stop)):
         table = tables[k].tolist() if tables is not None else seat_positions(n, g)
@@ -156,6 +160,7 @@ def _batched_recorded(job: Job, agents: Sequence[Agent], start: int, stop: int) 
     from sixnimmt_env.compiled.core import BatchedGames
     from sixnimmt_env.compiled.fast_arena import spec_of, streams
     from sixnimmt_env.compiled.heuristics import KINDS, HeuristicPlayers
+    from sixnimmt_env.records import GameRecorder
 
     config = job.config
     n = config.num_players

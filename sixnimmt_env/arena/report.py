@@ -371,12 +371,17 @@ class Plotter(Protocol):
 
 
 def write_results(
-    results: dict[str, Any], out: str | Path, overwrite: bool = False, plotter: Plotter | None = None
+    results: dict[str, Any],
+    out: str | Path,
+    overwrite: bool = False,
+    plotter: Plotter | None = None,
+    plot: bool = True,
 ) -> dict[str, Path]:
     """Write ``results.json``, ``results.md`` and ``results.png`` to directory ``out`` (created); returns the paths.
 
     The PNG is drawn by :func:`plot_results` in this process, or by ``plotter``, a helper process started before
-    the games (:class:`~sixnimmt_env.arena.plotter.PlotProcess`, which the command line uses).
+    the games (:class:`~sixnimmt_env.arena.plotter.PlotProcess`). With ``plot=False`` it is not drawn (nor its
+    path returned): the arena's command line draws it after printing the tables, or not at all (``--no-plot``).
 
     Raises:
         ValueError: if ``out`` already holds results and ``overwrite`` is false (see :func:`check_results_folder`).
@@ -384,10 +389,14 @@ def write_results(
     """
     out = check_results_folder(out, overwrite, "results folder")
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "results.json", "md": out / "results.md", "png": out / "results.png"}
+    paths = {"json": out / "results.json", "md": out / "results.md"}
     paths["json"].write_text(json.dumps(results, indent=2) + "\n")
     note = "\n" + league_note(results) if results["mode"] == "league" else ""
     paths["md"].write_text(markdown_table(results) + note)
+    if not plot:
+        (out / "results.png").unlink(missing_ok=True)  # an overwritten folder keeps no plot of other results
+        return paths
+    paths["png"] = out / "results.png"
     if plotter is None:
         plot_results(results, paths["png"])
     else:

@@ -17,7 +17,6 @@ from sixnimmt_env.arena.play import check_seed
 from sixnimmt_env.arena.pool import Job, play_all, resolve_agents
 from sixnimmt_env.arena.report import check_new_file
 from sixnimmt_env.arena.summary import by_position, part_summary, rows_from_parts, settings
-from sixnimmt_env.records import write_records
 from sixnimmt_env.rules.engine import GameConfig
 
 __all__ = ["check_games", "game_config", "run_arena"]
@@ -112,6 +111,8 @@ def run_arena(
         entries, built, job, games, workers, progress, on_chunk=summarise
     )
     if records is not None:
+        from sixnimmt_env.records import write_records
+
         write_records(save_games, records)  # type: ignore[arg-type]
     results = {
         "mode": "arena",

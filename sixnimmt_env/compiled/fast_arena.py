@@ -67,9 +67,9 @@ def chunk_loop() -> Callable[..., None]:
 
 
 def load(config: GameConfig) -> None:
-    """Load the compiled loop for ``config``'s player count without playing a game
-    (:func:`sixnimmt_env.compiled.loop_cache.load`): it reads numba's cache on disk (or compiles, the first time,
-    and says so on stderr), as the first :func:`play_games` would; worker processes forked afterwards
+    """Load the compiled loop without playing a game (:func:`sixnimmt_env.compiled.loop_cache.load`; one compiled
+    signature serves ``config`` and every other rule set): it reads numba's cache on disk (or compiles, the first
+    time, and says so on stderr), as the first :func:`play_games` would; worker processes forked afterwards
     (:func:`sixnimmt_env.arena.pool.play_all`) start with it loaded."""
     from sixnimmt_env.compiled import loop_cache
 

@@ -16,6 +16,9 @@ A process that has to compile says so on stderr, once (:func:`loop`). Numba chec
 own file only: after an edit of the kernel, a cached caller in another module (``play_chunk`` among them) would
 keep playing the old, inlined code. So :func:`loop` compares a hash of :data:`SOURCES` with the one stamped in the
 cache folder, and deletes numba's caches of the packages when they differ (:func:`check_stamp`).
+
+numba starts here without its optional look-ups of SciPy and PyYAML (:func:`optional_imports_hidden`), which would
+add about 0.16 s to every arena command, for functions the loop does not call.
 """
 
 from __future__ import annotations
@@ -64,48 +67,90 @@ def source_key() -> str:
 
 
 def loop() -> Callable[..., None]:
-    """numba's ``play_chunk``, its disk cache checked against :data:`SOURCES` (decided once per process).
+    """numba's ``play_chunk``, its disk cache checked against :data:`SOURCES` and its compiled code loaded (decided
+    once per process).
 
-    When numba's cache holds no compiled ``play_chunk`` yet, one line on stderr says that the loop is compiled now
-    and where it is cached: the only process that waits (several seconds) is the first.
+    numba is imported and its CPU target set up here without its optional look-ups (:func:`optional_imports_hidden`),
+    and a call that plays no game loads the compiled code from numba's cache. When that cache holds no compiled
+    ``play_chunk`` yet, one line on stderr says that the loop is compiled now and where it is cached: the only
+    process that waits (several seconds) is the first.
     """
     if _loaded:
         return _loaded[0]
-    from sixnimmt_env.compiled._fused import play_chunk
+    import numpy as np
 
-    cache = Path(play_chunk.stats.cache_path)
-    check_stamp(cache, source_key())
-    if not any(cache.glob("_fused.play_chunk-*.nbi")):
-        print(
-            f"sixnimmt: compiling the arena's game loop with numba (once: it is cached in {cache})",
-            file=sys.stderr,
-            flush=True,
+    from sixnimmt_env.rules.engine import GameConfig
+    from sixnimmt_env.rules.params import config_vector
+
+    with gc_paused(), optional_imports_hidden():
+        from sixnimmt_env.compiled._fused import play_chunk
+
+        cache = Path(play_chunk.stats.cache_path)
+        check_stamp(cache, source_key())
+        if not any(cache.glob("_fused.play_chunk-*.nbi")):
+            print(
+                f"sixnimmt: compiling the arena's game loop with numba (once: it is cached in {cache})",
+                file=sys.stderr,
+                flush=True,
+            )
+        # one signature for every rule set (the rules are the values of ``cfg``): zero games load its code
+        none = np.zeros(0, np.uint64)
+        play_chunk(
+            config_vector(GameConfig()),
+            np.zeros((0, 1), np.int8),
+            none,
+            none,
+            np.zeros((0, 1), np.int64),
+            none.view(np.int64),
         )
     _loaded.append(play_chunk)
     return play_chunk
 
 
 def load(config: GameConfig) -> Callable[..., None]:
-    """:func:`loop`, its compiled code loaded for ``config`` (compiled the first time): a call that plays no game.
+    """:func:`loop`: the compiled code, loaded (compiled the first time) for every rule set, ``config``'s included;
+    a call that plays no game.
 
     Worker processes forked afterwards (:func:`sixnimmt_env.arena.pool.play_all`) start with it loaded.
     """
-    import numpy as np
+    del config  # the loop's one signature serves every rule set
+    return loop()
 
-    from sixnimmt_env.rules.params import config_vector
 
-    with gc_paused():
-        play_chunk = loop()
-        n, none = config.num_players, np.zeros(0, np.uint64)
-        play_chunk(
-            config_vector(config),
-            np.zeros((0, n), np.int8),
-            none,
-            none,
-            np.zeros((0, n), np.int64),
-            none.view(np.int64),
-        )
-    return play_chunk
+@contextlib.contextmanager
+def optional_imports_hidden() -> Iterator[None]:
+    """numba's optional look-ups of other libraries skipped inside the block: ``import scipy`` (and ``import yaml``
+    where no ``.numba_config.yaml`` is in the working folder) fails there as if the library were not installed,
+    unless it is imported already.
+
+    numba looks SciPy up twice while it starts: ``import numba`` checks SciPy's version if SciPy imports, and
+    setting up numba's CPU target (on the first compiled call) imports ``scipy.linalg.cython_blas`` to decide
+    whether ``np.dot`` and the like may call BLAS (``_HAVE_BLAS`` in ``numba.np.arraymath``); together about 0.15 s
+    of a command's start-up, for functions the arena's loop does not use. ``import numba`` also imports PyYAML
+    (about 10 ms) only to read a ``.numba_config.yaml`` in the working folder. numba supports both libraries'
+    absence. After the block both import again; where SciPy is installed ``_HAVE_BLAS`` is set to ``True``, as
+    numba sets it where SciPy's BLAS imports (numba imports that BLAS when it compiles a function that calls it,
+    and checks it then). The compiled loop does not change: it calls no SciPy and no BLAS
+    (``tests/test_loop_cache.py`` holds it to the same games).
+    """
+    hidden = [] if "numba.np.arraymath" in sys.modules else ["scipy"]  # too late to matter once numba is set up
+    if "numba" not in sys.modules and not Path(".numba_config.yaml").exists():
+        hidden.append("yaml")
+    hidden = [name for name in hidden if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # its import raises ImportError
+    try:
+        yield
+    finally:
+        for name in hidden:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+    arraymath = sys.modules.get("numba.np.arraymath")
+    if "scipy" in hidden and getattr(arraymath, "_HAVE_BLAS", None) is False:
+        import importlib.util
+
+        if importlib.util.find_spec("scipy") is not None:
+            arraymath._HAVE_BLAS = True  # type: ignore[union-attr]
 
 
 @contextlib.contextmanager
