@@ -16,9 +16,11 @@ name                   what runs
                        and the cores (rollout processes beside the learner), self-play and
                        evaluations off
 ``rllib, k runners``   RLlib PPO ``train()`` iterations of ``configs/rllib_ppo_4p.yaml`` with
-                       ``ray.num_env_runners = k`` (the envs per runner and ``n_steps`` of the
-                       config; the batch grows with the runners), self-play and evaluations
-                       off; the first iteration (start-up) is not counted
+                       ``ray.num_env_runners = k`` (the envs per runner, ``n_steps`` and
+                       ``ray.sampler`` of the config: ``batched`` there, ``--set
+                       ray.sampler=env`` for RLlib's stock runners; the batch grows with the
+                       runners), self-play and evaluations off; the first iteration (start-up)
+                       is not counted
 =====================  ======================================================================
 
 For RLlib the iteration's wall time splits into sampling (env runners, in parallel) and the
@@ -122,7 +124,7 @@ def main() -> None:
             ],
         )
         r = rows[k] = measure_rllib(cfg, args.iterations)
-        name = f"rllib ({Path(args.config).stem}), {k} runner(s) x {cfg.ray.num_envs_per_env_runner} envs"
+        name = f"rllib ({Path(args.config).stem}, {cfg.ray.sampler}), {k} runner(s) x {cfg.ray.num_envs_per_env_runner}"
         print(
             f"{name:<44} {r['steps']:>9,.0f} {r['steps_per_second']:>9,.0f} {r['sample_s']:>9.2f} "
             f"{r['learn_s']:>9.2f} {r['load']:>5.1f}",

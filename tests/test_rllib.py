@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -31,6 +32,14 @@ from training.train_config import ConfigError, load_config
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "rllib_smoke.yaml"
 RAY_MB = 120 * 1024 * 1024  # object store of the in-test Ray nodes
+LOOPBACK = {"node_ip_address": "127.0.0.1"}  # the in-test clusters' nodes listen on this machine's loopback only
+
+
+@pytest.fixture
+def loopback_ray(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray processes started by the test (its cluster's nodes, the training subprocess's driver) take 127.0.0.1 as
+    their node address: Ray's switch for single-machine clusters, ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``."""
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 
 # --------------------------------------------------------------------------- adapters (no Ray)
@@ -149,7 +158,8 @@ def test_shipped_rllib_configs_load() -> None:
     from training.train_config import num_envs, ppo_training_kwargs, train_batch_size
 
     cfg = load_config(ROOT / "configs" / "rllib_ppo_4p.yaml")
-    assert cfg.train.backend == "rllib" and cfg.ray.num_env_runners == 2 and num_envs(cfg) == 128
+    assert cfg.train.backend == "rllib" and cfg.ray.num_env_runners == 2 and num_envs(cfg) == 512
+    assert cfg.ray.sampler == "batched"
     assert train_batch_size(cfg) == 16384
     kwargs = ppo_training_kwargs(cfg)
     assert kwargs["minibatch_size"] == 2048 and kwargs["num_epochs"] == 1 and kwargs["lr"] == 0.0003
@@ -417,6 +427,33 @@ def test_rllib_smoke_run_folder_resume_sigterm_and_arena(tmp_path: Path) -> None
     assert state["iterations"] >= 3 and state["steps"] > progress[-1]["steps"]
     assert len((run / "command.txt").read_text().splitlines()) == 2
 
+    # a driver killed with SIGKILL (no clean-up, no last checkpoint): --resume goes on from its newest whole one,
+    # losing at most the iterations since
+    def whole() -> list[Path]:
+        found = [c for c in (run / "checkpoints").glob("checkpoint_*_steps") if (c / "progress.json").is_file()]
+        return sorted(found, key=lambda p: int(p.name.split("_")[1]))
+
+    before = whole()[-1]
+    proc = subprocess.Popen([sys.executable, "-m", "training.train", "--resume", str(run), "--no-progress"], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 180
+        while whole()[-1] == before:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        proc.kill()
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    newest = whole()[-1]
+    state = json.loads((newest / "progress.json").read_text())
+    budget = state["steps"] + 256
+    out = _train("--resume", str(run), "--set", f"train.total_timesteps={budget}", "--no-progress")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert f"resuming from {newest}" in out.stderr
+    final = json.loads((whole()[-1] / "progress.json").read_text())
+    assert final["iterations"] == state["iterations"] + 1 and final["steps"] >= budget
+
 
 def test_rllib_agent_numpy_actor_matches_module(tmp_path: Path) -> None:
     import torch
@@ -461,17 +498,17 @@ def test_rllib_spec_errors() -> None:
 # --------------------------------------------------------------------------- a two-node cluster on this machine
 
 
-def test_two_node_cluster_runs_env_runners_on_both_nodes(tmp_path: Path) -> None:
+def test_two_node_cluster_runs_env_runners_on_both_nodes(tmp_path: Path, loopback_ray: None) -> None:
     """A head and a worker node (Ray's own cluster test utility, 1 CPU each); `training.train` joins with
     ray.address and its 2 env runners (1 CPU each) land one per node; two iterations; the nodes are stopped."""
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(
         initialize_head=True,
-        head_node_args={"num_cpus": 1, "object_store_memory": RAY_MB, "include_dashboard": False},
+        head_node_args={"num_cpus": 1, "object_store_memory": RAY_MB, "include_dashboard": False, **LOOPBACK},
     )
     try:
-        cluster.add_node(num_cpus=1, object_store_memory=RAY_MB)
+        cluster.add_node(num_cpus=1, object_store_memory=RAY_MB, **LOOPBACK)
         cluster.wait_for_nodes()
         address = cluster.address
         out = _train(
@@ -500,3 +537,126 @@ def test_two_node_cluster_runs_env_runners_on_both_nodes(tmp_path: Path) -> None
     )
     assert state["iterations"] == 2 and state["steps"] >= 512  # 2 runners x 4 envs x 64 steps = 512 per iteration
     assert os.environ.get("RAY_ADDRESS") is None
+
+
+def _descendants(pids: set[int]) -> set[int]:
+    """Every process below ``pids`` (from /proc's parent ids)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = set(), set(pids)
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _env_runner_pids(cluster: Any) -> dict[int, str]:
+    """The live env runner processes of ``cluster``'s nodes and what each runs now (Ray names an actor's process
+    ``ray::CLASS`` while idle, ``ray::CLASS.METHOD`` while it runs a method, e.g. ``sample``)."""
+    raylets = {p.process.pid for node in cluster.list_all_nodes() for p in node.all_processes["raylet"]}
+    out = {}
+    for pid in sorted(_descendants(raylets)):
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if title.startswith("ray::") and "EnvRunner" in title:
+            out[pid] = title
+    return out
+
+
+def test_a_killed_env_runner_is_replaced_and_the_run_finishes(tmp_path: Path, loopback_ray: None) -> None:
+    """One of two batched env runners (one per node of a 2-node cluster, self-play on) is killed with SIGKILL while
+    the run iterates: training goes on with the other, RLlib's fault tolerance starts a new runner process that
+    joins, and the run (stopped by SIGTERM once it has, then resumed) finishes its budget with a playable model."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "object_store_memory": RAY_MB, "include_dashboard": False, **LOOPBACK},
+    )
+    log = tmp_path / "stderr.txt"
+    try:
+        cluster.add_node(num_cpus=1, object_store_memory=RAY_MB, **LOOPBACK)
+        cluster.wait_for_nodes()
+        cmd = [sys.executable, "-m", "training.train", str(SMOKE), "--no-progress"]
+        for key, value in {
+            "train.output_dir": tmp_path,
+            "ray.address": cluster.address,
+            "ray.num_env_runners": 2,
+            "ray.env_runner_restart_delay_s": 0,
+            "ray.sampler": "batched",  # the restarted runner gets the snapshot pool again
+            "self_play.snapshot_every": 2048,
+            "train.total_timesteps": 10**7,  # stopped by SIGTERM below
+            "eval.every": 10**9,
+            "checkpoint.every": 10**9,
+        }.items():
+            cmd += ["--set", f"{key}={value}"]
+        with log.open("w") as stderr:
+            proc = subprocess.Popen(cmd, cwd=ROOT, stderr=stderr, stdout=subprocess.DEVNULL, text=True)
+        try:
+            deadline = time.monotonic() + 240
+
+            def wait_for(text: str) -> None:
+                while text not in log.read_text():
+                    assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+                    time.sleep(0.05)
+
+            wait_for("Ray: 2 env runner(s) on 2 node(s)")  # built: the runners iterate from now on
+            before = _env_runner_pids(cluster)
+            sampling = [p for p, title in before.items() if title.endswith(".apply")]  # RLlib samples via `apply`
+            for _ in range(100):
+                if sampling:
+                    break
+                time.sleep(0.02)
+                sampling = [p for p, title in _env_runner_pids(cluster).items() if title.endswith(".apply")]
+            killed = (sampling or sorted(before))[0]
+            os.kill(killed, signal.SIGKILL)
+            wait_for("1 of 2 env runner(s) lost at ")
+            wait_for("1 env runner(s) restarted; 2 of 2 healthy")
+            after = _env_runner_pids(cluster)
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        err = log.read_text()
+        assert proc.returncode == 130, err[-3000:]
+        assert "training goes on with the others while RLlib restarts them" in err
+        assert len(before) == 2 and killed not in after and len(set(after) - set(before)) == 1  # a new process
+        (run,) = (tmp_path / "rllib_smoke").iterdir()
+        (checkpoint,) = (run / "checkpoints").iterdir()  # written at SIGTERM
+        state = json.loads((checkpoint / "progress.json").read_text())
+        lost_at = int(err.split("1 of 2 env runner(s) lost at ")[1].split(" steps")[0].replace(",", ""))
+        assert state["steps"] > lost_at  # trained on after the loss
+        out = _train("--resume", str(run), "--set", f"train.total_timesteps={state['steps'] + 512}", "--no-progress")
+    finally:
+        cluster.shutdown()
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert (run / "final_model").is_dir() and "Illegal actions: 0" in (run / "report.md").read_text()
+
+
+def test_resume_takes_the_newest_whole_checkpoint(tmp_path: Path) -> None:
+    """A driver killed while saving leaves a `.partial` folder (never read) or, from an older version, a folder
+    without progress.json: --resume takes the newest whole checkpoint and names each one it skipped."""
+    from training.rllib.backend import last_rllib_checkpoint
+
+    ckpts = tmp_path / "checkpoints"
+    for steps, whole in ((512, True), (1024, True), (1536, False)):
+        folder = ckpts / f"checkpoint_{steps}_steps"
+        (folder / "learner_group").mkdir(parents=True)
+        if whole:
+            (folder / "progress.json").write_text(json.dumps({"steps": steps}))
+    (ckpts / "checkpoint_2048_steps.partial" / "learner_group").mkdir(parents=True)
+    path, skipped = last_rllib_checkpoint(tmp_path)
+    assert path == ckpts / "checkpoint_1024_steps"
+    assert skipped == ["skipping damaged checkpoint checkpoint_1536_steps: no progress.json or learner_group/"]
+    for folder in ckpts.glob("checkpoint_*_steps"):
+        (folder / "progress.json").unlink(missing_ok=True)
+    with pytest.raises(ConfigError, match=r"no whole checkpoint; skipping damaged checkpoint checkpoint_1536_steps"):
+        last_rllib_checkpoint(tmp_path)

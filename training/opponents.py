@@ -31,7 +31,7 @@ class MixtureSampler:
     Args:
         specs: agent specs (``ppo:PATH`` included).
         weights: one positive weight per spec (normalised here).
-        pool: checkpoint paths of learner snapshots (played as ``pool_spec:PATH``).
+        pool: learner snapshots: checkpoint paths (played as ``pool_spec:PATH``) or agents (played as they are).
         pool_prob: 0..1.
         pool_spec: ``"ppo-sample"`` (default: sample from the snapshot's policy) or ``"ppo"``.
         draw: ``"seat"`` (default: every opponent seat draws on its own) or ``"table"`` (one draw per episode
@@ -45,7 +45,7 @@ class MixtureSampler:
         self,
         specs: Sequence[str],
         weights: Sequence[float],
-        pool: Sequence[str] = (),
+        pool: Sequence[str | Agent] = (),
         pool_prob: float = 0.0,
         pool_spec: str = "ppo-sample",
         draw: str = "seat",
@@ -80,8 +80,8 @@ class MixtureSampler:
     def _one(self, rng: np.random.Generator) -> Agent:
         """One draw: a pool snapshot with probability ``pool_prob``, else a spec of the mixture."""
         if self.pool and rng.random() < self.pool_prob:
-            path = self.pool[int(rng.integers(len(self.pool)))]
-            return self._agent(f"{self.pool_spec}:{path}")
+            entry = self.pool[int(rng.integers(len(self.pool)))]
+            return entry if isinstance(entry, Agent) else self._agent(f"{self.pool_spec}:{entry}")
         # inverse CDF of one uniform draw (rng.choice(p=...) costs ~10x more per call)
         i = min(bisect.bisect_right(self._cumulative, rng.random()), len(self.specs) - 1)
         return self._agent(self.specs[i])
@@ -92,7 +92,7 @@ class MixtureSampler:
         return state
 
 
-def sampler_from_config(cfg: TrainConfig, pool: Sequence[str] = ()) -> MixtureSampler:
+def sampler_from_config(cfg: TrainConfig, pool: Sequence[str | Agent] = ()) -> MixtureSampler:
     """The :class:`MixtureSampler` of a config's ``opponents`` and ``self_play`` sections."""
     prob = cfg.self_play.prob if cfg.self_play.enabled else 0.0
     return MixtureSampler(

@@ -58,7 +58,7 @@ from sixnimmt_env.rules.engine import NUM_ACTIONS
 from training.features import HandFeatures
 from training.lifecycle import IdleGate
 from training.train_config import TrainConfig
-from training.vec import build_vec_env
+from training.vec import build_vec_env, worker_seed
 from training.vec_env import env_indices
 
 __all__ = ["AsyncMaskablePPO", "RolloutWorkers", "critic_values", "resolve_workers", "rollout_processes", "worker_seed"]
@@ -92,12 +92,6 @@ def resolve_workers(cfg: TrainConfig) -> int:
     if cfg.train.normalize_obs or cfg.train.n_envs < 2 or cfg.train.vec_env == "subproc":
         return 1
     return max(1, min(usable_cores(), AUTO_WORKERS_MAX))
-
-
-def worker_seed(seed: int, index: int) -> int:
-    """The seed of rollout process ``index`` in a run seeded ``seed``: ``SeedSequence([seed, index])``'s first word,
-    for its envs and its torch sampling."""
-    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
 
 
 def rollout_processes(cfg: TrainConfig, workers: int) -> list[int]:
@@ -284,7 +278,8 @@ def critic_values(policy: Any, slot: dict[str, np.ndarray]) -> tuple[np.ndarray,
     """
     observations, last = slot["observations"], slot["last_obs"]
     n_steps, n = observations.shape[:2]
-    flat = torch.as_tensor(observations.reshape(n_steps * n, -1))
+    device = policy.device  # the learner's (train.device); the rollout's arrays are on the CPU
+    flat = torch.as_tensor(observations.reshape(n_steps * n, -1), device=device)
     reusable = isinstance(policy.pi_features_extractor, HandFeatures) and isinstance(
         policy.vf_features_extractor, HandFeatures
     )
@@ -292,9 +287,9 @@ def critic_values(policy: Any, slot: dict[str, np.ndarray]) -> tuple[np.ndarray,
         if reusable:
             flat = policy.vf_features_extractor(flat)
         values = policy.predict_values(flat)
-        last_values = policy.predict_values(torch.as_tensor(last)).reshape(-1)
-    stored = flat.numpy().reshape(n_steps, n, -1) if reusable else observations
-    return stored, values.numpy().reshape(n_steps, n), last_values
+        last_values = policy.predict_values(torch.as_tensor(last, device=device)).reshape(-1)
+    stored = flat.cpu().numpy().reshape(n_steps, n, -1) if reusable else observations
+    return stored, values.cpu().numpy().reshape(n_steps, n), last_values
 
 
 class RolloutWorkers(VecEnv):
@@ -409,7 +404,14 @@ class RolloutWorkers(VecEnv):
     def set_policy(self, policy: Any) -> None:
         """Give every process a copy of ``policy`` (the learner's; its weights come with each :meth:`start`)."""
         self._finish()
-        blob = pickle.dumps(policy if policy.device.type == "cpu" else copy.deepcopy(policy).to("cpu"))
+        if policy.device.type == "cpu":
+            blob = pickle.dumps(policy)
+        else:  # a CPU copy without the optimiser (its state may hold CUDA tensors, which a worker cannot load)
+            optimizer, policy.optimizer = policy.optimizer, None
+            try:
+                blob = pickle.dumps(copy.deepcopy(policy).to("cpu"))
+            finally:
+                policy.optimizer = optimizer
         for conn in self._conns:
             conn.send(("policy", blob))
         self.has_policy = True

@@ -544,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
                 if cfg.train.backend == "rllib":
                     from training.rllib.backend import last_rllib_checkpoint
 
-                    resume_from, skipped = last_rllib_checkpoint(run_dir), []
+                    resume_from, skipped = last_rllib_checkpoint(run_dir)
                 else:
                     resume_from, skipped = last_good_checkpoint(run_dir)
                 for warning in skipped:

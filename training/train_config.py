@@ -64,7 +64,7 @@ eval         ``every`` (steps), ``opponents`` (list of comma-separated line-ups,
              the first one picks ``best_model.zip``), ``games``, ``final_games``
 checkpoint   ``every`` (steps)
 ray          ``train.backend: rllib`` only (:data:`ALGO_TO_RLLIB`):
-             ``address``, ``num_cpus``, ``object_store_mb``,
+             ``algorithm`` (``ppo`` or ``appo``), ``address``, ``num_cpus``, ``object_store_mb``,
              ``num_env_runners``, ``num_envs_per_env_runner``, ``num_learners``,
              CPUs/GPUs per env runner and per learner
 ===========  ==================================================================
@@ -354,11 +354,24 @@ class RaySection(Section):
                                    ``address`` unless left at 200
     ``num_env_runners``            remote env runners (0: sample in the training process)
     ``num_envs_per_env_runner``    envs stepped together by each runner (one forward per step)
-    ``num_learners``               remote learners (0: learn in the training process)
+    ``sampler``                    ``env`` (default): RLlib's own env runners, one Python game per
+                                   env (self-play: the league of :mod:`training.rllib.self_play`);
+                                   ``batched``: :class:`training.rllib.batched_runner.BatchedEnvRunner`,
+                                   the runner's envs as games of the batched engine with the opponents
+                                   and self-play snapshots inside, one forward per step of all games
+    ``algorithm``                  ``ppo`` (default): RLlib's PPO; ``appo``: RLlib's APPO
+                                   (asynchronous: the runners sample while the learner updates;
+                                   V-trace, target copies of the actor, the action mask on both)
+    ``num_learners``               remote learners (0: learn in the training process; 2 or more:
+                                   data-parallel, torch DDP, each with ``num_cpus_per_learner``)
     ``num_cpus_per_env_runner``,   resources each runner / learner reserves
     ``num_gpus_per_env_runner``,
     ``num_cpus_per_learner``,
     ``num_gpus_per_learner``
+    ``restart_failed_env_runners`` ``true`` (default): an env runner that dies (its process killed,
+                                   its node gone) is replaced and training goes on with the others
+                                   meanwhile (RLlib's fault tolerance); ``false``: the run stops
+    ``env_runner_restart_delay_s`` seconds between two restarts of a runner (default 10)
     =============================  ==============================================================
 
     With ``rllib`` the envs are ``max(num_env_runners, 1) x num_envs_per_env_runner``, so the
@@ -371,11 +384,15 @@ class RaySection(Section):
     object_store_mb: Int = Field(200, ge=80)
     num_env_runners: Int = Field(1, ge=0)
     num_envs_per_env_runner: Count = 8
+    sampler: Literal["env", "batched"] = "env"
+    algorithm: Literal["ppo", "appo"] = "ppo"
     num_learners: Int = Field(0, ge=0)
     num_cpus_per_env_runner: Rate = 1.0
     num_gpus_per_env_runner: Rate = 0.0
     num_cpus_per_learner: Rate = 1.0
     num_gpus_per_learner: Rate = 0.0
+    restart_failed_env_runners: bool = True
+    env_runner_restart_delay_s: Rate = 10.0
 
 
 class TrainConfig(Section):
@@ -824,14 +841,17 @@ def model_config(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def ppo_training_kwargs(cfg: TrainConfig) -> dict[str, Any]:
-    """``PPOConfig.training`` keyword arguments of ``cfg.algo`` (keys not set: SB3's defaults), the train
-    batch, and SB3's PPO loss: no KL penalty, no value-loss clipping."""
+    """``PPOConfig.training`` (or, with ``ray.algorithm: appo``, ``APPOConfig.training``) keyword arguments of
+    ``cfg.algo`` (keys not set: SB3's defaults), the train batch, and SB3's PPO loss: no KL penalty, no value-loss
+    clipping."""
     per_learner = train_batch_size(cfg) // max(cfg.ray.num_learners, 1)
     out: dict[str, Any] = {"train_batch_size_per_learner": per_learner, "use_kl_loss": False, "vf_clip_param": 1e9}
     for key, name in ALGO_TO_RLLIB.items():
         if key != "n_steps":
             out[name] = getattr(cfg.algo, key)
     out["minibatch_size"] = min(out["minibatch_size"], per_learner)
+    if cfg.ray.algorithm == "appo":  # APPO's value loss is never clipped (and it has no vf_clip_param)
+        del out["vf_clip_param"]
     return out
 
 
@@ -887,8 +907,9 @@ def _check_rllib(cfg: TrainConfig, source: str) -> None:
                 f"set it with `ray start --object-store-memory` (ray.address is {r.address!r})"
             )
     elif r.num_cpus is not None and cpus_needed(cfg) > r.num_cpus:
+        key = "ray.num_learners" if r.num_learners else "ray.num_env_runners"
         raise ConfigError(
-            f"{source}: key 'ray.num_env_runners': {r.num_env_runners} runners x {r.num_cpus_per_env_runner} CPUs "
+            f"{source}: key '{key}': {r.num_env_runners} runners x {r.num_cpus_per_env_runner} CPUs "
             f"+ {r.num_learners} learners x {r.num_cpus_per_learner} CPUs need {cpus_needed(cfg):g} CPUs, "
             f"more than ray.num_cpus = {r.num_cpus}"
         )
@@ -966,6 +987,35 @@ def check_agent_spec(spec: str, key: str, source: str) -> None:
         make_agent(spec)
     except ValueError as e:
         raise ConfigError(f"{source}: key '{key}': {e}") from None
+
+
+_DEVICE = re.compile(r"^(cpu|auto|cuda(:\d+)?)$")
+
+
+def _check_device(device: str, source: str) -> None:
+    """``train.device``: ``cpu``, ``auto`` (a GPU when torch sees one), ``cuda`` or ``cuda:N`` (the learner's
+    updates on that GPU; the rollouts' actor stays on the CPU); a GPU only where torch sees one.
+
+    Raises:
+        ConfigError: another value, or ``cuda``/``cuda:N`` where torch sees no such GPU (naming the key and value).
+    """
+    if not _DEVICE.match(device):
+        raise ConfigError(f"{source}: key 'train.device' must be cpu, auto, cuda or cuda:N, got {device!r}")
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigError(
+            f"{source}: key 'train.device' is {device!r}, but no GPU is visible here (torch.cuda.is_available() is "
+            "False); use cpu (or auto: a GPU when there is one)"
+        )
+    index = int(device.partition(":")[2] or 0)
+    if index >= torch.cuda.device_count():
+        raise ConfigError(
+            f"{source}: key 'train.device' is {device!r}, but torch sees {torch.cuda.device_count()} GPU(s) "
+            f"(cuda:0..cuda:{torch.cuda.device_count() - 1})"
+        )
 
 
 def validate(cfg: TrainConfig, source: str) -> TrainConfig:
@@ -1050,6 +1100,7 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
             f"{source}: key 'checkpoint.average' {cfg.checkpoint.average} applies to train.backend: sb3 only, got "
             f"backend {cfg.train.backend!r}"
         )
+    _check_device(cfg.train.device, source)
     if cfg.train.backend == "rllib":
         _check_rllib(cfg, source)
         return cfg

@@ -40,6 +40,7 @@ __all__ = [
     "WorkerVecEnv",
     "build_vec_env",
     "players_per_env",
+    "worker_seed",
 ]
 
 
@@ -371,6 +372,12 @@ def players_per_env(cfg: TrainConfig) -> list[int]:
     table sizes ``sizes`` (:meth:`training.train_config.EnvSection.table_sizes`)."""
     sizes = cfg.env.table_sizes()
     return [sizes[i % len(sizes)] for i in range(cfg.train.n_envs)]
+
+
+def worker_seed(seed: int, index: int) -> int:
+    """The seed of rollout process (or RLlib env runner) ``index`` in a run seeded ``seed``:
+    ``SeedSequence([seed, index])``'s first word, for its envs and its torch sampling."""
+    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
 
 
 def build_vec_env(

@@ -199,7 +199,11 @@ class SixNimmtVecEnv(VecEnv):
             fixed = self._codes([self._agent(opponents, "opponents")] * k)
         elif isinstance(opponents, MixtureSampler):
             kind, ext = self._codes([self._agent(s, "opponents") for s in opponents.specs])
-            pool = [self._agent(f"{opponents.pool_spec}:{p}", "opponents.pool") for p in opponents.pool]
+            # a pool entry is a checkpoint path (played as pool_spec:PATH) or an agent (an RLlib runner's snapshots)
+            pool = [
+                self._agent(p if isinstance(p, Agent) else f"{opponents.pool_spec}:{p}", "opponents.pool")
+                for p in opponents.pool
+            ]
             pool_ext = self._codes(pool)[1] if pool else np.zeros(0, np.int16)
             prob = opponents.pool_prob if pool else 0.0
             mixture = (np.cumsum(opponents.probs), kind, ext, pool_ext, prob, opponents.draw == "table")

@@ -13,6 +13,12 @@ go into the next snapshot slot (the oldest replaced) and an opponent seat is a s
 probability ``self_play.prob``. Each snapshot is also saved to ``pool/`` (playable as ``rllib:PATH``).
 The policy is :class:`training.rllib.module.CardRLModule`.
 
+``ray.sampler: batched`` replaces the env runners by :class:`training.rllib.batched_runner.BatchedEnvRunner`: each
+runner's envs are games of the batched engine (the SB3 path's vector env), the mixture's opponents and the
+self-play snapshots playing inside it; the run stays single-agent, and every ``self_play.snapshot_every`` steps
+the newest ``self_play.pool_size`` snapshots of ``pool/`` are sent to every runner
+(:func:`training.rllib.batched_runner.push_snapshot_pool`).
+
 Ray: ``ray.address: null`` starts a local Ray inside the process (``ray.num_cpus`` CPUs, an object
 store of ``ray.object_store_mb``; stopped at the end); ``auto`` or an address joins a running
 cluster (left running). The run folder ``<output_dir>/<name>/<timestamp>/``:
@@ -25,7 +31,9 @@ file                                   content
                                        every ``checkpoint.every`` steps, at Ctrl-C/SIGTERM and at
                                        the end, each with ``progress.json`` (steps, iterations, snapshots)
 ``pool/snapshot_<N>/``                 self-play snapshots (RLModule checkpoints; the league plays
-                                       them from the algorithm's snapshot modules)
+                                       them from the algorithm's snapshot modules; with
+                                       ``ray.sampler: batched`` the newest ``self_play.pool_size``
+                                       play inside every runner's engine)
 ``best_model/``, ``final_model/``      RLModule checkpoints: the best on the first evaluation
                                        line-up, the last; play them as ``rllib:PATH``
 ``tb/``                                TensorBoard: episode return, steps/s, PPO losses, evaluations
@@ -58,6 +66,9 @@ ENV_NAME = "sixnimmt-single-seat"
 """The name :func:`train_rllib` registers :func:`training_env` under (``ray.tune.registry.register_env``)."""
 LEAGUE_ENV_NAME = "sixnimmt-league"
 """The name of the self-play env creator (:func:`training.rllib.self_play.league_env`)."""
+APPO_SAMPLE_WAIT_S = 120.0
+"""Seconds an APPO run waits for env steps (its iterations may return before the runners' samples arrive) before
+it gives up: no env steps for that long means the env runners are lost."""
 
 
 def training_env(config: Mapping[str, Any]) -> Any:
@@ -81,13 +92,17 @@ def training_env(config: Mapping[str, Any]) -> Any:
 
 
 def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
-    """The ``PPOConfig`` of ``cfg`` (env, runners, learners, the RLModule, PPO settings, seed).
+    """The ``PPOConfig`` of ``cfg`` (``APPOConfig`` with ``ray.algorithm: appo``): env, runners, learners, the
+    RLModule, the algorithm's settings, seed.
 
-    Without self-play: the single-seat env (:data:`ENV_NAME`) and one module. With ``self_play.enabled``:
+    ``ray.sampler: batched``: one module, sampled by :class:`training.rllib.batched_runner.BatchedEnvRunner` (the
+    batched engine; self-play snapshots inside it). Otherwise, without self-play: the single-seat env
+    (:data:`ENV_NAME`) and one module. With ``self_play.enabled``:
     the league (:mod:`training.rllib.self_play`): :data:`LEAGUE_ENV_NAME`, the learner's module and
     ``self_play.pool_size`` snapshot modules mapped by :func:`~training.rllib.self_play.league_mapping`, the
     learner's module alone trained; ``filled`` snapshot slots hold a snapshot already (a resumed run).
     """
+    from ray.rllib.algorithms.appo import APPOConfig
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -104,8 +119,16 @@ def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
         "torch_threads": cfg.train.torch_threads,
     }
     spec = RLModuleSpec(module_class=CardRLModule, model_config=model_config(cfg))
-    config = PPOConfig()
-    if cfg.self_play.enabled:
+    config = APPOConfig() if r.algorithm == "appo" else PPOConfig()
+    if r.sampler == "batched":  # the batched engine in every runner; self-play snapshots play inside it
+        from training.rllib.batched_runner import ENV_CONFIG_KEY, BatchedEnvRunner
+
+        config = (
+            config.environment(ENV_NAME, env_config={ENV_CONFIG_KEY: cfg}, disable_env_checking=True)
+            .env_runners(env_runner_cls=BatchedEnvRunner)
+            .rl_module(rl_module_spec=spec)
+        )
+    elif cfg.self_play.enabled:
         slots = cfg.self_play.pool_size
         env_config = {
             **base,
@@ -146,8 +169,29 @@ def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
             num_gpus_per_learner=r.num_gpus_per_learner,
         )
         .training(**ppo_training_kwargs(cfg))
+        .training(**learner_pipeline(cfg))
+        .fault_tolerance(
+            restart_failed_env_runners=r.restart_failed_env_runners,
+            delay_between_env_runner_restarts_s=r.env_runner_restart_delay_s,
+        )
         .debugging(seed=cfg.train.seed, log_level="ERROR")
     )
+
+
+def learner_pipeline(cfg: TrainConfig) -> dict[str, Any]:
+    """``training()`` keywords of the learner connector: single-agent PPO (no league, or ``ray.sampler: batched``)
+    builds its train batch in bulk (:class:`training.rllib.learner_connector.BulkPPOBatch`, in place of RLlib's
+    default pipeline); APPO and the league keep RLlib's (``{}``)."""
+    if cfg.ray.algorithm != "ppo" or (cfg.self_play.enabled and cfg.ray.sampler != "batched"):
+        return {}
+    from functools import partial
+
+    from training.rllib.learner_connector import BulkPPOBatch
+
+    return {
+        "learner_connector": partial(BulkPPOBatch, gamma=cfg.algo.gamma, lambda_=cfg.algo.gae_lambda),
+        "add_default_connectors_to_learner_pipeline": False,
+    }
 
 
 def register_envs() -> None:
@@ -160,19 +204,23 @@ def register_envs() -> None:
     register_env(LEAGUE_ENV_NAME, league_env)
 
 
-def last_rllib_checkpoint(run_dir: Path) -> Path:
-    """The checkpoint of ``run_dir/checkpoints`` with the most steps.
+def last_rllib_checkpoint(run_dir: Path) -> tuple[Path, list[str]]:
+    """The newest whole checkpoint of ``run_dir/checkpoints`` (its ``progress.json`` and ``learner_group/`` there),
+    and one warning per newer damaged one skipped. A checkpoint is written under ``checkpoint_<N>_steps.partial/``
+    and renamed when whole, so a driver killed while saving leaves a ``.partial`` folder, never read here.
 
     Raises:
-        ConfigError: no checkpoint, or one without ``progress.json`` (damaged).
+        ConfigError: no checkpoint, or none whole (naming each).
     """
     found = [p for p in (run_dir / "checkpoints").glob("checkpoint_*_steps") if p.is_dir()]
     if not found:
         raise ConfigError(f"{run_dir}: no RLlib checkpoint to resume from in {run_dir / 'checkpoints'}")
-    last = max(found, key=lambda p: int(p.name.split("_")[1]))
-    if not (last / "progress.json").is_file() or not (last / "learner_group").is_dir():
-        raise ConfigError(f"--resume {run_dir}: checkpoint {last} is damaged (no progress.json or learner_group/)")
-    return last
+    skipped = []
+    for path in sorted(found, key=lambda p: int(p.name.split("_")[1]), reverse=True):
+        if (path / "progress.json").is_file() and (path / "learner_group").is_dir():
+            return path, skipped
+        skipped.append(f"skipping damaged checkpoint {path.name}: no progress.json or learner_group/")
+    raise ConfigError(f"--resume {run_dir}: no whole checkpoint; " + "; ".join(skipped))
 
 
 def start_ray(cfg: TrainConfig) -> bool:
@@ -210,10 +258,13 @@ def _save_module(algo: Any, folder: Path) -> Path:
 
 def _save_checkpoint(algo: Any, run_dir: Path, progress: Mapping[str, Any]) -> Path:
     folder = run_dir / "checkpoints" / f"checkpoint_{progress['steps']}_steps"
-    if folder.exists():
-        shutil.rmtree(folder)
-    algo.save_to_path(str(folder.resolve()))
-    (folder / "progress.json").write_text(json.dumps(dict(progress)))
+    partial = folder.with_name(folder.name + ".partial")  # renamed when whole (last_rllib_checkpoint)
+    for stale in (partial, folder):
+        if stale.exists():
+            shutil.rmtree(stale)
+    algo.save_to_path(str(partial.resolve()))
+    (partial / "progress.json").write_text(json.dumps(dict(progress)))
+    partial.rename(folder)
     return folder
 
 
@@ -261,7 +312,7 @@ def _report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[str, 
 
     r = cfg.ray
     lines = [
-        f"# Training report: {cfg.name} (Ray RLlib PPO)",
+        f"# Training report: {cfg.name} (Ray RLlib {r.algorithm.upper()})",
         "",
         f"- run folder: `{run_dir}`",
         f"- steps: {summary['steps']:,} in {summary['seconds']:.0f} s, {summary['iterations']} iterations "
@@ -269,7 +320,7 @@ def _report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[str, 
         + (" (stopped by train.max_minutes)" if summary.get("timed_out") else ""),
         f"- Ray: {'local' if r.address is None else r.address}, {r.num_env_runners} env runners x "
         f"{r.num_envs_per_env_runner} envs on {len(set(summary['runner_nodes']))} node(s), "
-        f"{r.num_learners} remote learners",
+        f"{r.num_learners} remote learners; env runners restarted after a failure: {summary.get('runner_restarts', 0)}",
         f"- model: `{model.name}` (play it as `rllib:{model}`); best during training: `best_model`",
         "",
     ]
@@ -295,6 +346,7 @@ def train_rllib(
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
+    from training.rllib.batched_runner import push_snapshot_pool, snapshot_paths
     from training.rllib.self_play import push_slots
 
     done = {"steps": 0, "iterations": 0, "seconds": 0.0, "snapshots": 0}
@@ -302,6 +354,9 @@ def train_rllib(
         done.update(json.loads((resume_from / "progress.json").read_text()))
     if cfg.self_play.enabled:
         (run_dir / "pool").mkdir(exist_ok=True)
+    import torch
+
+    torch.set_num_threads(cfg.train.torch_threads)  # the local learner's (ray.num_learners: 0), as for SB3's learner
     started_ray = start_ray(cfg)
     register_envs()
     writer = SummaryWriter(str(run_dir / "tb"))
@@ -310,7 +365,9 @@ def train_rllib(
         algo = algorithm_config(cfg, min(int(done["snapshots"]), cfg.self_play.pool_size)).build_algo()
         if resume_from is not None:
             algo.restore_from_path(str(resume_from.resolve()))
-            if cfg.self_play.enabled:
+            if cfg.self_play.enabled and cfg.ray.sampler == "batched":  # the pool/ folder's newest snapshots
+                push_snapshot_pool(algo, snapshot_paths(run_dir / "pool", cfg.self_play.pool_size))
+            elif cfg.self_play.enabled:
                 push_slots(algo, min(int(done["snapshots"]), cfg.self_play.pool_size))
         nodes = runner_nodes(algo)
         print(f"Ray: {len(nodes)} env runner(s) on {len(set(nodes))} node(s)", file=sys.stderr)
@@ -343,15 +400,18 @@ def _loop(
         NUM_ENV_STEPS_SAMPLED,
     )
 
+    from training.rllib.batched_runner import push_snapshot_pool, snapshot_paths
     from training.rllib.self_play import LEARNER_MODULE, snapshot_into_slot
 
     evaluator = _Evaluator(cfg, run_dir)
+    health = RunnerHealth(cfg.ray.num_env_runners)
     steps, iterations = int(done["steps"]), int(done["iterations"])
     snapshots = int(done["snapshots"])
     every = {"eval": cfg.eval.every, "checkpoint": cfg.checkpoint.every, "snapshot": cfg.self_play.snapshot_every}
     due = {k: (steps // v + 1) * v for k, v in every.items()}
     max_seconds = None if cfg.train.max_minutes is None else 60.0 * cfg.train.max_minutes
     start, start_steps = time.perf_counter(), steps
+    last_sample = start
     bar = tqdm(total=cfg.train.total_timesteps, initial=steps, unit="step", dynamic_ncols=True, disable=not progress)
     interrupted = timed_out = False
     with StopSignals(at_once=False) as stop:
@@ -366,13 +426,21 @@ def _loop(
                 result = algo.train()
                 sampled = _metric(result, ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED)
                 if sampled is None or not sampled > 0:
+                    # APPO's first calls may return before its runners' first samples arrive (asynchronous)
+                    if cfg.ray.algorithm == "appo" and time.perf_counter() - last_sample < APPO_SAMPLE_WAIT_S:
+                        time.sleep(0.05)
+                        continue
                     raise RuntimeError(f"RLlib iteration {iterations + 1} sampled no env steps (env runners lost?)")
+                last_sample = time.perf_counter()
                 sampled = int(sampled)
                 steps += sampled
                 iterations += 1
+                if health.update(algo, steps, writer) and cfg.self_play.enabled and cfg.ray.sampler == "batched":
+                    # a restarted runner starts with the mixture alone: give it the snapshot pool again
+                    push_snapshot_pool(algo, snapshot_paths(run_dir / "pool", cfg.self_play.pool_size))
                 bar.update(sampled)
                 rate = (steps - start_steps) / max(time.perf_counter() - start, 1e-9)
-                if cfg.self_play.enabled:  # the learner's return (the episode's sums every seat's)
+                if cfg.self_play.enabled and cfg.ray.sampler == "env":  # the learner's (the episode sums every seat's)
                     ret = _metric(result, ENV_RUNNER_RESULTS, EPISODE_MODULE_RETURN_MEAN, LEARNER_MODULE)
                 else:
                     ret = _metric(result, ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN)
@@ -389,7 +457,10 @@ def _loop(
                     due["snapshot"] = (steps // every["snapshot"] + 1) * every["snapshot"]
                     _save_module(algo, run_dir / "pool" / f"snapshot_{steps}")
                     slots = cfg.self_play.pool_size
-                    snapshot_into_slot(algo, snapshots % slots, min(snapshots + 1, slots))
+                    if cfg.ray.sampler == "batched":  # the newest pool_size snapshots play inside every engine
+                        push_snapshot_pool(algo, snapshot_paths(run_dir / "pool", slots))
+                    else:
+                        snapshot_into_slot(algo, snapshots % slots, min(snapshots + 1, slots))
                     snapshots += 1
                 if steps >= due["eval"]:
                     due["eval"] = (steps // every["eval"] + 1) * every["eval"]
@@ -420,6 +491,7 @@ def _loop(
         "timed_out": timed_out,
         "checkpoint": str(ckpt),
         "runner_nodes": nodes,
+        "runner_restarts": health.restarts,
     }
     if interrupted:
         print(f"\ninterrupted at {steps} steps: checkpoint {ckpt}; continue with --resume {run_dir}", file=sys.stderr)
@@ -432,6 +504,45 @@ def _loop(
     summary["best_model"] = str(best)
     _report(cfg, run_dir, final, summary)
     return summary
+
+
+class RunnerHealth:
+    """The env runners' health after each iteration: says on stderr when runners are lost and when RLlib's fault
+    tolerance (``ray.restart_failed_env_runners``) has replaced them, and writes both to TensorBoard
+    (``ray/healthy_env_runners``, ``ray/env_runner_restarts``).
+
+    Args:
+        runners: the remote env runners the run asked for (``ray.num_env_runners``).
+    """
+
+    def __init__(self, runners: int) -> None:
+        self.runners = runners
+        self.healthy = runners
+        self.restarts = 0
+
+    def update(self, algo: Any, steps: int, writer: Any) -> bool:
+        """Read the runner group's health after an iteration (``steps``: env steps so far); whether runners were
+        restarted since the last call (they start from the run's config: the caller gives them its state)."""
+        if self.runners == 0:
+            return False
+        group = algo.env_runner_group
+        healthy, restarts = group.num_healthy_remote_workers(), group.num_remote_worker_restarts()
+        if healthy < self.healthy:
+            print(
+                f"\n{self.runners - healthy} of {self.runners} env runner(s) lost at {steps:,} steps: training goes "
+                "on with the others" + (" while RLlib restarts them" if algo.config.restart_failed_env_runners else ""),
+                file=sys.stderr,
+            )
+        if restarts > self.restarts:
+            print(
+                f"\n{restarts - self.restarts} env runner(s) restarted; {healthy} of {self.runners} healthy",
+                file=sys.stderr,
+            )
+        restarted = restarts > self.restarts
+        self.healthy, self.restarts = healthy, restarts
+        writer.add_scalar("ray/healthy_env_runners", healthy, steps)
+        writer.add_scalar("ray/env_runner_restarts", restarts, steps)
+        return restarted
 
 
 def _node_id(runner: Any) -> str:

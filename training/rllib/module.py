@@ -5,7 +5,11 @@
 
 - ``action_dist_inputs``: logits ``(B, 109)``, illegal actions set to RLlib's ``FLOAT_MIN``
   (probability 0 under RLlib's ``TorchCategorical``);
-- ``compute_values``: the critic's values ``(B,)``.
+- ``compute_values``: the critic's values ``(B,)`` (RLlib's ``ValueFunctionAPI``, PPO and APPO);
+- ``forward_target``: the masked logits ``(B, 109)`` of the target copies of the actor (RLlib's
+  ``TargetNetworkAPI``, which APPO's learner needs: it builds the copies with ``make_target_networks`` and
+  moves them towards the trained networks every ``target_network_update_freq`` updates). PPO never builds them,
+  so a PPO module's weights, state and checkpoints are those of a module without the API.
 
 ``model_config`` (a mapping, from ``algo.policy`` / ``algo.policy_kwargs`` of a config):
 
@@ -36,7 +40,14 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from ray.rllib.core.columns import Columns
-from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
+from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
+from ray.rllib.core.learner.utils import make_target_network
+from ray.rllib.core.rl_module.apis import (
+    TARGET_NETWORK_ACTION_DIST_INPUTS,
+    InferenceOnlyAPI,
+    TargetNetworkAPI,
+    ValueFunctionAPI,
+)
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.utils.torch_utils import FLOAT_MIN
 
@@ -73,8 +84,34 @@ class _MlpNetworks(torch.nn.Module):
         return self.value_net(features)
 
 
-class CardRLModule(TorchRLModule, ValueFunctionAPI):
-    """PPO's RLModule for the adapted 6 nimmt! observation: masked logits and values (module docstring).
+class LazyCategorical(TorchCategorical):
+    """RLlib's ``TorchCategorical`` (the same numbers) that builds torch's ``Categorical`` on first use.
+
+    PPO's loss makes a distribution of the batch's behaviour logits on every minibatch and uses it for the KL term
+    only; with ``use_kl_loss: False`` (SB3's loss, :func:`training.train_config.ppo_training_kwargs`) it is never
+    read, and normalising its ``(B, 109)`` logits took about 5 % of the learner's minibatch time.
+
+    Raises:
+        ValueError: neither or both of ``logits`` and ``probs`` given.
+    """
+
+    def __init__(self, logits: torch.Tensor | None = None, probs: torch.Tensor | None = None) -> None:
+        if (logits is None) == (probs is None):
+            raise ValueError("LazyCategorical takes exactly one of logits and probs")
+        self.logits, self.probs = logits, probs
+        self._one_hot = None
+        self._built: torch.distributions.Categorical | None = None
+
+    @property
+    def _dist(self) -> torch.distributions.Categorical:  # type: ignore[override]
+        if self._built is None:
+            self._built = self._get_torch_distribution(logits=self.logits, probs=self.probs)
+        return self._built
+
+
+class CardRLModule(TorchRLModule, ValueFunctionAPI, TargetNetworkAPI, InferenceOnlyAPI):
+    """PPO's and APPO's RLModule for the adapted 6 nimmt! observation: masked logits, values and the target
+    actor's masked logits (module docstring).
 
     Raises:
         ValueError: an observation space other than the adapted ``Dict`` of :mod:`sixnimmt_env.rllib_env`,
@@ -126,15 +163,31 @@ class CardRLModule(TorchRLModule, ValueFunctionAPI):
             _init(self.action_net, 0.01)
         _init(self.value_net, 1.0)
 
+    def get_train_action_dist_cls(self) -> type[LazyCategorical]:
+        """:class:`LazyCategorical` (RLlib's categorical, built on first use) for the loss."""
+        return LazyCategorical
+
+    def get_exploration_action_dist_cls(self) -> type[LazyCategorical]:
+        """:class:`LazyCategorical` for sampling (and for the loss's behaviour distribution)."""
+        return LazyCategorical
+
+    def get_inference_action_dist_cls(self) -> type[LazyCategorical]:
+        """:class:`LazyCategorical` for greedy play (``to_deterministic``: the argmax of the masked logits)."""
+        return LazyCategorical
+
     def logits(self, obs: torch.Tensor) -> torch.Tensor:
         """Unmasked logits ``(B, 109)`` for flat observations ``float32 (B, 506)``."""
         return self.action_net(self.mlp_extractor.forward_actor(self.features(obs)))
 
+    @staticmethod
+    def _mask(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``logits (B, 109)`` with the actions where ``mask (B, 109)`` is not 1 set to ``FLOAT_MIN``."""
+        return torch.where(mask > 0.5, logits, torch.full_like(logits, FLOAT_MIN))
+
     def _masked(self, batch: dict[str, Any]) -> dict[str, Any]:
         obs = batch[Columns.OBS]
         features = self.features(obs[OBS_KEY])
-        logits = self.action_net(self.mlp_extractor.forward_actor(features))
-        logits = torch.where(obs[MASK_KEY] > 0.5, logits, torch.full_like(logits, FLOAT_MIN))
+        logits = self._mask(self.action_net(self.mlp_extractor.forward_actor(features)), obs[MASK_KEY])
         return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: features}
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -143,10 +196,41 @@ class CardRLModule(TorchRLModule, ValueFunctionAPI):
         return out
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        return self._masked(batch)
+        out = self._masked(batch)
+        if hasattr(self, "_target_extractor"):  # APPO: its loss calls forward_target(batch) next, on this batch
+            self._last_features = (batch[Columns.OBS][OBS_KEY], out[Columns.EMBEDDINGS])
+        return out
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
         """The critic's values ``(B,)`` (``embeddings``: the features of ``_forward_train``, if given)."""
         if embeddings is None:
             embeddings = self.features(batch[Columns.OBS][OBS_KEY])
         return self.value_net(self.mlp_extractor.forward_critic(embeddings)).squeeze(-1)
+
+    # ------------------------------------------------------------------ TargetNetworkAPI (APPO)
+
+    def make_target_networks(self) -> None:
+        """Build the target copies of the actor (``mlp_extractor``, whose critic half goes along unused, and
+        ``action_net``): frozen, with the trained networks' weights. Called by APPO's learner only."""
+        self._target_extractor = make_target_network(self.mlp_extractor)
+        self._target_action_net = make_target_network(self.action_net)
+
+    def get_target_network_pairs(self) -> list[tuple[torch.nn.Module, torch.nn.Module]]:
+        """``[(trained, target), ...]`` for the learner's target updates (after :meth:`make_target_networks`)."""
+        return [(self.mlp_extractor, self._target_extractor), (self.action_net, self._target_action_net)]
+
+    def forward_target(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """``{TARGET_NETWORK_ACTION_DIST_INPUTS: logits (B, 109)}``: the target actor's logits for the batch's
+        observations, masked like the trained actor's (illegal actions at ``FLOAT_MIN``)."""
+        obs = batch[Columns.OBS]
+        last = getattr(self, "_last_features", None)
+        self._last_features = None
+        # the features _forward_train computed for this very batch, else computed here
+        features = last[1] if last is not None and last[0] is obs[OBS_KEY] else self.features(obs[OBS_KEY])
+        logits = self._target_action_net(self._target_extractor.forward_actor(features))
+        return {TARGET_NETWORK_ACTION_DIST_INPUTS: self._mask(logits, obs[MASK_KEY])}
+
+    def get_non_inference_attributes(self) -> list[str]:
+        """The attributes an env runner's module does without: the target networks (RLlib's ``InferenceOnlyAPI``;
+        the weights sent to the env runners leave them out)."""
+        return ["_target_extractor", "_target_action_net"]

@@ -48,11 +48,12 @@ def module_dir(path: str | Path) -> Path:
     p = Path(path)
     if not p.exists():
         raise ValueError(f"rllib checkpoint {str(path)!r} not found")
+    # the deepest first: an algorithm checkpoint's top folder also holds a class_and_ctor_args.pkl (the algorithm's)
     for candidate in (
-        p,
-        p / MODULE_ID,
-        p / "rl_module" / MODULE_ID,
         p / "learner_group" / "learner" / "rl_module" / MODULE_ID,
+        p / "rl_module" / MODULE_ID,
+        p / MODULE_ID,
+        p,
     ):
         if (candidate / "module_state.pt").is_file() or (candidate / "class_and_ctor_args.pkl").is_file():
             return candidate
