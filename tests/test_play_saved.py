@@ -302,7 +302,11 @@ def test_a_file_is_claimed_by_one_server_at_a_time(tmp_path):
     message = str(refused.value)
     path = tmp_path / "g.sqlite3"
     assert f"the saved games {path} are in use by another play server (pid {os.getpid()} on " in message
-    assert "the table is at http://127.0.0.1:8066/" in message and "--no-save or another --db" in message
+    assert "the table is at http://127.0.0.1:8066/" in message
+    assert "start this one with another --db, or with --no-save and no --db" in message
+    (tmp_path / "link.sqlite3").symlink_to(tmp_path / "g.sqlite3")  # another spelling of the same file
+    with pytest.raises(DatabaseInUse, match="in use by another play server"):
+        GameDB(tmp_path / "link.sqlite3").claim_for_server()
     assert GameDB(tmp_path / "other.sqlite3").claim_for_server().held  # another file is another claim
     claim.release()
     assert not (tmp_path / "g.sqlite3.lock.json").exists()
@@ -342,6 +346,13 @@ def test_a_second_server_on_the_same_file_is_refused_and_the_first_goes_on(tmp_p
         )  # fmt: skip
         assert history.returncode == 0, history.stderr
         assert f"saved games: {db}" in history.stdout and "1 games saved: 0 finished, 1 unfinished" in history.stdout
+        missing = tmp_path / "typo" / "games.sqlite3"  # a reader never creates a database
+        history = subprocess.run(
+            [sys.executable, "-m", "sixnimmt_env.play", "--db", str(missing), "--history"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert history.returncode == 2 and "no saved games there (the file does not exist)" in history.stderr
+        assert not missing.parent.exists()
         other = play_load.start_server(*args, "--db", str(tmp_path / "other.sqlite3"))  # another file: starts
         other.stop()
         throwaway = play_load.start_server(*args, "--no-save")  # saves nothing: starts

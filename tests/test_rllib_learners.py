@@ -232,7 +232,17 @@ def test_appo_trains_the_masked_card_policy(tmp_path: Path, ray_session: Any) ->
             greedy = algo.get_module().forward_inference(batch)["action_dist_inputs"].argmax(dim=1).numpy()
         assert (target[torch.as_tensor(mask) == 0] == FLOAT_MIN).all()
         assert (mask[np.arange(len(greedy)), greedy] == 1).all()
-        algo.get_module().save_to_path(str(tmp_path / "final_model"))
+        # what the run saves (final_model/, best_model/, snapshots, evaluations) is the learner's weights: APPO does
+        # not sync the driver's acting copy after its updates
+        from training.rllib.backend import _save_module
+
+        _save_module(algo, tmp_path / "final_model")
+        learned = {k: v.detach().numpy() for k, v in learner_module.state_dict().items() if "target" not in k}
+        from training.rllib.rllib_agents import load_module
+
+        saved = load_module(tmp_path / "final_model").state_dict()
+        assert learned.keys() <= saved.keys()
+        assert all(np.array_equal(saved[k].detach().numpy(), v) for k, v in learned.items())
     finally:
         algo.stop()
     # an APPO module plays as rllib:PATH (the arena's loader; the target weights are not needed there)

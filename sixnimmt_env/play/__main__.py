@@ -146,7 +146,8 @@ def open_db(args: argparse.Namespace) -> GameDB | None:
     ``--no-save``.
 
     Raises:
-        ValueError: contradicting options, or a file that cannot be opened as saved games (the message names it).
+        ValueError: contradicting options, a file that cannot be opened as saved games, or (``--history``,
+            ``--export``) no file at all (the message names it).
     """
     from sixnimmt_env.play.saved import GameDB, default_db_path
 
@@ -155,6 +156,8 @@ def open_db(args: argparse.Namespace) -> GameDB | None:
             raise ValueError("--no-save saves nothing: it takes no --db, --history or --export")
         return None
     path = Path(args.db) if args.db else default_db_path()
+    if (args.history or args.export) and not path.exists():  # a reader never creates the file (a typo in --db)
+        raise ValueError(f"--db {str(path)!r}: no saved games there (the file does not exist)")
     try:
         return GameDB(path)
     except (OSError, sqlite3.Error) as e:

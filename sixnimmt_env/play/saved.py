@@ -202,19 +202,25 @@ class GameDB:
 
         Raises:
             DatabaseInUse: another live server holds the claim (the message names the file, that server's pid and
-                address, and the ways out: stop it, ``--no-save``, another ``--db``).
+                address, and the ways out: stop it, ``--no-save``, another ``--db``). The lock sits beside the file's
+                real path (symbolic links resolved); a hard link to the file is another path and not detected.
+            ValueError: the lock file cannot be created or opened (e.g. no permission), naming it.
         """
-        lock = ProcessLock(self.path.with_name(self.path.name + ".lock"), **details)
+        real = self.path.resolve()  # one lock whatever the path's spelling (relative, symbolic links)
+        lock = ProcessLock(real.with_name(real.name + ".lock"), **details)
         try:
             return lock.acquire()
         except LockHeld as e:
             url = e.holder.get("url")
             reach = f"the table is at {url}" if url else "it is starting; its terminal shows the table's address"
             raise DatabaseInUse(
-                f"the saved games {self.path} are in use by another play server{describe(e.holder)}: {reach}. "
+                f"the saved games {real} are in use by another play server{describe(e.holder)}: {reach}. "
                 "Two servers would both continue the same unfinished games: use the table already running, stop "
-                "that server first (Ctrl-C), or start this one with --no-save or another --db"
+                "that server first (Ctrl-C), or start this one with another --db, or with --no-save and no --db"
             ) from None
+        except OSError as e:
+            why = e.strerror or e
+            raise ValueError(f"the saved games {real}: cannot take their lock {lock.path} ({why})") from None
 
     def close(self) -> None:
         """Close the connection (the file stays)."""

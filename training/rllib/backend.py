@@ -248,11 +248,25 @@ def start_ray(cfg: TrainConfig) -> bool:
     return True
 
 
+def learner_module(algo: Any) -> Any:
+    """The trained RLModule with the learner's current weights: the driver's acting copy (``algo.get_module()``)
+    given the learner group's weights. PPO syncs that copy after every update; APPO (asynchronous) does not, so
+    without this its saved models, snapshots and evaluations would be its first weights."""
+    from ray.rllib.core import COMPONENT_LEARNER, COMPONENT_RL_MODULE, DEFAULT_MODULE_ID
+
+    module = algo.get_module()
+    path = f"{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}"
+    state = algo.learner_group.get_state(components=path, inference_only=True)
+    module.set_state(state[COMPONENT_LEARNER][COMPONENT_RL_MODULE][DEFAULT_MODULE_ID])
+    return module
+
+
 def _save_module(algo: Any, folder: Path) -> Path:
-    """The learner's current RLModule as an RLModule checkpoint in ``folder`` (replaced)."""
+    """The learner's current RLModule (:func:`learner_module`) as an RLModule checkpoint in ``folder``
+    (replaced)."""
     if folder.exists():
         shutil.rmtree(folder)
-    algo.get_module().save_to_path(str(folder.resolve()))  # RLlib (pyarrow) wants absolute paths
+    learner_module(algo).save_to_path(str(folder.resolve()))  # RLlib (pyarrow) wants absolute paths
     return folder
 
 
