@@ -85,9 +85,11 @@ def loop() -> Callable[..., None]:
     with gc_paused(), optional_imports_hidden():
         from sixnimmt_env.compiled._fused import play_chunk
 
-        cache = Path(play_chunk.stats.cache_path)
-        check_stamp(cache, source_key())
-        if not any(cache.glob("_fused.play_chunk-*.nbi")):
+        stats = getattr(play_chunk, "stats", None)  # None: numba's compiler is off (NUMBA_DISABLE_JIT), plain Python
+        cache = None if stats is None else Path(stats.cache_path)
+        if cache is not None:
+            check_stamp(cache, source_key())
+        if cache is not None and not any(cache.glob("_fused.play_chunk-*.nbi")):
             print(
                 f"sixnimmt: compiling the arena's game loop with numba (once: it is cached in {cache})",
                 file=sys.stderr,
