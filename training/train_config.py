@@ -368,11 +368,12 @@ class RaySection(Section):
     ``num_gpus_per_env_runner``,
     ``num_cpus_per_learner``,
     ``num_gpus_per_learner``
-    ``restart_failed_env_runners`` ``true`` (default): an env runner that dies (its process killed,
-                                   its node gone) is replaced and training goes on with the others
-                                   meanwhile (RLlib's fault tolerance); ``false``: the run stops
-    ``env_runner_restart_delay_s`` seconds between two restarts of a runner (default 10)
     =============================  ==============================================================
+
+    Faults: ``restart_failed_env_runners`` (``true``, the default): an env runner that dies (its process
+    killed, its node gone) is replaced and training goes on with the others meanwhile (RLlib's fault
+    tolerance); ``false``: the run stops. ``env_runner_restart_delay_s``: seconds between two restarts of
+    a runner (default 10).
 
     With ``rllib`` the envs are ``max(num_env_runners, 1) x num_envs_per_env_runner``, so the
     SB3-only keys ``train.n_envs``, ``train.vec_env``, ``train.n_workers`` and

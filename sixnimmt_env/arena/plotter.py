@@ -4,7 +4,7 @@ on another core while the arena loads its compiled code and plays.
 The arena's command line (:mod:`sixnimmt_env.arena.__main__`) starts one :class:`PlotProcess` first (none with
 ``--no-plot``), has it lay out the figure while the games are played (:meth:`PlotProcess.draft`) and hands it the
 results dict once the tables are printed (:meth:`PlotProcess.plot`); the helper imports matplotlib at once (about
-0.3 CPU-s, without the 3-D axes it does not draw: :func:`_import_matplotlib`) and then waits for the requests. The
+0.3 CPU-s, without the 3-D axes it does not draw: ``_import_matplotlib()``) and then waits for the requests. The
 PNG is the one :func:`sixnimmt_env.arena.report.plot_results` draws in-process.
 
 On Linux, from a process with one thread (the command line at start-up), the helper is forked after numpy and

@@ -114,7 +114,8 @@ class EngineEnv:
         num_envs: its games, B.
         single_observation_space: ``Dict({"observations": Box(506,), "action_mask": Box(0, 1, (109,), int8)})``.
         single_action_space: ``Discrete(109)``.
-        observation_space, action_space: the batched spaces (B of each).
+        observation_space: the batched observation space (B of the single one).
+        action_space: the batched action space (B of the single one).
     """
 
     def __init__(self, venv: VecEnv) -> None:
@@ -229,12 +230,13 @@ class EpisodeBuilder:
 
 
 class FragmentEpisodes(list):
-    """A fragment's episodes (a ``list`` of :class:`SingleAgentEpisode`) that pickles as the fragment's arrays.
+    """A fragment's episodes (a ``list`` of :class:`~ray.rllib.env.single_agent_episode.SingleAgentEpisode`) that
+    pickles as the fragment's arrays.
 
     Pickled episode by episode, a fragment is thousands of small arrays and objects: serialising it took about
     as long as sampling it, in the runner, and as long again to load in the learner's process. This list
     pickles as its few fragment-wide arrays and a table (``fragment``, see :meth:`build`); loading it builds the
-    episodes again (:func:`_rebuild`), each one's data views of those arrays.
+    episodes again (``_rebuild``), each one's data views of those arrays.
     """
 
     fragment: dict[str, Any]

@@ -100,10 +100,11 @@ class BulkPPOBatch(ConnectorV2):
     """Learner connector: single-agent episodes to PPO's train batch in one pass (module docstring).
 
     The batch of module ``default_policy``: ``obs`` (``{"observations": float32 (N, F), "action_mask": (N,
-    109)}``, where ``F`` is 636 for the card policy: the observations' features (:class:`training.features.
-    HandFeatures`, which the module passes through), 506 for ``MlpPolicy``: the observations), ``actions``
-    ``int64 (N,)``, ``action_logp`` ``float32 (N,)``, ``action_dist_inputs`` ``float32 (N, 109)``, ``advantages``
-    and ``value_targets`` ``float32 (N,)``, torch tensors on the module's device. The module is a
+    109)}``, where ``F`` is 636 for the card policy: the observations' features
+    (:class:`~training.features.HandFeatures`, which the module passes through), 506 for ``MlpPolicy``: the
+    observations), ``actions`` ``int64 (N,)``, ``action_logp`` ``float32 (N,)``, ``action_dist_inputs``
+    ``float32 (N, 109)``, ``advantages`` and ``value_targets`` ``float32 (N,)``, torch tensors on the module's
+    device. The module is a
     :class:`training.rllib.module.CardRLModule` (its ``features`` and ``compute_values``).
 
     Raises:
