@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from test_rllib import _run_dir, _train
 
 from sixnimmt_env.observation import OBS_SIZE
 from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY
@@ -230,25 +231,9 @@ def test_snapshots_play_inside_the_engine(tmp_path: Path) -> None:
 def test_batched_training_run_checkpoint_plays_in_the_arena(tmp_path: Path) -> None:
     """training.train with ray.sampler: batched on the smoke config (real local Ray, one runner, self-play on):
     two iterations, two snapshots in pool/, the checkpoints, and rllib:PATH playing in the arena."""
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "training.train",
-            str(SMOKE),
-            "--set",
-            "ray.sampler=batched",
-            "--set",
-            f"train.output_dir={tmp_path}",
-            "--no-progress",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    out = _train(str(SMOKE), "--set", "ray.sampler=batched", "--set", f"train.output_dir={tmp_path}", "--no-progress")
     assert out.returncode == 0, out.stderr[-3000:]
-    (run,) = (tmp_path / "rllib_smoke").iterdir()
+    run = _run_dir(tmp_path)
     last = max((run / "checkpoints").iterdir(), key=lambda p: int(p.name.split("_")[1]))
     progress = json.loads((last / "progress.json").read_text())
     assert progress["iterations"] == 2 and progress["steps"] == 512 and progress["snapshots"] == 2
@@ -268,13 +253,7 @@ def test_batched_training_run_checkpoint_plays_in_the_arena(tmp_path: Path) -> N
     config = yaml.safe_load((run / "config.yaml").read_text())
     config["train"]["total_timesteps"] = 1024
     (run / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    out = subprocess.run(
-        [sys.executable, "-m", "training.train", "--resume", str(run), "--no-progress"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    out = _train("--resume", str(run), "--no-progress")
     assert out.returncode == 0, out.stderr[-3000:]
     last = max((run / "checkpoints").iterdir(), key=lambda p: int(p.name.split("_")[1]))
     progress = json.loads((last / "progress.json").read_text())

@@ -398,30 +398,15 @@ def test_appo_league_run_end_to_end(tmp_path: Path) -> None:
     APPO's first iterations may come back before any sample (the loop waits for them); the run reaches its budget,
     and its report, checkpoint and final model (played in the arena: no illegal action) are there."""
     import json
-    import subprocess
-    import sys
 
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "training.train",
-            str(SMOKE),
-            "--no-progress",
-            "--set",
-            f"train.output_dir={tmp_path}",
-            "--set",
-            "ray.algorithm=appo",
-            "--set",
-            "eval.every=1000000",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    from test_rllib import _run_dir, _train
+
+    out = _train(
+        str(SMOKE), "--no-progress", "--set", f"train.output_dir={tmp_path}", "--set", "ray.algorithm=appo",
+        "--set", "eval.every=1000000",
+    )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
-    (run,) = (tmp_path / "rllib_smoke").iterdir()
+    run = _run_dir(tmp_path)
     report = (run / "report.md").read_text()
     assert "(Ray RLlib APPO)" in report and "Illegal actions: 0" in report
     last = max((run / "checkpoints").iterdir(), key=lambda p: int(p.name.split("_")[1]))

@@ -270,6 +270,14 @@ def _save_module(algo: Any, folder: Path) -> Path:
     return folder
 
 
+def _push_pool(algo: Any, cfg: TrainConfig, run_dir: Path) -> None:
+    """Send the newest ``self_play.pool_size`` snapshots of ``run_dir/pool`` to every batched env runner (at each
+    snapshot, on ``--resume``, and to runners RLlib restarted)."""
+    from training.rllib.batched_runner import push_snapshot_pool, snapshot_paths
+
+    push_snapshot_pool(algo, snapshot_paths(run_dir / "pool", cfg.self_play.pool_size))
+
+
 def _save_checkpoint(algo: Any, run_dir: Path, progress: Mapping[str, Any]) -> Path:
     folder = run_dir / "checkpoints" / f"checkpoint_{progress['steps']}_steps"
     partial = folder.with_name(folder.name + ".partial")  # renamed when whole (last_rllib_checkpoint)
@@ -360,7 +368,6 @@ def train_rllib(
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
-    from training.rllib.batched_runner import push_snapshot_pool, snapshot_paths
     from training.rllib.self_play import push_slots
 
     done = {"steps": 0, "iterations": 0, "seconds": 0.0, "snapshots": 0}
@@ -380,7 +387,7 @@ def train_rllib(
         if resume_from is not None:
             algo.restore_from_path(str(resume_from.resolve()))
             if cfg.self_play.enabled and cfg.ray.sampler == "batched":  # the pool/ folder's newest snapshots
-                push_snapshot_pool(algo, snapshot_paths(run_dir / "pool", cfg.self_play.pool_size))
+                _push_pool(algo, cfg, run_dir)
             elif cfg.self_play.enabled:
                 push_slots(algo, min(int(done["snapshots"]), cfg.self_play.pool_size))
         nodes = runner_nodes(algo)
@@ -414,7 +421,6 @@ def _loop(
         NUM_ENV_STEPS_SAMPLED,
     )
 
-    from training.rllib.batched_runner import push_snapshot_pool, snapshot_paths
     from training.rllib.self_play import LEARNER_MODULE, snapshot_into_slot
 
     evaluator = _Evaluator(cfg, run_dir)
@@ -451,7 +457,7 @@ def _loop(
                 iterations += 1
                 if health.update(algo, steps, writer) and cfg.self_play.enabled and cfg.ray.sampler == "batched":
                     # a restarted runner starts with the mixture alone: give it the snapshot pool again
-                    push_snapshot_pool(algo, snapshot_paths(run_dir / "pool", cfg.self_play.pool_size))
+                    _push_pool(algo, cfg, run_dir)
                 bar.update(sampled)
                 rate = (steps - start_steps) / max(time.perf_counter() - start, 1e-9)
                 if cfg.self_play.enabled and cfg.ray.sampler == "env":  # the learner's (the episode sums every seat's)
@@ -472,7 +478,7 @@ def _loop(
                     _save_module(algo, run_dir / "pool" / f"snapshot_{steps}")
                     slots = cfg.self_play.pool_size
                     if cfg.ray.sampler == "batched":  # the newest pool_size snapshots play inside every engine
-                        push_snapshot_pool(algo, snapshot_paths(run_dir / "pool", slots))
+                        _push_pool(algo, cfg, run_dir)
                     else:
                         snapshot_into_slot(algo, snapshots % slots, min(snapshots + 1, slots))
                     snapshots += 1
