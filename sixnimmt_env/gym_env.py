@@ -36,18 +36,19 @@ info                  ``learner_seat`` (int), ``illegal_action`` (bool),
                       better rank)
 ====================  ==============================================================
 
-Illegal actions (algorithms without masking try them): with
+Illegal actions (algorithms without masking try them), as every environment
+of the package handles them (:mod:`sixnimmt_env.rules.learner_step`): with
 ``illegal_action="terminate"`` (default) an integer action that is not legal,
 including one outside 0..108, ends the episode at once, nothing is played, the
 reward is ``-illegal_penalty`` (default
-:data:`~sixnimmt_env.pettingzoo_env.ILLEGAL_ACTION_PENALTY`, the ParallelEnv's
-171 bullheads, the whole deck: worse than any round can cost) and
-``info["illegal_action"]`` is True. With ``"raise"`` the action goes to the
-ParallelEnv, which raises its ``ValueError`` naming the agent, the action and
-the legal actions. Any integer-like action is accepted (Python and numpy
-integers, 0-d arrays and tensors through ``__index__``); a value that is not
-an integer (a float, a string) is a ``ValueError`` in both modes, as in the
-ParallelEnv.
+:data:`~sixnimmt_env.rules.learner_step.ILLEGAL_ACTION_PENALTY`, the
+ParallelEnv's 171 bullheads, the whole deck: worse than any round can cost) and
+``info["illegal_action"]`` is True. With ``"raise"`` it is a ``ValueError``
+naming the learner's agent, the action, the phase and the legal actions, and
+the env is unchanged (no opponent has acted, no random number was drawn). Any
+integer-like action is accepted (Python and numpy integers, 0-d arrays and
+tensors through ``__index__``); a value that is not an integer (a float, a
+string) is a ``ValueError`` in both modes, as in the ParallelEnv.
 
 Render modes (``render_mode=``): ``"ansi"`` (:meth:`SingleSeatEnv.render`
 returns the table as text: rows with bullheads, the cards revealed, scores,
@@ -83,10 +84,21 @@ import gymnasium as gym
 import numpy as np
 
 from sixnimmt_env.agents import Agent, make_agent
-from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY, RENDER_MODES, action_index, parallel_env
+from sixnimmt_env.pettingzoo_env import RENDER_MODES, parallel_env
 from sixnimmt_env.registration import ENV_ID
 from sixnimmt_env.render import render_table, step_events
-from sixnimmt_env.rules.engine import NOOP, NUM_ACTIONS, PlayerView
+from sixnimmt_env.rules.engine import NOOP, NUM_ACTIONS, PlayerView, State
+from sixnimmt_env.rules.learner_step import (
+    ILLEGAL_ACTION_PENALTY,
+    TRUNCATED,
+    check_illegal_action,
+    end_masks,
+    episode_summary,
+    illegal_action_error,
+    illegal_reward,
+    integer_action,
+    is_legal,
+)
 
 __all__ = ["ENV_ID", "ObservationAgent", "OpponentSampler", "SingleSeatEnv", "make_env"]
 
@@ -124,8 +136,7 @@ class ObservationAgent(Protocol):
         ...
 
 
-_NOOP_MASK = np.zeros(NUM_ACTIONS, bool)
-_NOOP_MASK[NOOP] = True
+_NOOP_MASK = end_masks(np.zeros(NUM_ACTIONS, bool))
 _NOOP_MASK.setflags(write=False)
 
 
@@ -190,7 +201,8 @@ def check_learner_options(learner_seat: object, illegal_action: str, illegal_pen
     Args:
         learner_seat: ``"random"`` or a seat index ``0..num_players-1`` (an ``int``/``np.integer``, not a ``bool``).
         illegal_action: ``"terminate"`` or ``"raise"``.
-        illegal_penalty: bullheads charged for an illegal action; must be ``> 0``.
+        illegal_penalty: bullheads charged for an illegal action; must be ``> 0``
+            (:func:`~sixnimmt_env.rules.learner_step.check_illegal_action`).
         num_players: the number of seats in the game.
 
     Raises:
@@ -202,10 +214,7 @@ def check_learner_options(learner_seat: object, illegal_action: str, illegal_pen
     )
     if not seat_ok:
         raise ValueError(f"learner_seat must be 'random' or a seat 0..{n - 1} (num_players={n}), got {learner_seat!r}")
-    if illegal_action not in ("terminate", "raise"):
-        raise ValueError(f"illegal_action must be 'terminate' or 'raise', got {illegal_action!r}")
-    if not illegal_penalty > 0:
-        raise ValueError(f"illegal_penalty must be > 0 bullheads, got {illegal_penalty!r}")
+    check_illegal_action(illegal_action, illegal_penalty)
 
 
 class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
@@ -258,15 +267,17 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         self.illegal_penalty = float(illegal_penalty)
         self.set_opponents("greedy" if opponents is None else opponents)
         first = self.agent_names[0]
-        self.observation_space = parallel.observation_space(first)["observation"]
+        space: gym.spaces.Box = parallel.observation_space(first)["observation"]
+        self.observation_space = space
         self.action_space = gym.spaces.Discrete(NUM_ACTIONS)
         self.learner_seat = 0 if learner_seat == "random" else int(learner_seat)
         self._seat_agents: list[Agent | None] = [None] * n
         self._opponents: list[Seated] = []
-        self._obs = np.zeros(self.observation_space.shape, np.float32)
+        self._obs = np.zeros(space.shape, np.float32)
         self._mask = _NOOP_MASK.copy()
         self._done = True
-        self._steps: list[Any] = []  # the ParallelEnv's steps since the learner's last decision (rendering)
+        # the ParallelEnv's steps since the learner's last decision, for rendering (ParallelEnv.last_step())
+        self._steps: list[tuple[State, list[int]] | None] = []
 
     # ------------------------------------------------------------------ opponents
 
@@ -340,14 +351,17 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
 
         Raises:
             RuntimeError: stepping a finished episode without ``reset``.
-            ValueError: an action that is not an integer (nothing changes), or an illegal action with
-                ``illegal_action="raise"`` (the ParallelEnv's error).
+            ValueError: an action that is not an integer, or an illegal action with ``illegal_action="raise"``
+                (naming the learner's agent, the action and the legal actions); nothing changes.
         """
         if self._done:
             raise RuntimeError("the episode is over: call reset()")
-        a = self._integer(action)
-        self._steps = []
-        if self.illegal_action == "terminate" and not (0 <= a < NUM_ACTIONS and self._mask[a]):
+        me = self.agent_names[self.learner_seat]
+        a = integer_action(me, action, self._legal)
+        if not is_legal(a, self._mask):
+            if self.illegal_action == "raise":
+                raise illegal_action_error(me, a, self._legal(), self.parallel.game_state.phase)
+            self._steps = []
             self._done = True
             self._mask = _NOOP_MASK.copy()  # the episode is over: the no-op alone, as after the last step
             info = {
@@ -355,25 +369,17 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
                 "illegal_action": True,
                 "action_mask": self._mask.astype(np.int8),
             }
-            return self._obs.copy(), -self.illegal_penalty, True, False, info
+            return self._obs.copy(), illegal_reward(self.illegal_penalty), True, TRUNCATED, info
+        self._steps = []
         reward, terminated = self._play(a)
         if not terminated:
             reward, terminated = self._advance(reward, terminated)
         self._done = terminated
-        return self._obs.copy(), float(reward), terminated, False, self._info(final=terminated)
+        return self._obs.copy(), float(reward), terminated, TRUNCATED, self._info(final=terminated)
 
-    def _integer(self, action: object) -> int:
-        """``action`` as an int (:func:`~sixnimmt_env.pettingzoo_env.action_index`: Python and numpy integers,
-        anything with ``__index__`` such as a 0-d torch tensor, one-element integer arrays as SB3's ``predict``
-        returns); anything else is a ``ValueError`` naming the value and the legal actions."""
-        try:
-            return action_index(action)
-        except TypeError:
-            legal = np.flatnonzero(self._mask).tolist()
-            raise ValueError(
-                f"learner action must be an integer action index 0..{NUM_ACTIONS - 1}, got {action!r} "
-                f"({type(action).__name__}); legal actions now: {legal}"
-            ) from None
+    def _legal(self) -> list[int]:
+        """The learner's legal actions now (its mask's), for error messages."""
+        return np.flatnonzero(self._mask).tolist()
 
     def action_masks(self) -> np.ndarray:
         """``bool`` array of shape ``(109,)``: True at the learner's legal actions now. Never all False: once
@@ -381,7 +387,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         is ignored by the autoreset that follows."""
         return self._mask.copy()
 
-    def render(self) -> str | np.ndarray | None:
+    def render(self) -> str | np.ndarray | None:  # type: ignore[override]  # (Gymnasium's: a free TypeVar RenderFrame)
         """The table as the learner sees it: rows with their bullheads, scores, the cards revealed, who took
         which row and why, and the learner's hand (its own cards only, R4).
 
@@ -390,7 +396,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
             (``"human"`` prints the text; without a render mode a warning).
         """
         names = self.agent_names
-        events = [line for step in self._steps if step is not None for line in step_events(*step, names)]
+        events = [line for step in self._steps if step is not None for line in step_events(step[0], step[1], names)]
         return render_table(self.parallel, self.render_mode, learner=self.learner_seat, events=events)
 
     def close(self) -> None:
@@ -441,10 +447,7 @@ class SingleSeatEnv(gym.Env[np.ndarray, np.int64]):
         }
         if final:
             state = self.parallel.game_state
-            totals = list(state.totals)
-            info["round_penalties"] = list(state.round_penalties)
-            info["totals"] = totals
-            info["rank"] = 1 + sum(t < totals[self.learner_seat] for t in totals)
+            info.update(episode_summary(state.totals, state.round_penalties, self.learner_seat))
         return info
 
 

@@ -67,14 +67,16 @@ of the others', negated so that higher is better; the rewards of a step sum to
 0; both defined by :func:`sixnimmt_env.rewards.rewards`). An illegal action
 under ``illegal_action="terminate"`` (the default, as PettingZoo classic's
 ``TerminateIllegalWrapper``, so checkers that sample unmasked actions run)
-ends the episode: the offender gets
+ends the episode: the offender (the first illegal seat in seat order) gets
 ``-ILLEGAL_ACTION_PENALTY`` (-171, the bullheads of the whole deck, worse than
 any round), every other agent 0. An integer outside 0..108 is illegal like any
 other; a value that is not an integer is a ``ValueError`` in every mode.
 ``illegal_action="raise"`` gives a ``ValueError`` naming the agent, the action
 and the legal actions instead (nothing changes). When the episode ends, every
 agent's final ``action_mask`` holds the no-op 108 alone: a mask is never all
-zero, so masked samplers never see an empty choice.
+zero, so masked samplers never see an empty choice. This contract (illegal
+actions, their reward, the end of an episode) is written once, in
+:mod:`sixnimmt_env.rules.learner_step`, for every environment of the package.
 
 **Episodes** end after the last round of the game (R12), or after one round
 with ``episode="round"``: then every termination is ``True`` and ``agents`` is
@@ -122,9 +124,9 @@ episode, and the copy continues exactly as the original with the same actions
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -133,6 +135,7 @@ from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from sixnimmt_env.backends import OK, OVER, Backend
+from sixnimmt_env.backends.recorded import RecordedBackend
 from sixnimmt_env.backends.reference import ReferenceBackend
 from sixnimmt_env.observation import (
     MAX_SEATS,
@@ -145,23 +148,29 @@ from sixnimmt_env.render import render_table, step_events
 from sixnimmt_env.rewards import check_reward_mode, rewards
 from sixnimmt_env.rules import engine
 from sixnimmt_env.rules.engine import (
-    NOOP,
     NUM_ACTIONS,
     NUM_CARDS,
     GameConfig,
     PlayerView,
     State,
 )
+from sixnimmt_env.rules.learner_step import ILLEGAL_ACTION_MODES as ILLEGAL_ACTION_MODES
+from sixnimmt_env.rules.learner_step import ILLEGAL_ACTION_PENALTY as ILLEGAL_ACTION_PENALTY
+from sixnimmt_env.rules.learner_step import (
+    TRUNCATED,
+    check_illegal_action,
+    end_masks,
+    first_illegal,
+    illegal_action_error,
+    illegal_rewards,
+    integer_action,
+    joint_actions,
+)
+from sixnimmt_env.rules.learner_step import action_index as action_index
 
 if TYPE_CHECKING:
     from sixnimmt_env.backends.compiled import LazyState
 
-ILLEGAL_ACTION_PENALTY = 171.0
-"""Bullheads charged to an agent whose illegal action ends the episode under
-``illegal_action="terminate"``: the whole deck's bullheads (R2), more than any
-player can take in one round."""
-
-ILLEGAL_ACTION_MODES = ("terminate", "raise")
 RENDER_MODES = ("ansi", "human", "rgb_array")
 INFO_MODES = ("empty", "view")
 
@@ -218,7 +227,7 @@ class ViewInfo(MutableMapping[str, Any]):
     """The agent's seat."""
 
     @classmethod
-    def infos(cls, names: Sequence[str], position: State | LazyState) -> dict[str, ViewInfo]:
+    def infos(cls, names: Sequence[str], position: State | LazyState) -> dict[str, MutableMapping[str, Any]]:
         """The infos of one step: ``{names[seat]: ViewInfo}`` for every seat, all reading ``position``.
 
         Args:
@@ -232,12 +241,13 @@ class ViewInfo(MutableMapping[str, Any]):
         """
         step = [position]
         new = object.__new__
-        infos: dict[str, ViewInfo] = {}
+        infos: dict[str, MutableMapping[str, Any]] = {}
         seat = 0
         for name in names:
-            info = infos[name] = new(cls)
+            info: ViewInfo = new(cls)
             info._src = step
             info._seat = seat
+            infos[name] = info
             seat += 1  # noqa: SIM113 (enumerate is slower here)
         return infos
 
@@ -254,11 +264,12 @@ class ViewInfo(MutableMapping[str, Any]):
         src = self._src
         if type(src) is dict:
             return src
-        if len(src) == 1:  # the step's first read: every seat's view
-            position = src[0]
-            src[0] = None
-            src.append(engine.views(position if type(position) is State else position.get()))
-        view: dict[str, Any] = src[1][self._seat]
+        step = cast(list[Any], src)
+        if len(step) == 1:  # the step's first read: every seat's view
+            position = step[0]
+            step[0] = None
+            step.append(engine.views(position if type(position) is State else position.get()))
+        view: dict[str, Any] = step[1][self._seat]
         self._src = view  # the step's list (every seat's view) is no longer reachable from here
         return view
 
@@ -291,26 +302,6 @@ class ViewInfo(MutableMapping[str, Any]):
 
 
 # --------------------------------------------------------------------------- environment
-
-
-def action_index(action: object) -> int:
-    """``action`` as a plain ``int`` action index, if it is integer-like.
-
-    Accepts Python and numpy integers and any object with ``__index__`` (a 0-d
-    integer numpy array, a one-element integer tensor of torch or another
-    library, without importing it), and one-element integer numpy arrays (what
-    ``MaskablePPO.predict`` returns for one observation). The value is not
-    range-checked here.
-
-    Raises:
-        TypeError: a ``bool``, a float, a string, a multi-element array or any
-            other object that is not an integer.
-    """
-    if isinstance(action, bool | np.bool_):
-        raise TypeError("a bool is not an action index")
-    if isinstance(action, np.ndarray) and action.size == 1 and np.issubdtype(action.dtype, np.integer):
-        return int(action.reshape(()))
-    return operator.index(action)  # type: ignore[arg-type]
 
 
 class SixNimmtParallelEnv(ParallelEnv):
@@ -373,10 +364,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         backend = config.pop("backend", "reference")
         info_mode = config.pop("infos", "empty")
         check_reward_mode(reward)
-        if illegal_action not in ILLEGAL_ACTION_MODES:
-            raise ValueError(
-                f"illegal_action must be one of {', '.join(map(repr, ILLEGAL_ACTION_MODES))}, got {illegal_action!r}"
-            )
+        check_illegal_action(illegal_action)
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(
                 f"render_mode must be None or one of {', '.join(map(repr, RENDER_MODES))}, got {render_mode!r}"
@@ -408,7 +396,7 @@ class SixNimmtParallelEnv(ParallelEnv):
             )
             for name in self._names
         }
-        self.action_spaces = {name: spaces.Discrete(NUM_ACTIONS) for name in self._names}
+        self.action_spaces: dict[str, spaces.Discrete] = {name: spaces.Discrete(NUM_ACTIONS) for name in self._names}
         self.state_space = spaces.Box(
             0.0, np.concatenate([np.ones(MAX_SEATS * NUM_CARDS, np.float32), high]), (STATE_SIZE,), np.float32
         )
@@ -418,11 +406,13 @@ class SixNimmtParallelEnv(ParallelEnv):
             self._backend: Backend = CompiledBackend(self.config)
         else:
             self._backend = ReferenceBackend(self.config)
-        self._last_step: tuple[State | LazyState, list[int]] | None = None  # recorded with a render mode
+        if render_mode is not None:  # the narrators need each step's position and actions: recorded by the backend
+            self._backend = RecordedBackend(self._backend)
         self._zero_rewards = dict.fromkeys(self._names, 0.0)
         self._known_rewards: dict[tuple[Any, ...], dict[str, float]] = {}  # see _rewards
         self._all_true = dict.fromkeys(self._names, True)
         self._all_false = dict.fromkeys(self._names, False)
+        self._truncations = dict.fromkeys(self._names, TRUNCATED)
 
     # ------------------------------------------------------------------ spaces
 
@@ -489,7 +479,6 @@ class SixNimmtParallelEnv(ParallelEnv):
         """
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0):
             raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
-        self._last_step = None
         position = {k: options[k] for k in _POSITION_KEYS if k in options} if options else None
         if position:
             if "hands" not in position:
@@ -530,53 +519,14 @@ class SixNimmtParallelEnv(ParallelEnv):
         when read (the AEC env: a plain ``dict`` built now)."""
         if self._view_infos:
             if self._dict_infos:  # the AEC env's: PettingZoo's AEC API asks for dict infos
-                views = engine.views(state if type(state) is State else state.get())  # type: ignore[union-attr]
+                views = engine.views(state if isinstance(state, State) else state.get())
                 return dict(zip(self._names, views, strict=True))
             return ViewInfo.infos(self._names, state)
         return {name: {} for name in self._names}
 
-    def _action_list(self, actions: Any) -> tuple[list[int], bool]:
-        """The joint action as one ``int`` per seat, and whether some value had to be converted (not an ``int`` or
-        numpy integer); a ``ValueError`` for a malformed joint action (not a dict, missing or unknown agents, a
-        value that is not an integer: :func:`action_index`). Nothing is range-checked here."""
-        names = self._names
-        if not isinstance(actions, Mapping):
-            raise ValueError(f"actions must be a dict {{agent: action}}, got {type(actions).__name__}")
-        missing = [name for name in names if name not in actions]
-        if missing:
-            raise ValueError(f"missing actions for {missing}; every live agent must act: {list(names)}")
-        extra = [k for k in actions if k not in self._seat_of]
-        if extra:
-            raise ValueError(f"actions for unknown agents {extra}; live agents: {list(names)}")
-        acts: list[int] = []
-        changed = False
-        for seat, name in enumerate(names):
-            a = actions[name]
-            if type(a) is int or (isinstance(a, np.integer) and not isinstance(a, np.bool_)):
-                acts.append(int(a))
-                continue
-            changed = True
-            try:
-                acts.append(action_index(a))
-            except TypeError:
-                legal = list(engine.legal_actions(self.game_state, seat))
-                raise ValueError(
-                    f"{name}: action {a!r} of type {type(a).__name__} is not an integer; legal actions: {legal}"
-                ) from None
-        return acts, changed
-
-    def _slow_step(self, actions: Any, seat: int | None = None) -> tuple[Any, ...]:
-        """:meth:`step` for a joint action the fast path refused: convert integer-like values and step again,
-        or handle the illegal action of ``seat`` (or an out-of-range one) as ``illegal_action`` says."""
-        acts, changed = self._action_list(actions)
-        for s, a in enumerate(acts):
-            if not 0 <= a < NUM_ACTIONS:
-                return self._illegal(s, a, f"is outside 0..{NUM_ACTIONS - 1}")
-        if changed:
-            return self.step(dict(zip(self._names, acts, strict=True)))
-        if seat is None:  # cannot happen: every refusal of the fast path is one of the cases above
-            raise ValueError(f"bad actions {actions!r}")
-        return self._illegal(seat, acts[seat], f"is not legal in phase {self.game_state.phase!r}")
+    def _legal(self, seat: int) -> tuple[int, ...]:
+        """``seat``'s legal actions now (for error messages and the offender of a joint action)."""
+        return engine.legal_actions(self.game_state, seat)
 
     def check_action(self, agent: str, action: Any) -> int:
         """Check one agent's action before the joint step (the AEC env calls it at that agent's turn).
@@ -588,32 +538,17 @@ class SixNimmtParallelEnv(ParallelEnv):
         Raises:
             ValueError: ``agent`` is not live; ``action`` is not an integer (every mode); or, with
                 ``illegal_action="raise"``, it is outside 0..108 or not legal now (naming the agent, the action
-                and the legal actions). Nothing changes.
+                and the legal actions: :mod:`sixnimmt_env.rules.learner_step`). Nothing changes.
         """
         if agent not in self._seat_of or agent not in self.agents:
             raise ValueError(f"{agent!r} is not a live agent; live agents: {list(self.agents)}")
         seat = self._seat_of[agent]
-        try:
-            a = action_index(action)
-        except TypeError:
-            legal = list(engine.legal_actions(self.game_state, seat))
-            raise ValueError(
-                f"{agent}: action {action!r} of type {type(action).__name__} is not an integer; legal actions: {legal}"
-            ) from None
+        a = integer_action(agent, action, partial(self._legal, seat))
         if self.illegal_action == "raise":
-            legal = list(engine.legal_actions(self.game_state, seat))
+            legal = self._legal(seat)
             if a not in legal:
-                why = f"is outside 0..{NUM_ACTIONS - 1}" if not 0 <= a < NUM_ACTIONS else "is not legal now"
-                raise ValueError(f"{agent}: action {a} {why}; legal actions: {legal}")
+                raise illegal_action_error(agent, a, legal, self.game_state.phase)
         return a
-
-    def _illegal(self, seat: int, action: int, why: str) -> tuple[Any, ...]:
-        """An integer action that is out of range or not legal: raise (``"raise"``) or end the episode."""
-        name = self._names[seat]
-        if self.illegal_action == "raise":
-            legal = list(engine.legal_actions(self.game_state, seat))
-            raise ValueError(f"{name}: action {action} {why}; legal actions: {legal}")
-        return self._terminate(name)
 
     def step(
         self, actions: Mapping[str, Any]
@@ -624,7 +559,7 @@ class SixNimmtParallelEnv(ParallelEnv):
         dict[str, bool],
         dict[str, MutableMapping[str, Any]],
     ]:
-        """Apply one joint action: one action per live agent (Python or numpy integers).
+        """Apply one joint action: one action per live agent (integers: :func:`~.learner_step.action_index`).
 
         Returns:
             ``(observations, rewards, terminations, truncations, infos)``, each
@@ -632,7 +567,7 @@ class SixNimmtParallelEnv(ParallelEnv):
 
         Raises:
             ValueError: missing or extra agents, an action that is not an
-                integer or outside 0..108, an illegal action with
+                integer, an illegal one (outside 0..108 or not legal now) with
                 ``illegal_action="raise"`` (naming the agent, the action, the
                 phase and the legal actions), or stepping a finished episode.
                 The environment is unchanged and stays usable.
@@ -643,18 +578,17 @@ class SixNimmtParallelEnv(ParallelEnv):
             raise ValueError("the episode is over (agents is empty): call reset() to start a new one")
         names = self._names
         backend = self._backend
-        before = backend.snapshot() if self.render_mode is not None else None
-        try:
+        try:  # the joint action as handed in (Python or numpy integers: every step of a typical caller)
             values = list(map(actions.__getitem__, names))
             if len(actions) != len(names):
                 raise KeyError
             code = backend.step(values)  # checks every action; nothing changes if one is bad
         except (KeyError, TypeError, IndexError, OverflowError, AttributeError, ValueError):
-            return self._slow_step(actions)
-        if code >= 0:  # an illegal action of seat `code`
-            return self._slow_step(actions, code)
-        if before is not None:
-            self._last_step = (before, [int(a) for a in values])
+            code = None
+        if code is None or code >= 0:  # refused: converted by the contract, then stepped, or illegal
+            values, code = self._step_converted(actions)
+            if code >= 0:
+                return self._illegal(code, values[code])
         masks = backend.masks
         observations = {
             name: {"observation": o, "action_mask": m}
@@ -667,13 +601,39 @@ class SixNimmtParallelEnv(ParallelEnv):
         else:  # (self._infos's own branch, one Python call fewer: the ParallelEnv's every step)
             infos = ViewInfo.infos(names, backend.snapshot())  # type: ignore[arg-type]
         if code == OK:
-            return observations, self._zero_rewards.copy(), self._all_false.copy(), self._all_false.copy(), infos
+            return observations, self._zero_rewards.copy(), self._all_false.copy(), self._truncations.copy(), infos
         rewards = self._rewards(backend.penalties)
         if code == OVER:
             self.agents = []
-            masks[:, NOOP] = 1  # the episode is over: the no-op alone keeps every mask non-empty
-            return observations, rewards, self._all_true.copy(), self._all_false.copy(), infos
-        return observations, rewards, self._all_false.copy(), self._all_false.copy(), infos
+            end_masks(masks)
+            return observations, rewards, self._all_true.copy(), self._truncations.copy(), infos
+        return observations, rewards, self._all_false.copy(), self._truncations.copy(), infos
+
+    def _step_converted(self, actions: Any) -> tuple[list[int], int]:
+        """A joint action the backend refused as handed in: as plain ints (:func:`~.learner_step.joint_actions`,
+        a ``ValueError`` for malformed input), then stepped if every one is in 0..108 (the backend's code: the
+        first illegal seat or a step code), else the first illegal seat (:func:`~.learner_step.first_illegal`)."""
+        values = joint_actions(self._names, actions, self._legal)
+        if not all(0 <= a < NUM_ACTIONS for a in values):
+            seat = first_illegal(values, self._legal)
+            if seat is not None:  # (always: some value is outside 0..108)
+                return values, seat
+        return values, self._backend.step(values)
+
+    def _illegal(self, seat: int, action: int) -> tuple[Any, ...]:
+        """``seat``'s illegal integer ``action`` (the first in seat order): raise (``"raise"``), or end the episode
+        (``"terminate"``) with :func:`~.learner_step.illegal_rewards`, the no-op alone in every mask and the
+        infos of the unchanged position."""
+        name = self._names[seat]
+        if self.illegal_action == "raise":
+            raise illegal_action_error(name, action, self._legal(seat), self.game_state.phase)
+        self.agents = []
+        backend = self._backend
+        backend.observe()  # fresh arrays: the arrays of the last step were handed out already
+        end_masks(backend.masks)
+        rewards = dict(zip(self._names, illegal_rewards(len(self._names), seat), strict=True))
+        infos = self._infos(backend.snapshot())  # type: ignore[arg-type]
+        return self._observations(), rewards, self._all_true.copy(), self._truncations.copy(), infos
 
     def _rewards(self, penalties: Sequence[int]) -> dict[str, float]:
         """Rewards of one step from the bullheads each seat took: :func:`sixnimmt_env.rewards.rewards`.
@@ -695,20 +655,6 @@ class SixNimmtParallelEnv(ParallelEnv):
                 self._known_rewards.clear()
             known = self._known_rewards[key] = dict(zip(self._names, rewards(penalties, mode), strict=True))
         return known.copy()
-
-    def _terminate(self, offender: str) -> tuple[Any, ...]:
-        """End the episode after an illegal action of ``offender`` (``illegal_action="terminate"``)."""
-        rewards = self._zero_rewards.copy()
-        rewards[offender] = -ILLEGAL_ACTION_PENALTY
-        self.agents = []
-        self._backend.observe()  # fresh arrays: the arrays of the last step were handed out already
-        observations = self._observations()
-        for ob in observations.values():  # the episode is over: the no-op alone, as after the last round
-            mask = ob["action_mask"]
-            mask[:] = 0
-            mask[NOOP] = 1
-        state = self._backend.snapshot()
-        return observations, rewards, self._all_true.copy(), self._all_false.copy(), self._infos(state)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ state and rendering
 
@@ -733,13 +679,16 @@ class SixNimmtParallelEnv(ParallelEnv):
         return render_table(self, self.render_mode)
 
     def last_step(self) -> tuple[State, list[int]] | None:
-        """The state the last step was applied to and its joint action (one int per seat), recorded only with
-        a render mode; ``None`` without one, after :meth:`reset` and after an illegal action."""
-        last = self._last_step
+        """The state the last applied step was applied to and its joint action (one int per seat), recorded only
+        with a render mode (:class:`~sixnimmt_env.backends.recorded.RecordedBackend`); ``None`` without one and
+        after :meth:`reset` until a step is applied. An illegal or refused action applies nothing and records
+        nothing."""
+        backend = self._backend
+        last = backend.last_step if isinstance(backend, RecordedBackend) else None
         if last is None:
             return None
         before, actions = last
-        return (before if type(before) is State else before.get()), actions
+        return (before if isinstance(before, State) else before.get()), actions
 
     def last_events(self) -> list[str]:
         """What the last step did, one line per card (:func:`sixnimmt_env.render.step_events`); an empty list

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -65,9 +65,18 @@ from sixnimmt_env.compiled.heuristics import KINDS
 from sixnimmt_env.compiled.learner import LearnerTables
 from sixnimmt_env.compiled.mc import MonteCarloPlayers
 from sixnimmt_env.gym_env import check_learner_options
-from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
 from sixnimmt_env.rewards import check_reward_mode
-from sixnimmt_env.rules.engine import NOOP, NUM_ACTIONS, GameConfig, view
+from sixnimmt_env.rules.engine import NOOP, NUM_ACTIONS, PHASES, GameConfig, view
+from sixnimmt_env.rules.learner_step import (
+    ILLEGAL_ACTION_PENALTY,
+    TRUNCATED,
+    ended,
+    episode_summary,
+    illegal_action_error,
+    illegal_reward,
+    integer_action,
+    legal_in_masks,
+)
 from sixnimmt_env.stats import win_shares
 from training.opponents import MixtureSampler
 from training.ppo_agents import PolicyAgent
@@ -155,7 +164,7 @@ class SixNimmtVecEnv(VecEnv):
         check_learner_options(learner_seat, illegal_action, illegal_penalty, n)
         from sixnimmt_env.pettingzoo_env import parallel_env
 
-        observation_space = parallel_env(**config).observation_space("player_0")["observation"]
+        observation_space = cast(spaces.Box, parallel_env(**config).observation_space("player_0")["observation"])
         self.render_mode = None
         B = int(num_envs)
         self.num_players = n
@@ -300,6 +309,7 @@ class SixNimmtVecEnv(VecEnv):
             sel = which == k
             g, s = games[sel], seats[sel]
             agent = self._externals[k]
+            chosen: np.ndarray | list[int]
             if isinstance(agent, PolicyAgent | ChampionAgent):
                 chosen = agent.choose(self.tables.observe_pairs(g, s), self.tables.mask_pairs(g, s), self.np_random)
             elif type(agent) is ref_agents.MonteCarloAgent:
@@ -392,54 +402,61 @@ class SixNimmtVecEnv(VecEnv):
 
         Raises:
             RuntimeError: ``step`` before ``reset``.
-            ValueError: an illegal action with ``illegal_action="raise"``, naming the env, the action and the legal
-                actions.
+            ValueError: actions that are not integers, or an illegal action with ``illegal_action="raise"``,
+                naming the env, the action and the legal actions (:mod:`sixnimmt_env.rules.learner_step`); no game
+                changes.
         """
         if not self._started or self._actions is None:
             raise RuntimeError("call reset() before step()")
         B, t = self.num_envs, self.tables
-        actions = np.asarray(self._actions).reshape(B).astype(np.int64)
+        actions = np.asarray(self._actions).reshape(B)
         self._actions = None
-        legal = (actions >= 0) & (actions < NUM_ACTIONS)
-        legal[legal] = self._mask8[self._index[legal], actions[legal]] != 0
+        if actions.dtype.kind not in "iu":  # a float 2.7 is not the action 2: refused, as in the other envs
+            values = actions.tolist()  # (Python scalars: the message shows 2.7, not np.float64(2.7))
+            actions = np.array([integer_action(self._who(b), a, self._legal(b)) for b, a in enumerate(values)])
+        actions = actions.astype(np.int64)
+        legal = legal_in_masks(actions, self._mask8)
         illegal = ~legal
         if illegal.any() and self.illegal_action == "raise":
             b = int(np.flatnonzero(illegal)[0])
-            raise ValueError(
-                f"env {b} (learner seat {int(t.seat[b])}): action {int(actions[b])} is not legal; "
-                f"legal actions: {np.flatnonzero(self._mask8[b]).tolist()}"
-            )
+            phase = PHASES[int(t.games.phase[b])]
+            raise illegal_action_error(self._who(b), int(actions[b]), self._legal(b)(), phase)
         reward = self._reward
         reward[:] = 0.0
         self._joint[self._index, t.seat] = np.where(legal, actions, NOOP)
         self._play(legal.copy(), reward)  # the learner's reward in this env's mode (sixnimmt_env.rewards)
-        reward[illegal] = -self.illegal_penalty
-        dones = t.games.done | illegal
+        reward[illegal] = illegal_reward(self.illegal_penalty)
+        dones = ended(t.games.done, illegal)
         if self.win_bonus and dones.any():
             reward += self.win_bonus * self._win_shares(dones & ~illegal)
         infos: list[dict[str, Any]] = [{} for _ in range(B)]
         if dones.any():
             self._observe()
-            ended = np.flatnonzero(dones)
-            for b in ended:
+            games = np.flatnonzero(dones)
+            for b in games.tolist():
                 s = int(t.seat[b])
                 info: dict[str, Any] = {
                     "terminal_observation": self._obs[b].copy(),
-                    "TimeLimit.truncated": False,
+                    "TimeLimit.truncated": TRUNCATED,
                     "learner_seat": s,
                     "illegal_action": bool(illegal[b]),
                 }
                 if not illegal[b]:
-                    totals = t.games.totals[b]
-                    info["round_penalties"] = t.games.round_pen[b].tolist()
-                    info["totals"] = totals.tolist()
-                    info["rank"] = 1 + int(np.count_nonzero(totals < totals[s]))
+                    info.update(episode_summary(t.games.totals[b], t.games.round_pen[b], s))
                 infos[b] = info
             t.restart(dones)
-            self._start(ended)
+            self._start(games)
         out, self._out = self._out, None
         self._observe(out)
         return self._obs.copy() if out is None else out, reward.copy(), dones, infos
+
+    def _who(self, b: int) -> str:
+        """Who acts in env ``b``, for error messages: ``"env b (learner seat s)"``."""
+        return f"env {b} (learner seat {int(self.tables.seat[b])})"
+
+    def _legal(self, b: int) -> Callable[[], list[int]]:
+        """The learner's legal actions in env ``b`` now, when called (for error messages)."""
+        return lambda: np.flatnonzero(self._mask8[b]).tolist()
 
     def _win_shares(self, ended: np.ndarray) -> np.ndarray:
         """``float32 (B,)``: in the games of ``ended`` (bool (B,)), the learner's share of the win
@@ -518,13 +535,13 @@ class MixedTablesVecEnv(VecEnv):
         if not parts:
             raise ValueError("MixedTablesVecEnv needs at least one batch")
         first = parts[0]
-        space = first.observation_space
+        space = cast(spaces.Box, first.observation_space)
         for part in parts[1:]:
-            other = part.observation_space
+            other = cast(spaces.Box, part.observation_space)
             if other.shape != space.shape or other.dtype != space.dtype or part.action_space != first.action_space:
                 raise ValueError("the batches of a MixedTablesVecEnv must have the same shapes and action space")
             # the bounds may differ (whole games: the most rounds a game can last depends on the table size)
-            space = spaces.Box(np.minimum(space.low, other.low), np.maximum(space.high, other.high), dtype=space.dtype)
+            space = spaces.Box(np.minimum(space.low, other.low), np.maximum(space.high, other.high), dtype=np.float32)
         self.parts = list(parts)
         self.render_mode = None
         bounds = np.cumsum([0] + [part.num_envs for part in parts])

@@ -23,16 +23,19 @@ With ``self_play.enabled`` the RLlib backend (:mod:`training.rllib.backend`) tra
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
+from ray.rllib.utils.typing import AgentID, MultiAgentDict
 
 from sixnimmt_env.gym_env import Seated, opponent_actions, seated
 from sixnimmt_env.pettingzoo_env import parallel_env
 from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY, masked_space
 from sixnimmt_env.rules.engine import NOOP, NUM_ACTIONS
+from sixnimmt_env.rules.learner_step import illegal_action_error, integer_action, is_legal
 from training.opponents import MixtureSampler
 
 __all__ = [
@@ -55,11 +58,16 @@ def slot_module(slot: int) -> str:
     return f"snapshot{slot}"
 
 
-def league_mapping(agent_id: str, episode: Any = None, **kwargs: Any) -> str:
+def league_mapping(agent_id: AgentID, episode: Any = None, **kwargs: Any) -> str:
     """RLlib's ``policy_mapping_fn``: ``learner_<seat>`` to :data:`LEARNER_MODULE`, ``snapshot<k>_<seat>`` to
     ``snapshot<k>``."""
-    role = agent_id.split("_", 1)[0]
+    role = str(agent_id).split("_", 1)[0]
     return LEARNER_MODULE if role == "learner" else role
+
+
+def _legal(mask: np.ndarray) -> list[int]:
+    """The legal actions of a seat's mask (for the learner-step contract's messages)."""
+    return np.flatnonzero(mask).tolist()
 
 
 class LeagueEnv(MultiAgentEnv):
@@ -89,18 +97,18 @@ class LeagueEnv(MultiAgentEnv):
         self.pool_slots = int(config["pool_slots"])
         self.filled = int(config.get("filled", 0))
         seats = range(max(sizes))
-        self.possible_agents = [f"learner_{s}" for s in seats] + [
-            f"{slot_module(k)}_{s}" for k in range(self.pool_slots) for s in seats
-        ]
+        possible: list[AgentID] = [f"learner_{s}" for s in seats]
+        possible += [f"{slot_module(k)}_{s}" for k in range(self.pool_slots) for s in seats]
+        self.possible_agents = possible
         self.agents = []
         space = masked_space(self.parallel.observation_space(self.names[0])["observation"])
         self.observation_spaces = dict.fromkeys(self.possible_agents, space)
         self.action_spaces = dict.fromkeys(self.possible_agents, spaces.Discrete(NUM_ACTIONS))
         self._rng = np.random.default_rng()
-        self._seat_agent: dict[int, str] = {}  # seat -> RLlib agent id
+        self._seat_agent: dict[int, AgentID] = {}  # seat -> RLlib agent id
         self._inside: list[Seated] = []  # the agents played inside the env
-        self._pending: dict[str, float] = {}
-        self._last: dict[str, dict[str, np.ndarray]] = {}
+        self._pending: dict[AgentID, float] = {}
+        self._last: dict[AgentID, dict[str, np.ndarray]] = {}
 
     def set_filled(self, filled: int) -> None:
         """Slots holding a snapshot from the next episode on (``0..pool_slots``)."""
@@ -108,7 +116,9 @@ class LeagueEnv(MultiAgentEnv):
             raise ValueError(f"filled must be 0..{self.pool_slots} (pool_slots), got {filled}")
         self.filled = filled
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+    def reset(  # type: ignore[override]  # RLlib's MultiAgentEnv.reset (matched here) differs from gymnasium's Env.reset
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[MultiAgentDict, MultiAgentDict]:
         """Draw the seats and opponents, deal, play in-env steps up to an RLlib agent's decision.
 
         Returns:
@@ -139,18 +149,24 @@ class LeagueEnv(MultiAgentEnv):
         obs, _ = self._emit(False)
         return obs, {}
 
-    def step(self, action_dict: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+    def step(  # type: ignore[override]  # RLlib's MultiAgentEnv.step (matched here) differs from gymnasium's Env.step
+        self, action_dict: MultiAgentDict
+    ) -> tuple[MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]:
         """Play the RLlib agents' actions (and the in-env seats'), then in-env-only steps up to the next
         decision of an RLlib agent or the end of the episode.
 
         Raises:
-            ValueError: an illegal action (the ParallelEnv's error naming the agent and the legal actions).
+            ValueError: an RLlib agent's action that is not an integer (a float is never truncated), or not legal now
+                (a deciding agent left out of ``action_dict`` plays the no-op 108): the learner-step contract's
+                error (:mod:`sixnimmt_env.rules.learner_step`) naming the seat's agent of the table
+                (``player_<seat>``), the action and the legal actions, for the first such seat in seat order. It is
+                raised before any seat acts: nothing is played and no random number is drawn.
         """
-        done = self._play(action_dict)
+        done = self._play(self._checked(action_dict))
         if not done:
             done = self._advance(done)
         obs, rewards = self._emit(done)
-        terminateds = {"__all__": done}
+        terminateds: MultiAgentDict = {"__all__": done}
         if done:
             terminateds.update(dict.fromkeys(self.agents, True))
         return obs, rewards, terminateds, {"__all__": False}, {}
@@ -167,14 +183,28 @@ class LeagueEnv(MultiAgentEnv):
                     MASK_KEY: np.asarray(ob["action_mask"], np.int8),
                 }
 
-    def _deciders(self) -> list[str]:
+    def _deciders(self) -> list[AgentID]:
         return [a for a, ob in self._last.items() if not ob[MASK_KEY][NOOP] and ob[MASK_KEY].any()]
 
-    def _play(self, action_dict: Mapping[str, Any]) -> bool:
+    def _checked(self, action_dict: Mapping[AgentID, Any]) -> dict[int, int]:
+        """Every RLlib agent's action by seat (the no-op 108 for one left out), each a legal integer (the
+        learner-step contract, as in :class:`sixnimmt_env.gym_env.SingleSeatEnv`), checked before anyone acts."""
+        checked: dict[int, int] = {}
+        for seat in sorted(self._seat_agent):
+            name = self.names[seat]
+            mask = self._observations[name]["action_mask"]
+            a = integer_action(name, action_dict.get(self._seat_agent[seat], NOOP), partial(_legal, mask))
+            if not is_legal(a, mask):
+                raise illegal_action_error(name, a, _legal(mask), self.parallel.game_state.phase)
+            checked[seat] = a
+        return checked
+
+    def _play(self, checked: Mapping[int, int]) -> bool:
+        """One ParallelEnv step: the RLlib agents' ``checked`` actions (by seat; the no-op for a seat left out) and
+        the in-env opponents' (:func:`~sixnimmt_env.gym_env.opponent_actions`)."""
         actions = dict.fromkeys(self.names, NOOP)
-        for seat, agent_id in self._seat_agent.items():
-            if agent_id in action_dict:
-                actions[self.names[seat]] = int(action_dict[agent_id])
+        for seat, a in checked.items():
+            actions[self.names[seat]] = a
         opponent_actions(self.parallel, self._observations, self._inside, actions, self._rng)
         observations, rewards, terminations, truncations, _ = self.parallel.step(actions)
         for seat, agent_id in self._seat_agent.items():
@@ -187,7 +217,7 @@ class LeagueEnv(MultiAgentEnv):
             done = self._play({})
         return done
 
-    def _emit(self, done: bool) -> tuple[dict, dict]:
+    def _emit(self, done: bool) -> tuple[MultiAgentDict, MultiAgentDict]:
         ids = self.agents if done else self._deciders()
         obs = {a: self._last[a] for a in ids}
         rewards = {a: self._pending[a] for a in ids}
@@ -226,8 +256,6 @@ def push_slots(algo: Any, filled: int) -> None:
     The env runners get the weights directly: RLlib's ``sync_weights`` skips runners whose weights sequence
     number is already current (the learner's, here).
     """
-    from functools import partial
-
     ids = [slot_module(k) for k in range(filled)]
     weights = algo.learner_group.get_weights(ids) if ids else {}
     algo.env_runner_group.foreach_env_runner(partial(_set_slots, weights=weights, filled=filled))
