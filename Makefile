@@ -39,10 +39,10 @@ train: install
 # hand-and-table card features) and stage 8 (the same with tables of stage 6, the champion it had to beat), then
 # the two stages on tables of 2 to 10 players (about 75 minutes), whose weights `champion` plays at 3 and 5 to 10
 # players, and their continuation at 2 players (about 32 minutes), which `champion` plays at 2. The stages are listed
-# in configs/recipes/champion.yaml; after a stop, go on with
-# `python -m training.recipe configs/recipes/champion.yaml --from STAGE --force` (`--list` shows what is done).
+# in lab/configs/recipes/champion.yaml (the lab: how champion was made, not installed); after a stop, go on with
+# `python -m lab.recipe lab/configs/recipes/champion.yaml --from STAGE --force` (`--list` shows what is done).
 champion: install
-	$(PY) -m training.recipe configs/recipes/champion.yaml --all --force
+	$(PY) -m lab.recipe lab/configs/recipes/champion.yaml --all --force
 
 test: install
 	$(PY) -m pytest -q -n 2
@@ -52,8 +52,11 @@ test: install
 docs: install
 	$(PY) -m sphinx -q -E -n -W --keep-going -b html docs site
 
+# The static checks (CI runs them after the tests; .pre-commit-config.yaml runs the same four before a commit): ruff's
+# rules, ruff's format, the import layers (lint-imports, pyproject.toml) and the type hints (mypy over sixnimmt_env,
+# training and lab: [tool.mypy] in pyproject.toml).
 lint: install
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports && $(VENV)/bin/mypy
 
 bench: install
 	$(PY) benchmarks/env_throughput.py

@@ -195,15 +195,16 @@ def train_rate(config: str, steps: int) -> float:
     from sb3_contrib import MaskablePPO
 
     import training.ppo_agents  # noqa: F401  (ppo: specs)
+    from training.config import load_config
+    from training.opponents import mixture_sampler
     from training.policy import algo_kwargs
-    from training.train_config import load_config
     from training.vec import build_vec_env
 
     cfg = load_config(config)
     torch.set_num_threads(cfg.train.torch_threads)
-    venv = build_vec_env(cfg, None)
+    venv = build_vec_env(cfg.env, cfg.train, mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw))
     try:
-        model = MaskablePPO(env=venv, seed=cfg.train.seed, device=cfg.train.device, **algo_kwargs(cfg))
+        model = MaskablePPO(env=venv, seed=cfg.train.seed, device=cfg.train.device, **algo_kwargs(cfg.algo))
         model.learn(2048)  # warm up (numba loads, first rollout)
         t0, w0 = _tree_cpu(), time.perf_counter()
         model.learn(steps, reset_num_timesteps=False)

@@ -45,12 +45,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import numpy as np
 
-from training.train_config import TrainConfig, load_config, train_batch_size
+from training.config import TrainConfig, load_config
+from training.config.rllib_settings import train_batch_size
 
 
 def sample_episodes(cfg: TrainConfig) -> list[Any]:
-    """One iteration's episodes (``train_batch_size(cfg)`` env steps) from a local env runner of ``cfg`` (RLlib's
-    ``SingleAgentEnvRunner``, or the runner class ``ray.sampler`` names)."""
+    """One iteration's episodes (``train_batch_size(cfg.algo, cfg.ray)`` env steps) from a local env runner of
+    ``cfg`` (RLlib's ``SingleAgentEnvRunner``, or the runner class ``ray.sampler`` names)."""
     from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
     from training.rllib.backend import algorithm_config, register_envs
@@ -59,7 +60,7 @@ def sample_episodes(cfg: TrainConfig) -> list[Any]:
     config = algorithm_config(cfg)
     runner = (config.env_runner_cls or SingleAgentEnvRunner)(config=config, worker_index=0)  # ray.sampler's
     try:
-        return runner.sample(num_timesteps=train_batch_size(cfg), force_reset=True)
+        return runner.sample(num_timesteps=train_batch_size(cfg.algo, cfg.ray), force_reset=True)
     finally:
         runner.stop()
 
@@ -155,15 +156,15 @@ def sb3_update_rate(cfg: TrainConfig, episodes: list[Any], repeats: int, n_envs:
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from sixnimmt_env.gym_env import make_env
+    from training.config.rllib_settings import model_config
     from training.policy import CardPolicy
     from training.rollouts import critic_values
-    from training.train_config import model_config
 
     data = _trajectories(episodes)
     n_total = len(data["obs"]) // n_envs * n_envs
     n_steps = n_total // n_envs
     a = cfg.algo
-    policy = {"card": CardPolicy, "MlpPolicy": "MlpPolicy"}[model_config(cfg)["policy"]]
+    policy = {"card": CardPolicy, "MlpPolicy": "MlpPolicy"}[model_config(cfg.algo)["policy"]]
     model = MaskablePPO(
         policy,
         DummyVecEnv([lambda: make_env(num_players=4, opponents="greedy")] * n_envs),
@@ -177,7 +178,7 @@ def sb3_update_rate(cfg: TrainConfig, episodes: list[Any], repeats: int, n_envs:
         ent_coef=a.ent_coef,
         vf_coef=a.vf_coef,
         max_grad_norm=a.max_grad_norm,
-        policy_kwargs={"net_arch": model_config(cfg)["net_arch"]},
+        policy_kwargs={"net_arch": model_config(cfg.algo)["net_arch"]},
         seed=cfg.train.seed,
         device="cpu",
     )
@@ -259,7 +260,7 @@ def main() -> None:
         if k > 0 and not ray.is_initialized():
             from training.rllib.backend import start_ray
 
-            started = start_ray(cfg)
+            started = start_ray(cfg.ray)
         try:
             r = rllib_update_rate(cfg, episodes, args.repeats, args.profile if k == 0 else None)
         finally:

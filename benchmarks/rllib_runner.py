@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 import numpy as np
 import torch
 
-from training.train_config import TrainConfig, load_config
+from training.config import TrainConfig, load_config
 
 
 class SB3Rollouts:
@@ -62,12 +62,14 @@ class SB3Rollouts:
         from sb3_contrib import MaskablePPO
 
         from sixnimmt_env.rules.engine import NUM_ACTIONS
+        from training.opponents import mixture_sampler
         from training.policy import algo_kwargs
         from training.rollouts import _Job
         from training.vec import build_vec_env
 
-        self.venv = venv = build_vec_env(cfg, None)
-        kwargs = {"policy": "MlpPolicy", **algo_kwargs(cfg)}
+        sampler = mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw)
+        self.venv = venv = build_vec_env(cfg.env, cfg.train, sampler)
+        kwargs = {"policy": "MlpPolicy", **algo_kwargs(cfg.algo)}
         self.policy = MaskablePPO(env=venv, seed=cfg.train.seed, device="cpu", verbose=0, **kwargs).policy
         self.policy.set_training_mode(False)
         n, t = venv.num_envs, cfg.algo.n_steps
@@ -83,7 +85,7 @@ class SB3Rollouts:
             "last_dones": (n,),
         }
         self.slot = {k: np.zeros(v, np.float32) for k, v in shapes.items()}
-        self.job = _Job(0, cfg, None, [], t, cfg.algo.gamma, 0, n, [], shapes)
+        self.job = _Job(0, cfg.env, cfg.train, sampler, None, t, cfg.algo.gamma, 0, n, [], shapes)
         venv.seed(cfg.train.seed)
         self.obs, self.starts = venv.reset(), np.ones(n, np.float32)
         self.collect()  # warm-up
@@ -189,7 +191,7 @@ def end_to_end_rllib(cfg: TrainConfig, seconds: float) -> dict[str, float]:
 
     from training.rllib.backend import algorithm_config, register_envs, start_ray
 
-    started = start_ray(cfg)
+    started = start_ray(cfg.ray)
     register_envs()
     algo = algorithm_config(cfg).build_algo()
     try:
@@ -279,7 +281,7 @@ def main() -> None:
     sb3_e2e = load_config(args.sb3_config, [*off, "distill.enabled=false", "train.workers=2"])
     budget = int(base * args.end_to_end / 3)  # about the requested seconds at a third of the sampling rate
     budget -= budget % (sb3_e2e.train.n_envs * sb3_e2e.algo.n_steps)
-    r = measure(sb3_e2e, algo_kwargs(sb3_e2e), max(budget, 2 * sb3_e2e.train.n_envs * sb3_e2e.algo.n_steps))
+    r = measure(sb3_e2e, algo_kwargs(sb3_e2e.algo), max(budget, 2 * sb3_e2e.train.n_envs * sb3_e2e.algo.n_steps))
     e2e_base = r["steps_per_second"]
     row(f"sb3 {Path(args.sb3_config).stem}, workers=2, {r['steps']:,} steps", e2e_base, None)
     for sampler in ("batched", "env"):

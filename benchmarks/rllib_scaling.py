@@ -78,7 +78,7 @@ def main() -> None:
     from learner_rate import rllib_update_rate, sample_episodes, sb3_update_rate
     from rllib_runner import RunnerActor, SB3Rollouts, interleaved
 
-    from training.train_config import load_config
+    from training.config import load_config
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default="configs/rllib_ppo_4p.yaml")

@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from training.train_config import TrainConfig, load_config
+from training.config import TrainConfig, load_config
 
 
 def measure_rllib(cfg: TrainConfig, iterations: int) -> dict[str, float]:
@@ -51,7 +51,7 @@ def measure_rllib(cfg: TrainConfig, iterations: int) -> dict[str, float]:
 
     from training.rllib.backend import algorithm_config, register_envs, start_ray
 
-    started = start_ray(cfg)
+    started = start_ray(cfg.ray)
     register_envs()
     algo = algorithm_config(cfg).build_algo()
     try:
@@ -91,7 +91,7 @@ def measure_sb3(config: str, steps: int, overrides: tuple[str, ...] = ()) -> dic
     from training.policy import algo_kwargs
 
     cfg = load_config(config, ["self_play.enabled=false", *overrides])
-    return measure(cfg, algo_kwargs(cfg), steps)
+    return measure(cfg, algo_kwargs(cfg.algo), steps)
 
 
 def main() -> None:

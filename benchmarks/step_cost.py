@@ -53,9 +53,9 @@ import torch
 from sb3_contrib import MaskablePPO
 
 import training.ppo_agents  # noqa: F401  (ppo: specs)
-from training.opponents import sampler_from_config
+from training.config import TrainConfig, load_config
+from training.opponents import mixture_sampler
 from training.policy import algo_kwargs
-from training.train_config import load_config
 from training.vec import build_vec_env
 
 
@@ -94,17 +94,18 @@ def _macs(module: torch.nn.Module, per_sample: dict[str, int]) -> int:
     return total
 
 
-def _async_learner(cfg: object, rollouts: int, pool: list[str]) -> tuple[float, float, float, float]:
+def _async_learner(cfg: TrainConfig, rollouts: int, pool: list[str]) -> tuple[float, float, float, float]:
     """Run ``cfg`` with ``train.workers=2`` for ``rollouts`` rollouts, the snapshots ``pool`` in its self-play pool;
     returns the learner's ms per 1000 steps in ``train()`` (the update; the features come with the rollout),
     outside ``train()`` and outside waiting (the critic's values, taking the rollout, the callbacks), the steps/s,
     and its ms per 1000 steps waiting for the rollout process."""
     from training.rollouts import AsyncMaskablePPO, RolloutWorkers
 
-    cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"workers": 2})})  # type: ignore[attr-defined]
-    workers = RolloutWorkers(cfg, 2, cfg.algo.n_steps, cfg.algo.gamma, pool=pool)  # type: ignore[attr-defined]
+    train = cfg.train.model_copy(update={"workers": 2})
+    sampler = mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw, pool)
+    workers = RolloutWorkers(cfg.env, train, sampler, 2, cfg.algo.n_steps, cfg.algo.gamma)
     try:
-        model = AsyncMaskablePPO(env=workers, seed=0, device="cpu", verbose=0, **algo_kwargs(cfg))  # type: ignore[arg-type]
+        model = AsyncMaskablePPO(env=workers, seed=0, device="cpu", verbose=0, **algo_kwargs(cfg.algo))
         per_rollout = model.n_steps * workers.num_envs
         model.learn(4 * per_rollout)
         times: dict[str, float] = {}
@@ -151,8 +152,8 @@ def main() -> None:
     args = p.parse_args()
     cfg = load_config(args.config, [*args.overrides, "distill.enabled=false", "train.workers=1"])
     torch.set_num_threads(cfg.train.torch_threads)
-    venv = build_vec_env(cfg, None)
-    model = MaskablePPO(env=venv, seed=cfg.train.seed, device="cpu", verbose=0, **algo_kwargs(cfg))
+    venv = build_vec_env(cfg.env, cfg.train, mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw))
+    model = MaskablePPO(env=venv, seed=cfg.train.seed, device="cpu", verbose=0, **algo_kwargs(cfg.algo))
     base = venv.venv if hasattr(venv, "venv") else venv
     pool: list[str] = []
     if cfg.self_play.enabled:
@@ -160,7 +161,7 @@ def main() -> None:
         for i in range(cfg.self_play.pool_size if args.pool is None else args.pool):
             model.save(folder / f"snapshot_{i}.zip")
             pool.append(str(folder / f"snapshot_{i}.zip"))
-        venv.env_method("set_opponents", sampler_from_config(cfg, pool))
+        venv.env_method("set_opponents", mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw, pool))
     per_rollout = model.n_steps * venv.num_envs
     model.learn(4 * per_rollout)  # warm up: numba, torch, the pool's snapshot loaded
     times: dict[str, float] = {}

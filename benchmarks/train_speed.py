@@ -48,9 +48,9 @@ import torch
 from sb3_contrib import MaskablePPO
 
 import training.ppo_agents  # noqa: F401  (ppo: specs)
-from training.opponents import sampler_from_config
+from training.config import TrainConfig, load_config
+from training.opponents import mixture_sampler
 from training.policy import algo_kwargs
-from training.train_config import TrainConfig, load_config
 from training.vec import build_vec_env
 
 
@@ -64,13 +64,14 @@ def measure(cfg: TrainConfig, algo: dict, steps: int, self_play: TrainConfig | N
     """
     torch.set_num_threads(cfg.train.torch_threads)
     workers = cfg.train.workers or 1
+    sampler = mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw)
     if workers > 1:  # rollout processes beside the learner (training/rollouts.py)
         from training.rollouts import AsyncMaskablePPO, RolloutWorkers
 
-        venv = RolloutWorkers(cfg, workers, cfg.algo.n_steps, cfg.algo.gamma)
+        venv = RolloutWorkers(cfg.env, cfg.train, sampler, workers, cfg.algo.n_steps, cfg.algo.gamma)
         algorithm: type[MaskablePPO] = AsyncMaskablePPO
     else:
-        venv = build_vec_env(cfg, None)
+        venv = build_vec_env(cfg.env, cfg.train, sampler)
         algorithm = MaskablePPO
     try:
         algo = {"policy": "MlpPolicy", **algo}
@@ -78,7 +79,10 @@ def measure(cfg: TrainConfig, algo: dict, steps: int, self_play: TrainConfig | N
         if self_play is not None:
             snapshot = Path(tempfile.mkdtemp()) / "snapshot_0.zip"
             model.save(snapshot)
-            venv.env_method("set_opponents", sampler_from_config(self_play, [str(snapshot)]))
+            pool = mixture_sampler(
+                self_play.opponents, self_play.self_play, self_play.train.opponent_draw, [str(snapshot)]
+            )
+            venv.env_method("set_opponents", pool)
         train = model.train
         train_cpu = [0.0]
 
@@ -133,18 +137,18 @@ def main() -> None:
     batched_workers = load_config(args.config, [*base, "train.vec_env=batched", f"train.workers={max(2, cores)}"])
     setups = {
         "sb3-defaults": ("SB3 defaults (n_steps 2048, batch 64, 10 epochs, [64, 64]), 8 envs, dummy", plain, {}),
-        "ours-dummy": (f"ours ({args.config}), dummy", dummy, algo_kwargs(cfg)),
-        "ours-subproc": (f"ours ({args.config}), subproc, {workers} workers", subproc, algo_kwargs(cfg)),
-        "ours-batched": (f"ours ({args.config}), batched engine, workers=1", batched, algo_kwargs(cfg)),
+        "ours-dummy": (f"ours ({args.config}), dummy", dummy, algo_kwargs(cfg.algo)),
+        "ours-subproc": (f"ours ({args.config}), subproc, {workers} workers", subproc, algo_kwargs(cfg.algo)),
+        "ours-batched": (f"ours ({args.config}), batched engine, workers=1", batched, algo_kwargs(cfg.algo)),
         "ours-batched-workers": (
             f"ours ({args.config}), batched engine, workers={max(2, cores)}",
             batched_workers,
-            algo_kwargs(cfg),
+            algo_kwargs(cfg.algo),
         ),
         "ours-subproc-pool": (
             f"ours ({args.config}), subproc, {workers} workers, self-play pool",
             subproc,
-            algo_kwargs(cfg),
+            algo_kwargs(cfg.algo),
         ),
     }
     with_pool = load_config(args.config, [*args.overrides, "self_play.enabled=true"])

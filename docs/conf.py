@@ -46,7 +46,7 @@ nitpick_ignore_regex = [
         r"|starlette|yaml|zipfile|ray|numba|tqdm|matplotlib|openskill|textual|uvicorn|filelock|concurrent|multiprocessing"
         r"|subprocess|argparse|io|os|json|enum|dataclasses|threading|asyncio|logging|socket|secrets|Starlette|datetime"
         r"|shlex|contextlib|functools|itertools|random|math|signal|tempfile|shutil|csv|re|pickle|hashlib|pyspiel"
-        r"|open_spiel|pydantic|annotated_types|platformdirs|sqlite3|runpy|ASGIApp)\b.*",
+        r"|open_spiel|pydantic|annotated_types|platformdirs|sqlite3|runpy|importlib|ASGIApp)\b.*",
     ),
     # pydantic's field constraints, which autodoc renders inside the type annotations: not references
     (r"py:class", r"(ge|gt|le|lt|func|json_schema_input_type)=.*"),

@@ -1,10 +1,10 @@
 """Promotion of a candidate over the incumbent champion, by the league's rule.
 
-Usage::
+Usage (from the repository's root)::
 
-    python -m training.promote champion:runs/new.npz --incumbent champion \\
-        --league champion:stage-7,champion:exploiter --hold mc:64,champion:default-ppo,greedy \\
-        --games 4000 --seed 2 --workers 2
+    python -m lab.promote champion:runs/new.npz --incumbent champion \\
+        --league champion:lab/weights/champion_v7.npz,champion:lab/weights/exploiter_1.npz \\
+        --hold mc:64,champion:default-ppo,greedy --games 4000 --seed 2 --workers 2
 
 The candidate sits at tables of itself and ``n - 1`` copies of one other agent (seats rotated, the arena's rule;
 single rounds at 4 players unless ``--players``/``--episode`` say otherwise):
@@ -35,13 +35,16 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from sixnimmt_env.stats import mean_ci95, win_shares
 
-__all__ = ["Table", "TablePlayer", "Verdict", "hold_table", "judge", "main", "play_table"]
+__all__ = ["Episode", "Table", "TablePlayer", "Verdict", "hold_table", "judge", "main", "play_table"]
+
+Episode = Literal["round", "game"]
+"""What one game of a table is: a single round, or a whole game to the end score (``GameConfig.episode``)."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ class Verdict:
     games: int
     seed: int
     players: int
-    episode: str
+    episode: Episode
 
 
 @dataclass
@@ -104,7 +107,7 @@ class TablePlayer:
     games: int
     seed: int
     players: int = 4
-    episode: str = "round"
+    episode: Episode = "round"
     workers: int = 1
     played: dict[tuple[str, str], tuple[dict[str, Any], list[dict[str, Any]], int, np.ndarray]] = field(
         default_factory=dict
@@ -162,7 +165,7 @@ class TablePlayer:
 
 
 def play_table(
-    candidate: str, opponent: str, role: str, games: int, seed: int, players: int, episode: str, workers: int
+    candidate: str, opponent: str, role: str, games: int, seed: int, players: int, episode: Episode, workers: int
 ) -> Table:
     """Play one table (:func:`sixnimmt_env.arena.run.run_arena`) and apply the rule of ``role``
     (``"incumbent"`` or ``"league"``; :func:`hold_table` plays the ``"hold"`` tables).
@@ -204,7 +207,7 @@ def _table(
 
 
 def hold_table(
-    candidate: str, incumbent: str, baseline: str, games: int, seed: int, players: int, episode: str, workers: int
+    candidate: str, incumbent: str, baseline: str, games: int, seed: int, players: int, episode: Episode, workers: int
 ) -> Table:
     """Play ``candidate`` and then ``incumbent`` at a table of ``players - 1`` copies of ``baseline`` (the same
     deals and seats: the same ``seed``) and apply the rule *holds the incumbent's level*: the 95 % interval of the
@@ -224,7 +227,7 @@ def judge(
     games: int,
     seed: int,
     players: int = 4,
-    episode: str = "round",
+    episode: Episode = "round",
     workers: int = 1,
     hold: Sequence[str] = (),
 ) -> Verdict:
@@ -252,11 +255,18 @@ def _line(t: Table) -> str:
     )
 
 
+EXAMPLES = (
+    "champion:mine.npz --incumbent champion --league champion:lab/weights/champion_v7.npz,mc:64 --games 4000 "
+    "--workers 2",
+)
+"""Typical arguments of the command, shown by its ``--help``."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point: 0 promote, 1 keep the incumbent, 2 a bad argument."""
     from sixnimmt_env.cli import parser_kwargs
 
-    p = argparse.ArgumentParser(**parser_kwargs("training.promote"), description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(**parser_kwargs("lab.promote", EXAMPLES), description=__doc__.split("\n\n")[0])
     p.add_argument("candidate", help="the candidate's agent spec (e.g. champion:runs/new.npz)")
     p.add_argument("--incumbent", default="champion", help="the incumbent's spec (default: %(default)s)")
     p.add_argument("--league", default="", help="comma-separated league members' specs")

@@ -1,20 +1,20 @@
 """A training recipe: the stages of an agent, in one file, run in order by one command.
 
-Usage::
+Usage (from the repository's root)::
 
-    python -m training.recipe configs/recipes/champion.yaml --list           # the stages and what is on disk
-    python -m training.recipe configs/recipes/champion.yaml                  # train every stage not done yet
-    python -m training.recipe configs/recipes/champion.yaml --all --force    # every stage again, from scratch
-    python -m training.recipe configs/recipes/champion.yaml --from stage-5 --force   # stage 5 and the rest again
-    python -m training.recipe configs/recipes/champion.yaml --only tables,2p --dry-run
+    python -m lab.recipe lab/configs/recipes/champion.yaml --list           # the stages and what is on disk
+    python -m lab.recipe lab/configs/recipes/champion.yaml                  # train every stage not done yet
+    python -m lab.recipe lab/configs/recipes/champion.yaml --all --force    # every stage again, from scratch
+    python -m lab.recipe lab/configs/recipes/champion.yaml --from stage-5 --force   # stage 5 and the rest again
+    python -m lab.recipe lab/configs/recipes/champion.yaml --only tables,2p --dry-run
 
 A recipe file lists stages in order; each is one training config (``base:`` configs keep them short) plus the
-weights file it writes, trained and exported by :mod:`training.train_champion` in a process of its own::
+weights file it writes, trained and exported by :mod:`lab.train_champion` in a process of its own::
 
     stages:
       - name: stage-1                       # unique; --from and --only take it
-        config: champion.yaml               # relative to the recipe's folder
-        out: ../sixnimmt_env/weights/champion_v1.npz   # likewise
+        config: ../champion.yaml            # relative to the recipe's folder
+        out: ../../weights/champion_v1.npz  # likewise
         set: [train.max_minutes=null]       # optional: --set overrides, as on the command line
         about: mc:64 distillation, then PPO # optional: one line for --list
 
@@ -49,7 +49,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from training.train_config import ConfigError, load_config, read_yaml, resolve_override
+from training.config import ConfigError, load_config, resolve_override
+from training.config.files import read_yaml
 
 __all__ = [
     "Recipe",
@@ -104,6 +105,9 @@ class Stage(BaseModel):
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository's root: the folder that holds ``lab`` (a stage's process imports :mod:`lab.train_champion`)."""
 
 
 class Recipe(BaseModel):
@@ -184,14 +188,14 @@ def _out(stage: Stage, folder: Path) -> Path:
 
 def overrides(stage: Stage, folder: Path) -> list[str]:
     """``stage``'s ``set`` overrides with the paths in their values made absolute against the recipe's ``folder``
-    (:func:`training.train_config.resolve_override`; the others as written)."""
+    (:func:`training.config.resolve_override`; the others as written)."""
     return [resolve_override(item, folder) for item in stage.set]
 
 
 def stage_command(stage: Stage, folder: Path, force: bool = False) -> list[str]:
     """The ``train_champion`` command line that trains ``stage`` of a recipe in ``folder`` (``--force`` if
-    ``force``)."""
-    cmd = [sys.executable, "-m", "training.train_champion", _shown((folder / stage.config).resolve())]
+    ``force``); :func:`_run` runs it with the repository's root on ``PYTHONPATH``, where ``lab`` is importable."""
+    cmd = [sys.executable, "-m", "lab.train_champion", _shown((folder / stage.config).resolve())]
     for item in overrides(stage, folder):
         cmd += ["--set", item]
     cmd += ["--out", _shown(_out(stage, folder))]
@@ -274,9 +278,10 @@ def _locked(outs: Sequence[Path], command: str) -> Iterator[None]:
 
 
 def _run(cmd: list[str]) -> int:
-    """Run one stage's command; on Ctrl-C wait for it (it got the signal too: it saves and ends), then raise
-    ``KeyboardInterrupt``. A second Ctrl-C while waiting stops it at once."""
-    proc = subprocess.Popen(cmd, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    """Run one stage's command (:data:`ROOT` first on ``PYTHONPATH``); on Ctrl-C wait for it (it got the signal too:
+    it saves and ends), then raise ``KeyboardInterrupt``. A second Ctrl-C while waiting stops it at once."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    proc = subprocess.Popen(cmd, env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path})
     try:
         return proc.wait()
     except KeyboardInterrupt:
@@ -309,11 +314,19 @@ def _select(recipe: Recipe, args: argparse.Namespace) -> tuple[list[Stage], bool
     return list(recipe.stages), bool(args.all)
 
 
+EXAMPLES = (
+    "lab/configs/recipes/champion.yaml --list",
+    "lab/configs/recipes/champion.yaml --all --force",
+    "lab/configs/recipes/champion.yaml --from tables-1 --force",
+)
+"""Typical arguments of the command, shown by its ``--help``."""
+
+
 def _parser() -> argparse.ArgumentParser:
     from sixnimmt_env.cli import parser_kwargs
 
-    p = argparse.ArgumentParser(**parser_kwargs("training.recipe"), description=__doc__.split("\n\n")[0])
-    p.add_argument("recipe", help="the recipe file (e.g. configs/recipes/champion.yaml)")
+    p = argparse.ArgumentParser(**parser_kwargs("lab.recipe", EXAMPLES), description=__doc__.split("\n\n")[0])
+    p.add_argument("recipe", help="the recipe file (e.g. lab/configs/recipes/champion.yaml)")
     p.add_argument("--list", action="store_true", help="show the stages and their state on disk; train nothing")
     p.add_argument("--dry-run", action="store_true", help="check the run and print its commands; train nothing")
     group = p.add_mutually_exclusive_group()
@@ -328,7 +341,7 @@ def _go_on(args: argparse.Namespace, stages: Sequence[Stage], folder: Path) -> s
     """The command that trains ``stages[0]`` (the one that failed or was stopped) again and then the rest of
     ``stages``: a plain run repeats itself (done stages are kept); ``--only`` names the stages left; ``--all`` and
     ``--from`` go on ``--from`` it (with ``--force``, as they had)."""
-    command = f"python -m training.recipe {shlex.quote(args.recipe)}"
+    command = f"python -m lab.recipe {shlex.quote(args.recipe)}"
     if args.only is not None:
         force = " --force" if any(_out(s, folder).exists() for s in stages) else ""
         return f"{command} --only {','.join(s.name for s in stages)}{force}"

@@ -1,30 +1,29 @@
-"""Train a stage of the ``champion`` agent and export its weights into the package (issue 13).
+"""Train a stage of the ``champion`` agent and export its weights (issue 13).
 
-Usage::
+Usage (from the repository's root)::
 
-    python -m training.train_champion [CONFIG] [--set KEY=VALUE ...] [--out sixnimmt_env/champion.npz] [--force]
-    python -m training.train_champion --export runs/champion/<stamp>/final_model.zip [--out PATH] [--force]
+    python -m lab.train_champion [CONFIG] [--set KEY=VALUE ...] [--out sixnimmt_env/champion.npz] [--force]
+    python -m lab.train_champion --export runs/champion/<stamp>/final_model.zip [--out PATH] [--force]
 
 The first form trains the config (``python -m training.train``, a new run folder under ``runs/``), then
 writes the final model's actor as numpy weights to ``--out``. The default config is the last stage,
-``configs/champion_features_league_2.yaml`` (stage 8): it fine-tunes stage 7's weights
-``sixnimmt_env/weights/champion_v7.npz`` against whole tables of one kind (``train.opponent_draw: table``), with
-tables of stage 6, the champion it had to beat, at weight 0.2. Stage 1, ``configs/champion.yaml``
-(``--out sixnimmt_env/weights/champion_v1.npz``), distils ``mc:64`` into the card policy and then runs PPO;
-stage 2, ``configs/champion_league.yaml`` (``--out sixnimmt_env/weights/champion_v2.npz``), fine-tunes it
-against a league; stage 3, ``configs/champion_mc_league.yaml`` (``--out sixnimmt_env/weights/champion_v3.npz``),
-against a league in which ``mc:16`` holds 40 % of the seats; stage 4, ``configs/champion_table_league.yaml``
-(``--out sixnimmt_env/weights/champion_v4.npz``), against whole tables of one kind; stages 5 and 6,
-``configs/champion_greedy_league.yaml`` and ``configs/champion_greedy_league_2.yaml`` (``--out
-sixnimmt_env/weights/champion_v5.npz``, ``champion_v6.npz``), likewise with more ``greedy`` tables; stage 7,
-``configs/champion_features_league.yaml`` (``--out sixnimmt_env/weights/champion_v7.npz``), with the three target
-line-ups at equal weight and the card policy's hand-and-table features. ``make champion`` runs every stage
-from scratch. The second form exports an existing MaskablePPO card-policy checkpoint. An existing ``--out``
-is never replaced without ``--force``. The default ``--out`` is what :mod:`sixnimmt_env.champion` plays at 4
-players (spec ``champion``); at the other table sizes it plays ``sixnimmt_env/weights/champion_2p.npz`` (2
-players) and ``sixnimmt_env/weights/champion_tables.npz``, the ``--out`` of ``configs/champion_2p.yaml`` and
-``configs/champion_tables_2.yaml`` in ``make champion`` (``champion:PATH`` plays a file elsewhere at
-every size); ``docs/champion.md`` has the budget and the strength tables.
+``lab/configs/champion_features_league_2.yaml`` (stage 8): it fine-tunes stage 7's weights
+``lab/weights/champion_v7.npz`` against whole tables of one kind (``train.opponent_draw: table``), with
+tables of stage 6, the champion it had to beat, at weight 0.2. The stages before it, each a config of
+``lab/configs/`` and a weights file of ``lab/weights/``, are listed in order, with their ``--out``, by the recipe
+``lab/configs/recipes/champion.yaml``: stage 1 (``champion.yaml``, ``champion_v1.npz``) distils ``mc:64`` into the
+card policy and then runs PPO; stage 2 (``champion_league.yaml``) fine-tunes it against a league; stage 3
+(``champion_mc_league.yaml``) against a league in which ``mc:16`` holds 40 % of the seats; stage 4
+(``champion_table_league.yaml``) against whole tables of one kind; stages 5 and 6 (``champion_greedy_league.yaml``,
+``champion_greedy_league_2.yaml``) likewise with more ``greedy`` tables; stage 7 (``champion_features_league.yaml``)
+with the three target line-ups at equal weight and the card policy's hand-and-table features.
+``python -m lab.recipe lab/configs/recipes/champion.yaml --all --force`` (``make champion``) runs every stage from
+scratch. The second form exports an existing MaskablePPO card-policy checkpoint. An existing ``--out`` is never
+replaced without ``--force``. The default ``--out`` is what :mod:`sixnimmt_env.champion` plays at 4 players (spec
+``champion``); at the other table sizes it plays ``sixnimmt_env/weights/champion_2p.npz`` (2 players) and
+``sixnimmt_env/weights/champion_tables.npz``, the ``--out`` of ``lab/configs/champion_2p.yaml`` and
+``lab/configs/champion_tables_2.yaml`` in the recipe (``champion:PATH`` plays a file elsewhere at every size);
+``docs/champion.md`` has the budget and the strength tables.
 """
 
 from __future__ import annotations
@@ -110,7 +109,8 @@ def write_weights(arrays: dict[str, np.ndarray], out: str | Path, meta: dict[str
     info = {"format": FORMAT_ATTENTION if ATTENTION_ARRAYS[0] in arrays else FORMAT, **meta}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.stem + ".tmp.npz")
-    np.savez_compressed(tmp, meta=np.array(json.dumps(info)), **arrays)
+    entries: dict[str, Any] = {"meta": np.array(json.dumps(info)), **arrays}  # the archive's arrays by name
+    np.savez_compressed(tmp, **entries)
     try:
         read_weights(tmp)  # it loads in the package's reader before it replaces anything
     except ValueError:
@@ -120,15 +120,23 @@ def write_weights(arrays: dict[str, np.ndarray], out: str | Path, meta: dict[str
     return out
 
 
+EXAMPLES = (
+    "lab/configs/champion_short.yaml --out mine.npz",
+    "lab/configs/champion_league.yaml --set train.seed=3 --out mine.npz",
+    "--export runs/champion_short/<stamp>/final_model.zip --out mine.npz",
+)
+"""Typical arguments of the command, shown by its ``--help``."""
+
+
 def _parser() -> argparse.ArgumentParser:
     from sixnimmt_env.cli import parser_kwargs
     from training.train import add_overrides_option
 
-    p = argparse.ArgumentParser(**parser_kwargs("training.train_champion"), description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(**parser_kwargs("lab.train_champion", EXAMPLES), description=__doc__.split("\n\n")[0])
     p.add_argument(
         "config",
         nargs="?",
-        default="configs/champion_features_league_2.yaml",
+        default="lab/configs/champion_features_league_2.yaml",
         help="training config (default: %(default)s)",
     )
     add_overrides_option(p)
@@ -148,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     checkpoint = args.export
     meta: dict[str, Any] = {}
     if checkpoint is None:
+        from training.config import ConfigError, load_config
         from training.train import main as train_main
-        from training.train_config import ConfigError, load_config
 
         try:
             cfg = load_config(args.config, args.overrides)

@@ -352,13 +352,13 @@ def sample_worlds(view: Mapping[str, Any], hand: Sequence[int], samples: int, rn
 # --------------------------------------------------------------------------- registry
 
 
-def _build_plain(cls: type, spec: str) -> Agent:
+def _build_plain(cls: type[RandomAgent | _RuleAgent], spec: str) -> Agent:
     if spec != cls.spec:
         raise ValueError(f"agent spec {spec!r}: {cls.spec!r} takes no argument")
     return cls()
 
 
-def _plain(cls: type) -> Callable[[str], Agent]:
+def _plain(cls: type[RandomAgent | _RuleAgent]) -> Callable[[str], Agent]:
     return partial(_build_plain, cls)  # picklable, for the arena's worker processes
 
 

@@ -1,13 +1,12 @@
 """The shipped ``champion`` agent: a trained card policy played in numpy and numba (no torch, no SB3).
 
 The weights (``champion.npz`` beside this module, package data) are the actor of a
-:class:`training.policy.CardPolicy` trained with MaskablePPO by ``configs/champion.yaml``, then
-``configs/champion_league.yaml``, ``configs/champion_mc_league.yaml``, ``configs/champion_table_league.yaml``,
-``configs/champion_greedy_league.yaml``, ``configs/champion_greedy_league_2.yaml``,
-``configs/champion_features_league.yaml`` and ``configs/champion_features_league_2.yaml``;
-``python -m training.train_champion`` reproduces and exports them (``docs/champion.md``: budget,
-strength tables). The agent is deterministic: it plays the legal action of the highest logit
-(``champion-sample`` draws from the policy instead).
+:class:`training.policy.CardPolicy` trained with MaskablePPO in eight stages, each a config of the repository's
+``lab/configs/`` (``champion.yaml`` to ``champion_features_league_2.yaml``), listed in order by
+``lab/configs/recipes/champion.yaml``; ``python -m lab.recipe lab/configs/recipes/champion.yaml --all --force``
+(``make champion``) reproduces and exports them from a checkout (``docs/champion.md``: budget, strength tables).
+The agent is deterministic: it plays the legal action of the highest logit (``champion-sample`` draws from the
+policy instead).
 
 =====================  ==============================================================
 spec                   agent
@@ -16,11 +15,11 @@ spec                   agent
                        2-player weights at 2, the weights trained on tables of 2-6, 8
                        and 10 players (:data:`TABLES_WEIGHTS`) at the others
                        (:data:`BY_TABLE`)
-``champion:NAME``      the same network with shipped baseline weights, by name, at every
-                       table size (:data:`BASELINES`: ``default-ppo``, ``stage-1`` ..
-                       ``stage-8``, ``tables``, ``2p``, ``exploiter``, ``games``)
-``champion:PATH``      the same network with the weights of another ``.npz`` written by
-                       :func:`training.train_champion.export` (to try new weights before shipping)
+``champion:NAME``      the same network with shipped weights, by name, at every table size
+                       (:data:`BASELINES`: ``default-ppo``, ``stage-8``, ``tables``, ``2p``)
+``champion:PATH``      the same network with the weights of another ``.npz`` (the arrays of
+                       :class:`CardActor`: a past stage's in the repository's ``lab/weights/``,
+                       or new weights to try before shipping them)
 ``champion-sample``    any of the above (``champion-sample:NAME``, ``champion-sample:PATH``)
                        drawing each action from the masked softmax of the logits, the
                        stochastic policy PPO trained, with the caller's ``rng``
@@ -36,15 +35,16 @@ illegal actions are masked out, so it plays a legal action in the ``select``,
 and table size (2..10 players), single rounds and whole games. The observation holds the
 number of players (``num_players``, players / 10), and ``champion`` plays each position with
 the weights of its table size (:meth:`ChampionAgent.actor_for`): stage 8, trained on 4-player
-tables, at 4 players; at 2 players the same continued at 2 players (``configs/champion_2p.yaml``);
+tables, at 4 players; at 2 players the same continued at 2 players (``lab/configs/champion_2p.yaml``);
 at 3 and 5 to 10 players the weights fine-tuned on tables of 2, 3, 4, 5, 6, 8 and 10 players
-at once (``configs/champion_tables*.yaml``). All were trained on standard single rounds with
+at once (``lab/configs/champion_tables*.yaml``). All were trained on standard single rounds with
 the player's row choice (R9b ``"player"``); docs/champion.md gives their strength at each
 table.
 In the logic draft (V2) the card scores do not apply (display cards are not held) and only
 the network's linear term ranks the display.
-Stage 1's weights (``sixnimmt_env/weights/champion_v1.npz``) predate the observation's last piece, ``drafted_by``
-(0 outside the logic variant): :func:`read_weights` gives them zero weights for it, so they read it but ignore it.
+Stage 1's weights (the repository's ``lab/weights/champion_v1.npz``) predate the observation's last piece,
+``drafted_by`` (0 outside the logic variant): :func:`read_weights` gives them zero weights for it, so they read it
+but ignore it.
 """
 
 from __future__ import annotations
@@ -81,23 +81,17 @@ WEIGHTS = Path(__file__).with_name("champion.npz")
 _KEPT = Path(__file__).with_name("weights")
 BASELINES: dict[str, Path] = {
     "default-ppo": _KEPT / "default_ppo_4p.npz",
-    **{f"stage-{i}": _KEPT / f"champion_v{i}.npz" for i in range(1, 8)},
     "stage-8": WEIGHTS,
     "tables": _KEPT / "champion_tables.npz",
     "2p": _KEPT / "champion_2p.npz",
-    "exploiter": _KEPT / "exploiter_1.npz",
-    "games": _KEPT / "champion_games.npz",
 }
-"""The learned baselines shipped as package data (``sixnimmt_env/weights/``), by the name ``champion:NAME`` and a
-training config's ``train.init_from`` accept: ``default-ppo``, the policy of ``configs/baseline_ppo_4p.yaml``
-(the default config's recipe, exported by ``make champion``); ``stage-1`` .. ``stage-7``, the champion's kept
-stages (``configs/champion*.yaml``, docs/champion.md), ``stage-8`` the shipped ``champion`` at 4 players;
-``tables``, the shipped ``champion`` at 3 and 5 to 10 players (stage 8 fine-tuned on tables of 2, 3, 4, 5, 6, 8 and
-10 players, ``configs/champion_tables*.yaml``); ``2p``, the shipped ``champion`` at 2 players (``tables`` continued
-at 2 players, ``configs/champion_2p.yaml``); ``exploiter``, a fresh learner trained only against stage 8 played as
-``champion-sample`` (``configs/champion_probe.yaml``, 123.5 M steps): it wins about a third of the rounds against
-three ``champion`` at 4 players (docs/champion_log.md), a league member to measure against; ``games``, stage 8
-continued on whole games (``configs/champion_games.yaml``)."""
+"""The weights shipped as package data (this module's ``champion.npz`` and ``weights/``), by the name
+``champion:NAME`` and a training config's ``train.init_from`` accept: ``default-ppo``, the policy of
+``configs/baseline_ppo_4p.yaml`` (PPO from scratch, the bar docs/champion.md measures against); ``stage-8``, the
+shipped ``champion`` at 4 players (:data:`WEIGHTS`); ``tables``, the shipped ``champion`` at 3 and 5 to 10 players
+(stage 8 fine-tuned on tables of 2, 3, 4, 5, 6, 8 and 10 players); ``2p``, the shipped ``champion`` at 2 players
+(``tables`` continued at 2 players). The weights of the champion's earlier stages, its exploiter and its
+whole-game variant are not shipped: they are in the repository's ``lab/weights/``, played as ``champion:PATH``."""
 
 TABLES_WEIGHTS = BASELINES["tables"]
 """The weights fine-tuned on tables of 2, 3, 4, 5, 6, 8 and 10 players (package data), which ``champion`` plays at 3 and

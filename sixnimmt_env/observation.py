@@ -206,7 +206,7 @@ def encode(state: State, seat: int, out: np.ndarray | None = None) -> np.ndarray
         obs[:] = 0.0
     v: Any = obs
     if obs.dtype == np.float32 and obs.ndim == 1 and obs.flags.c_contiguous:
-        v = memoryview(obs).cast("B").cast("f")  # the same float32 rounding, faster item writes
+        v = obs.data.cast("B").cast("f")  # the same float32 rounding, faster item writes
     n = state.config.num_players
     _write_public(v, state)
     _write_hand(v, 0, state.hands[seat])
@@ -313,9 +313,9 @@ class BatchEncoder:
         n = num_players
         self.num_players = n
         self._obs = np.zeros((n, OBS_SIZE), np.float32)
-        self._flat = memoryview(self._obs).cast("B").cast("f")
+        self._flat = self._obs.data.cast("B").cast("f")
         self._hand_mask = np.zeros((n, NUM_ACTIONS), np.int8)
-        self._mflat = memoryview(self._hand_mask).cast("B").cast("b")
+        self._mflat = self._hand_mask.data.cast("B").cast("b")
         self._bases = [i * OBS_SIZE for i in range(n)]
         self._mbases = [i * NUM_ACTIONS for i in range(n)]
         self._seats = range(n)
@@ -325,12 +325,12 @@ class BatchEncoder:
         # Seat-relative pieces: a doubled vector v + v viewed as an (n, n) matrix whose row i is v rotated by i,
         # copied into the observations at once. totals and round_penalties are adjacent: one (2, 2n) buffer.
         self._rev_buf = np.zeros(2 * n, np.float32)
-        self._rev_flat = memoryview(self._rev_buf).cast("B").cast("f")
+        self._rev_flat = self._rev_buf.data.cast("B").cast("f")
         size = self._rev_buf.itemsize
         self._rev_rotated = np.lib.stride_tricks.as_strided(self._rev_buf, (n, n), (size, size))
         self._rev_target = self._obs[:, layout.O_REVEALED : layout.O_REVEALED + n]
         self._score_buf = np.zeros((2, 2 * n), np.float32)
-        self._score_flat = memoryview(self._score_buf).cast("B").cast("f")
+        self._score_flat = self._score_buf.data.cast("B").cast("f")
         self._score_rotated = np.lib.stride_tricks.as_strided(self._score_buf, (n, 2, n), (size, 2 * n * size, size))
         self._score_target = self._obs[:, layout.O_TOTALS : layout.O_TOTALS + 2 * MAX_SEATS].reshape(n, 2, MAX_SEATS)[
             :, :, :n
@@ -361,7 +361,7 @@ class BatchEncoder:
 
     def __setstate__(self, saved: dict[str, Any]) -> None:
         """Rebuild the encoder and its vectors from a pickled seat count and state."""
-        self.__init__(saved["num_players"])  # type: ignore[misc]
+        self.__init__(saved["num_players"])  # type: ignore[misc]  # on purpose: the buffers anew (no subclass)
         if saved["state"] is not None:
             self.reset(saved["state"])
 
@@ -393,7 +393,7 @@ class BatchEncoder:
         kept = self._option_masks.get(id(options))
         if kept is None or kept[0] is not options or kept[1] != shift:
             mask = np.zeros((self.num_players, NUM_ACTIONS), np.int8)
-            flat = memoryview(mask).cast("B")
+            flat = mask.data.cast("B")
             for b, seat_options in zip(self._mbases, options, strict=True):
                 for o in seat_options:
                     flat[b + o - shift] = 1  # seat i's option o is action o - shift

@@ -270,6 +270,13 @@ class SixNimmtState(pyspiel.State):
         """The wrapped engine state (see the class docstring)."""
         return self._state.value
 
+    def _playing(self) -> State:
+        """The engine state outside a deal, where it is never ``None``."""
+        s = self._state.value
+        if s is None:
+            raise ValueError(f"{SHORT_NAME}: no engine state during the first deal")
+        return s
+
     def current_player(self) -> int:
         """``CHANCE`` during a deal, ``SIMULTANEOUS`` for the card choice, the chooser for a row choice or a
         draft pick, ``TERMINAL`` once the game (or the round, ``episode="round"``) is over."""
@@ -299,7 +306,7 @@ class SixNimmtState(pyspiel.State):
         """Deal one card (chance), or apply the chooser's row choice (R9) or draft pick (V2) through
         :func:`sixnimmt_env.rules.engine.step`; the engine raises ``IllegalActionError`` for an illegal action."""
         if self.dealt is not None:
-            self._deal(int(action))
+            self._deal(self.dealt, int(action))
             return
         s = self._state.value
         joint = [NOOP] * len(s.hands)
@@ -346,20 +353,21 @@ class SixNimmtState(pyspiel.State):
 
     # ------------------------------------------------------------------ moves
 
-    def _deal(self, action: int) -> None:
+    def _deal(self, dealt: tuple[int, ...], action: int) -> None:
+        """Deal card ``action + 1`` after the cards ``dealt`` (:attr:`dealt`, a deal in progress)."""
         config = self._config.value
         card = action + 1
-        if not 1 <= card <= config.deck_size or card in self.dealt:
+        if not 1 <= card <= config.deck_size or card in dealt:
             legal = [a for a, _ in self.chance_outcomes()]
             raise ValueError(f"{SHORT_NAME}: chance outcome {action} is not an undealt card; legal: {legal}")
-        self.dealt = (*self.dealt, card)
+        self.dealt = dealt = (*dealt, card)
         n = config.num_players
-        if len(self.dealt) < n * HAND_SIZE + NUM_ROWS:
+        if len(dealt) < n * HAND_SIZE + NUM_ROWS:
             return
         before = self._state.value
         totals = None if before is None else before.totals
         round_index = 0 if before is None else before.round
-        self._state = _Shared(engine.deal_round(config, self.dealt, totals, round_index))  # R3: in deal order
+        self._state = _Shared(engine.deal_round(config, dealt, totals, round_index))  # R3: in deal order
         self.dealt = None
         self._start_round()
 
@@ -475,11 +483,10 @@ class SixNimmtObserver:
     def set_from(self, state: SixNimmtState, player: int) -> None:
         """Write ``player``'s tensor of ``state`` into :attr:`tensor`."""
         obs = self.tensor[: observation.OBS_SIZE]
-        s = state.engine_state
         if state.dealt is not None:
-            _encode_deal(state, player, obs)
+            _encode_deal(state, state.dealt, player, obs)
         else:
-            observation.encode(s, player, out=obs)
+            observation.encode(state._playing(), player, out=obs)
         if not self.private:
             observation.pieces(obs)["hand"][:] = 0.0
         if self.perfect_recall:
@@ -504,6 +511,7 @@ class SixNimmtObserver:
             text = f"p{player} dealing round {round_index} rows [{_cards(rows)}] totals {_cards(totals)}"
             hand = own
         else:
+            s = state._playing()
             text = f"p{player} " + _table_text(s) + f" piles [{' | '.join(_cards(p) for p in s.piles)}]"
             text += f" drafted [{' | '.join(_cards(p) for p in s.drafted)}]"
             hand = s.hands[player]
@@ -516,14 +524,13 @@ class SixNimmtObserver:
         return text
 
 
-def _encode_deal(state: SixNimmtState, seat: int, out: np.ndarray) -> None:
-    """The observation during a deal: the cards dealt so far to ``seat`` and to the rows, the totals, the
-    round and the seats (the phase one-hot stays 0)."""
+def _encode_deal(state: SixNimmtState, dealt: tuple[int, ...], seat: int, out: np.ndarray) -> None:
+    """The observation during a deal (``dealt``: ``state.dealt``): the cards dealt so far to ``seat`` and to the
+    rows, the totals, the round and the seats (the phase one-hot stays 0)."""
     config = state._config.value
     n = config.num_players
     out[:] = 0.0
     v = observation.pieces(out)
-    dealt = state.dealt
     for c in dealt[seat * HAND_SIZE : (seat + 1) * HAND_SIZE]:
         v["hand"][c - 1] = 1.0
     for r, c in enumerate(dealt[n * HAND_SIZE :]):
@@ -602,7 +609,7 @@ def resampler(seed: int | None = None) -> Callable[[pyspiel.State, int], pyspiel
 
     def resample(state: pyspiel.State, player: int) -> pyspiel.State:
         sim, pending = simultaneous_state(state)
-        s = sim.engine_state
+        s = sim._playing()
         config = sim._config.value
         history = list(state.history())
         hands = [list(h) for h in s.hands]
@@ -703,7 +710,7 @@ class AgentBot(pyspiel.Bot):
         sim, _ = simultaneous_state(state)
         if sim.dealt is not None or sim.is_terminal() or not sim.legal_actions(self.player_id):
             raise ValueError(f"AgentBot({self.agent!r}): seat {self.player_id} has no decision in {sim}")
-        return int(self.agent.act(engine.view(sim.engine_state, self.player_id), self._rng))
+        return int(self.agent.act(engine.view(sim._playing(), self.player_id), self._rng))
 
     def restart_at(self, state: pyspiel.State) -> None:
         """Nothing to reset: the agents decide on the current view only."""

@@ -143,10 +143,12 @@ class StepRecord:
         if self.phase == SELECT:
             return [c - 1 for c in self.cards or ()]
         actions = [NOOP] * num_players
-        if self.phase == CHOOSE_ROW:
-            actions[self.seat] = ROW_ACTION + self.row  # type: ignore[index,operator]
+        if self.phase == CHOOSE_ROW and self.seat is not None and self.row is not None:
+            actions[self.seat] = ROW_ACTION + self.row
+        elif self.phase == DRAFT and self.seat is not None and self.card is not None:
+            actions[self.seat] = self.card - 1
         else:
-            actions[self.seat] = self.card - 1  # type: ignore[index,operator]
+            raise ValueError(f"a {self.phase!r} step without its seat and row or card: {self}")
         return actions
 
     def to_dict(self) -> dict[str, Any]:
@@ -371,13 +373,13 @@ class GameRecorder:
         self._open: dict[str, Any] | None = None
         self._totals: tuple[int, ...] = (0,) * config.num_players
 
-    def _open_round(self) -> RoundRecord:
-        o = self._open
+    @staticmethod
+    def _open_round(o: dict[str, Any]) -> RoundRecord:
         return RoundRecord(o["round"], o["display"], o["hands"], o["rows"], tuple(o["steps"]), tuple(o["penalties"]))
 
     def _close(self) -> None:
         if self._open is not None:
-            self.rounds.append(self._open_round())
+            self.rounds.append(self._open_round(self._open))
             self._open = None
 
     def observe(self, before: State, actions: Sequence[int], penalties: Sequence[int], after: State) -> None:
@@ -416,7 +418,7 @@ class GameRecorder:
     def record(self) -> GameRecord:
         """The record of the steps observed so far, the round in progress included (the recorder goes on; a game
         still in play does not :func:`replay`, which wants a finished one)."""
-        rounds = [*self.rounds, self._open_round()] if self._open is not None else self.rounds
+        rounds = [*self.rounds, self._open_round(self._open)] if self._open is not None else self.rounds
         return GameRecord(
             self.config, self.seed, self.game, self.deal, self.agents, self.positions, tuple(rounds), self._totals
         )
@@ -439,7 +441,7 @@ class ReplayFrame(NamedTuple):
     """
 
     round: int
-    index: int
+    index: int  # type: ignore[assignment]  # the field shadows tuple.index on purpose (public name); mypy flags any such field
     step: StepRecord
     before: State
     after: State
@@ -449,7 +451,7 @@ class ReplayFrame(NamedTuple):
 def _start_state(record: GameRecord, rnd: RoundRecord, totals: tuple[int, ...]) -> State:
     config = record.config
     if config.variant == "logic":
-        empty = [[] for _ in range(config.num_players)]
+        empty: list[list[int]] = [[] for _ in range(config.num_players)]
         return from_position(config, empty, (), totals, display=rnd.display, round_index=rnd.round)
     return from_position(config, rnd.hands, rnd.rows, totals, round_index=rnd.round)
 

@@ -58,10 +58,11 @@ def format_game(record: GameRecord) -> str:
     seed = "?" if record.seed is None else record.seed
     lines = [f"Game {record.game} (seed {seed}, deal {record.deal}): {_settings(record)}"]
     lines.append("Seats: " + ", ".join(_who(record, s) for s in range(len(record.agents))))
-    drafts = {}
+    drafts: dict[int, list[tuple[int, int | None]]] = {}  # per round: (seat, card) of each pick
     for frame in replay(record):
-        if frame.step.phase == DRAFT:
-            drafts.setdefault(frame.round, []).append(frame.step)
+        step = frame.step
+        if step.phase == DRAFT and step.seat is not None:  # a draft step names its seat (replay checked it)
+            drafts.setdefault(frame.round, []).append((step.seat, step.card))
     current = None
     for frame, placements, rows_after in iter_turns(record):
         if frame.round != current:
@@ -69,7 +70,7 @@ def format_game(record: GameRecord) -> str:
             rnd = next(r for r in record.rounds if r.round == current)
             lines += ["", f"Round {current + 1}"]
             if current in drafts:
-                picks = ", ".join(f"{record.agents[s.seat]} {s.card}" for s in drafts[current])
+                picks = ", ".join(f"{record.agents[seat]} {card}" for seat, card in drafts[current])
                 lines.append(f"  draft (V2) from the display 1..{len(rnd.display)}: {picks}")
             lines.append("  hands:")
             for s, hand in enumerate(rnd.hands):

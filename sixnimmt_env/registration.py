@@ -60,7 +60,7 @@ class _AfterGymnasium:
             with contextlib.suppress(Exception):  # never break the import of gymnasium itself
                 register()
 
-        loader.exec_module = exec_module  # type: ignore[method-assign]
+        loader.exec_module = exec_module  # type: ignore[method-assign]  # on purpose: this loader object only
         return spec
 
 
@@ -69,4 +69,4 @@ def install() -> None:
     if "gymnasium" in sys.modules:
         register()
     elif not any(isinstance(f, _AfterGymnasium) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterGymnasium())  # type: ignore[arg-type]
+        sys.meta_path.insert(0, _AfterGymnasium())

@@ -69,7 +69,7 @@ MASK_KEY = "action_mask"
 """Key of the action mask in the adapted observation: ``int8 (109,)``, 1 at the legal actions."""
 
 
-def masked_space(observation: spaces.Box) -> spaces.Dict:
+def masked_space(observation: spaces.Space) -> spaces.Dict:
     """The adapted observation space:
     ``Dict({"observations": observation, "action_mask": Box(0, 1, (109,), int8)})``."""
     return spaces.Dict({OBS_KEY: observation, MASK_KEY: spaces.Box(0, 1, (NUM_ACTIONS,), np.int8)})
@@ -133,11 +133,11 @@ class ActionMaskObservation(gym.ObservationWrapper):
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
-        self.observation_space = masked_space(env.observation_space)  # type: ignore[arg-type]
+        self.observation_space = masked_space(env.observation_space)
 
     def observation(self, observation: np.ndarray) -> dict[str, np.ndarray]:
         """The flat observation and the current mask as a dict."""
-        mask = np.asarray(self.env.unwrapped.action_masks(), np.int8)  # type: ignore[attr-defined]
+        mask = np.asarray(self.env.unwrapped.action_masks(), np.int8)  # type: ignore[attr-defined]  # gymnasium types it Env
         return {OBS_KEY: np.asarray(observation, np.float32), MASK_KEY: mask}
 
 

@@ -1,4 +1,5 @@
-"""The shipped ``champion`` agent (sixnimmt_env/champion.py, training/train_champion.py; issue 13)."""
+"""The shipped ``champion`` agent (sixnimmt_env/champion.py; issue 13). How its weights are trained and exported,
+and its past stages' weights, are tested in lab/tests."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from sixnimmt_env.observation import SLICES
 from sixnimmt_env.rules.engine import CHOOSE_ROW, DRAFT, NOOP, SELECT, GameConfig, legal_actions, new_game, step, view
 
 WEIGHTS_DIR = Path(__file__).parent.parent / "sixnimmt_env" / "weights"
-GAMES_WEIGHTS = WEIGHTS_DIR / "champion_games.npz"  # stage 8 continued on whole games (configs/champion_games.yaml)
 DEFAULT_POLICY = f"champion:{WEIGHTS_DIR / 'default_ppo_4p.npz'}"  # the issue's default-config policy
 
 VARIANTS = [
@@ -42,6 +42,22 @@ def test_shipped_weights_load_as_the_champion_spec() -> None:
     assert WEIGHTS.stat().st_size < 1_000_000  # small package data
 
 
+def test_the_package_ships_only_the_weights_champion_plays_and_the_default_policy() -> None:
+    """Package data holds four weights files: stage 8 (``champion`` at 4 players), the table and 2-player weights
+    (``champion`` at the other sizes) and the default-config policy (``champion:default-ppo``), each a name of
+    :data:`BASELINES`; the champion's past stages are the repository's (lab/weights/), played as ``champion:PATH``."""
+    package = Path(__file__).resolve().parents[1] / "sixnimmt_env"
+    shipped = sorted(str(p.relative_to(package)) for p in package.rglob("*.npz"))
+    assert shipped == [
+        "champion.npz",
+        "weights/champion_2p.npz",
+        "weights/champion_tables.npz",
+        "weights/default_ppo_4p.npz",
+    ]
+    assert sorted(str(p.relative_to(package)) for p in BASELINES.values()) == shipped
+    assert list(BASELINES) == ["default-ppo", "stage-8", "tables", "2p"] and BASELINES["stage-8"] == WEIGHTS
+
+
 def test_playing_the_champion_imports_neither_torch_nor_sb3() -> None:
     code = (
         "import sys, numpy as np; from sixnimmt_env.agents import make_agent; from sixnimmt_env.rules.engine import *;"
@@ -53,10 +69,9 @@ def test_playing_the_champion_imports_neither_torch_nor_sb3() -> None:
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("spec", ["champion", f"champion:{GAMES_WEIGHTS}"], ids=["champion", "champion_games"])
 @pytest.mark.parametrize("config", VARIANTS, ids=lambda c: f"{c.variant}-{c.num_players}p-{c.row_choice}-{c.episode}")
-def test_legal_moves_in_every_phase(config: GameConfig, spec: str) -> None:
-    agent = make_agent(spec)
+def test_legal_moves_in_every_phase(config: GameConfig) -> None:
+    agent = make_agent("champion")
     rng = np.random.default_rng(3)
     decisions = {SELECT: 0, CHOOSE_ROW: 0, DRAFT: 0}
     for _ in range(3):
@@ -152,7 +167,7 @@ def test_champion_sample_draws_from_the_policy_reproducibly_from_the_rng() -> No
     ones, and the highest-logit action is the most frequent draw; without an ``rng`` it says what it needs."""
     sampler, champion = make_agent("champion-sample"), make_agent("champion")
     assert sampler.sample and not champion.sample and sampler.actor_for(6) is champion.actor_for(6)
-    assert make_agent("champion-sample:stage-3").sample
+    assert make_agent("champion-sample:stage-8").sample
     obs, masks = _positions(4, 2)
     first = sampler.choose(obs, masks, np.random.default_rng(7))
     np.testing.assert_array_equal(first, sampler.choose(obs, masks, np.random.default_rng(7)))
@@ -178,22 +193,6 @@ def test_champion_sample_arena_games_repeat_with_their_seed() -> None:
         assert me["mean_penalty"] + me["ci95"] < other["mean_penalty"] - other["ci95"]
 
 
-def test_the_shipped_exploiter_beats_three_champions_and_names_its_recipe() -> None:
-    """``champion:exploiter`` (a fresh learner trained only against ``champion-sample``, docs/champion_log.md) wins more
-    than parity against three ``champion`` and takes fewer bullheads than each, beyond the intervals: 600 rounds,
-    seed 6, 8.58 +- 0.59 against 10.79-11.36 and 36.2 % of the wins (33.5 % on 4,000 rounds); its weights file
-    names the probe config and the overrides that made it."""
-    meta = read_weights(BASELINES["exploiter"])[1]
-    assert meta["config"] == "configs/champion_probe.yaml" and meta["steps"] == 123_551_744
-    assert 'opponents=[{agent: "champion-sample", weight: 1.0}]' in meta["overrides"]
-    results = run_arena(["champion:exploiter", "champion", "champion", "champion"], games=600, seed=6)
-    me, *others = results["agents"]
-    assert 8.0 < me["mean_penalty"] < 9.2
-    for other in others:
-        assert me["mean_penalty"] + me["ci95"] < other["mean_penalty"] - other["ci95"]
-    assert me["win_share"] - me["win_share_ci95"] > 0.25
-
-
 def test_gymnasium_opponents_accept_the_spec() -> None:
     env = gymnasium.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["champion"] * 3, episode="round")
     env.reset(seed=0)
@@ -209,7 +208,8 @@ def test_gymnasium_opponents_accept_the_spec() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("champion:", r"expected 'champion', 'champion:NAME' \(one of default-ppo, stage-1, .*, games\) or 'cha"),
+        ("champion:", r"expected 'champion', 'champion:NAME' \(one of default-ppo, stage-8, tables, 2p\) or 'cha"),
+        ("champion:stage-3", r"champion weights 'stage-3' not found; shipped names: default-ppo, stage-8, tables, 2p"),
         ("champion:/no/such.npz", "not found"),
     ],
 )
@@ -223,48 +223,6 @@ def test_a_foreign_npz_is_refused(tmp_path: Path) -> None:
     np.savez(path, x=np.zeros(3))
     with pytest.raises(ValueError, match="format None, expected 'sixnimmt-card-actor-1'"):
         load_champion(f"champion:{path}")
-
-
-def test_export_matches_the_torch_policy_and_never_overwrites(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
-    from sb3_contrib import MaskablePPO
-
-    from training.policy import CardPolicy
-    from training.ppo_agents import PolicyAgent
-    from training.train_champion import export, main
-
-    env = gymnasium.make("sixnimmt/SixNimmt-v0", num_players=4, opponents=["greedy"] * 3, episode="round")
-    model = MaskablePPO(CardPolicy, env, seed=1, policy_kwargs={"net_arch": [32, 16]})
-    zip_path = tmp_path / "m.zip"
-    model.save(zip_path)
-    out = export(zip_path, tmp_path / "w.npz")
-    champion = load_champion(f"champion:{out}")
-    assert champion.meta["steps"] == 0
-    obs, _ = _positions(4, 2)
-    torch_logits = PolicyAgent(model.policy).logits(obs)
-    np.testing.assert_allclose(champion.actor.logits(obs), torch_logits, rtol=1e-5, atol=1e-5)
-    before = out.read_bytes()
-    with pytest.raises(ValueError, match="exists; give --force"):
-        export(zip_path, out)
-    assert main(["--export", str(zip_path), "--out", str(out)]) == 2
-    assert out.read_bytes() == before
-    assert main(["--export", str(zip_path), "--out", str(out), "--force"]) == 0
-    assert load_champion(f"champion:{out}").meta["source"] == str(zip_path)
-
-
-def test_write_weights_replaces_nothing_with_arrays_that_do_not_load(tmp_path: Path) -> None:
-    from training.train_champion import write_weights
-
-    arrays = {k: v for k, v in np.load(WEIGHTS).items() if k != "meta"}
-    out = write_weights(arrays, tmp_path / "w.npz", {"source": "test", "steps": 7})
-    _, meta = read_weights(out)
-    assert meta == {"format": "sixnimmt-card-actor-1", "source": "test", "steps": 7}
-    before = out.read_bytes()
-    broken = {**arrays, "linear_b": np.zeros(5, np.float32)}
-    with pytest.raises(ValueError, match=r"linear_b has shape \(5,\), expected \(109,\)"):
-        write_weights(broken, out, {"source": "broken"})
-    assert out.read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.npz"]  # no temporary file left behind
 
 
 def test_beats_greedy_quickly() -> None:
@@ -326,93 +284,36 @@ def test_a_training_config_can_train_against_the_champion(tmp_path: Path) -> Non
     pytest.importorskip("torch")
     from sb3_contrib.common.maskable.utils import get_action_masks
 
-    from training.train_config import load_config
+    from training.config import load_config
+    from training.opponents import mixture_sampler
     from training.vec import build_vec_env
 
     cfg = load_config(
-        "configs/champion.yaml",
+        "configs/ppo_4p_batched.yaml",
         ["opponents=[{agent: champion, weight: 1.0}]", "self_play.enabled=false", "train.n_envs=8"],
     )
     assert [o.agent for o in cfg.opponents] == ["champion"]
-    venv = build_vec_env(cfg, tmp_path / "monitor", [])
+    sampler = mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw)
+    venv = build_vec_env(cfg.env, cfg.train, sampler, tmp_path / "monitor")
     venv.reset()
     _, rewards, _, _ = venv.step((get_action_masks(venv).cumsum(axis=1) == 1).argmax(axis=1))
     assert rewards.shape == (8,) and (rewards <= 0).all()
     venv.close()
 
 
-def _raw_logits(arrays: dict[str, np.ndarray], obs: np.ndarray) -> np.ndarray:
-    """The card actor's forward pass (as :class:`CardActor`) on the raw arrays, in the layout they were trained on:
-    the observation's first 402 or all 506 values, and the first 9 held-card features."""
-    from sixnimmt_env.card_features import hand_features
-
-    feats, held = hand_features(obs)
-    feats = feats[:, :, : arrays["card_in_w"].shape[0]]  # the held-card features the file was trained on
-    glob = np.concatenate([obs[:, : arrays["hidden_w0"].shape[0] - feats[0].size], feats.reshape(len(obs), -1)], axis=1)
-    for i, tanh in enumerate(arrays["hidden_tanh"]):
-        glob = glob @ arrays[f"hidden_w{i}"] + arrays[f"hidden_b{i}"]
-        glob = np.tanh(glob) if tanh else np.maximum(glob, 0.0)
-    hidden = np.maximum(feats @ arrays["card_in_w"] + arrays["card_in_b"] + (glob @ arrays["global_in_w"])[:, None], 0)
-    scores = (hidden @ arrays["card_out_w"] + arrays["card_out_b"])[:, :, 0] * feats[:, :, 0]
-    logits = glob @ arrays["linear_w"] + arrays["linear_b"]
-    logits[np.arange(len(obs))[:, None], held] += scores
-    return logits
-
-
-STAGE1 = WEIGHTS_DIR / "champion_v1.npz"
-"""The stage-1 champion (the shipped weights before the league stage), kept as trained: 402 + 90 inputs wide."""
-
-
-def test_402_wide_weights_are_widened_with_zeros_for_drafted_by() -> None:
-    with np.load(STAGE1) as f:
-        raw = {k: f[k] for k in f.files if k != "meta"}
-    assert raw["hidden_w0"].shape[0] == 402 + 90
-    actor, _ = read_weights(STAGE1)
-    assert actor.layers[0][0].shape[0] == 506 + 120
-    np.testing.assert_array_equal(actor.layers[0][0][402:506], 0.0)
-    cards = actor.layers[0][0][506:].reshape(10, 12, -1)
-    np.testing.assert_array_equal(cards[:, 9:], 0.0)
-    np.testing.assert_array_equal(cards[:, :9].reshape(90, -1), raw["hidden_w0"][402:])
-    for config in (GameConfig(num_players=4), GameConfig(num_players=6, variant="tactics")):
-        par = parallel_env(**{"num_players": config.num_players, "variant": config.variant})
-        observations, _ = par.reset(seed=4)
-        obs = np.stack([o["observation"] for o in observations.values()])
-        assert not obs[:, 402:].any()  # drafted_by is 0 outside the logic variant
-        np.testing.assert_allclose(actor.logits(obs), _raw_logits(raw, obs), rtol=1e-5, atol=1e-5)
-
-
-STAGE4 = WEIGHTS_DIR / "champion_v4.npz"
-"""Stage 4, trained on 9 features per held card: 506 + 90 inputs wide."""
-
-
-def test_weights_of_9_held_card_features_get_zero_weights_for_the_later_three() -> None:
-    with np.load(STAGE4) as f:
-        raw = {k: f[k] for k in f.files if k != "meta"}
-    assert raw["hidden_w0"].shape[0] == 506 + 90 and raw["card_in_w"].shape[0] == 9
-    actor, _ = read_weights(STAGE4)
-    assert actor.layers[0][0].shape[0] == 506 + 120 and actor.card_in_w.shape[0] == 12
-    np.testing.assert_array_equal(actor.card_in_w[9:], 0.0)
-    np.testing.assert_array_equal(actor.layers[0][0][506:].reshape(10, 12, -1)[:, 9:], 0.0)
-    for variant in ("standard", "logic"):  # the logic variant's drafted_by is read by these weights
-        par = parallel_env(num_players=5, variant=variant)
-        observations, _ = par.reset(seed=8)
-        obs = np.stack([o["observation"] for o in observations.values()])
-        np.testing.assert_allclose(actor.logits(obs), _raw_logits(raw, obs), rtol=1e-5, atol=1e-5)
-
-
 @pytest.mark.parametrize("net_arch", [[64, 64], [96, 80]])
 def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path, net_arch: list[int]) -> None:
-    """``train.init_from: X.npz`` (the second stage of configs/champion_league.yaml): the new policy's actor plays
+    """``train.init_from: X.npz`` (the second stage of lab/configs/champion_league.yaml): the new policy's actor plays
     the file's logits and its critic's MLP starts as the actor's. A wider policy (96-80 from a 64-64 file) takes the
     file's units first and zero weights out of the extra ones; fewer or narrower layers are a clear error."""
     pytest.importorskip("torch")
     import torch
     from sb3_contrib import MaskablePPO
 
+    from training.config import ConfigError
     from training.policy import CardPolicy
     from training.ppo_agents import PolicyAgent
-    from training.train import init_policy
-    from training.train_config import ConfigError
+    from training.sb3_backend import init_policy
     from training.vec_env import SixNimmtVecEnv
 
     env = SixNimmtVecEnv(1, seed=0, num_players=4, episode="round")
@@ -439,107 +340,3 @@ def test_init_from_a_weights_file_starts_with_its_logits(tmp_path: Path, net_arc
             init_policy(narrow, WEIGHTS)
     with pytest.raises(ConfigError, match="not found"):
         init_policy(model, tmp_path / "missing.npz")
-
-
-def test_champion_command_refuses_a_bad_override(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from training.train_champion import main
-
-    out = tmp_path / "w.npz"
-    assert main(["configs/smoke.yaml", "--set", "train.win_bonus=-1", "--out", str(out)]) == 2
-    assert "key 'train.win_bonus' must be in [0, 1e6) bullheads, got -1" in capsys.readouterr().err
-    assert not out.exists()
-
-
-@pytest.mark.parametrize(
-    ("override", "message"),
-    [
-        (
-            "algo.policy_kwargs.net_arch=[32]",
-            r"hidden layers \(size, activation\) \[\(64, 'tanh'\), \(64, 'tanh'\)\], "
-            r"but algo.policy_kwargs gives \[\(32, 'tanh'\)\]",
-        ),
-        ("algo.policy_kwargs.activation_fn=relu", r"but algo.policy_kwargs gives \[\(64, 'relu'\), \(64, 'relu'\)\]"),
-        (
-            "algo.policy_kwargs.net_arch=[128, 32]",
-            r"but algo.policy_kwargs gives \[\(128, 'tanh'\), \(32, 'tanh'\)\]; .* each layer at least as wide",
-        ),
-        ("algo.policy=MlpPolicy", r"a .npz actor starts a card policy \(algo.policy: card"),
-        ("train.init_from=configs/champion.yaml.npz", "no such checkpoint file"),
-    ],
-)
-def test_league_config_checks_its_init_weights_before_training(override: str, message: str) -> None:
-    from training.train_config import ConfigError, load_config
-
-    assert load_config("configs/champion_league.yaml").train.init_from == str(WEIGHTS_DIR / "champion_v1.npz")
-    wide = load_config("configs/champion_league.yaml", ["algo.policy_kwargs.net_arch=[256, 256]"])
-    assert wide.algo.policy_kwargs.net_arch == [256, 256]  # a wider policy than the file's 64-64 loads it
-    with pytest.raises(ConfigError, match=message):
-        load_config("configs/champion_league.yaml", [override])
-
-
-def test_an_init_from_that_is_not_a_checkpoint_is_refused_when_the_config_loads() -> None:
-    from training.train_config import ConfigError, load_config
-
-    readme = Path.cwd() / "README.md"  # --set paths are relative to the current folder
-    with pytest.raises(ConfigError, match=rf"'{readme}': neither an SB3 checkpoint \(a .zip holding policy.pth\)"):
-        load_config("configs/champion_league.yaml", ["train.init_from=README.md"])
-
-
-def test_weights_with_hand_attention_write_format_2_and_play_their_attention(tmp_path: Path) -> None:
-    from training.train_champion import write_weights
-
-    arrays = {k: v for k, v in np.load(WEIGHTS).items() if k != "meta"}
-    gen = np.random.default_rng(8)
-    attention = {
-        "attention_in_w": gen.normal(0, 0.3, (32, 96)).astype(np.float32),
-        "attention_in_b": gen.normal(0, 0.1, 96).astype(np.float32),
-        "attention_out_w": gen.normal(0, 0.3, (32, 32)).astype(np.float32),
-        "attention_out_b": np.zeros(32, np.float32),
-        "attention_heads": np.array(4),
-    }
-    out = write_weights({**arrays, **attention}, tmp_path / "a.npz", {"source": "test"})
-    actor, meta = read_weights(out)
-    assert meta["format"] == "sixnimmt-card-actor-2" and actor.attention is not None and actor.attention[4] == 4
-    obs, masks = _positions(4, 9)
-    plain = load_champion().actor.logits(obs)
-    logits = actor.logits(obs)
-    assert np.abs(np.where(masks, logits - plain, 0.0)).max() > 0.05  # the attention is played
-    np.testing.assert_array_equal(logits[:, 104:], plain[:, 104:])  # rows and no-op: the linear term only
-    agent = load_champion(f"champion:{out}")
-    assert all(masks[i, a] for i, a in enumerate(agent.choose(obs, masks)))
-    # a file of format 1 with attention arrays, or some attention arrays missing, is refused
-    np.savez(tmp_path / "one.npz", meta=np.array('{"format": "sixnimmt-card-actor-1"}'), **arrays, **attention)
-    with pytest.raises(ValueError, match="format 'sixnimmt-card-actor-1' but the file has attention arrays"):
-        read_weights(tmp_path / "one.npz")
-    partial = {k: v for k, v in attention.items() if k != "attention_out_b"}
-    with pytest.raises(ValueError, match=r"attention arrays \['attention_out_b'\] missing"):
-        write_weights({**arrays, **partial}, tmp_path / "p.npz", {})
-    assert not (tmp_path / "p.npz").exists()
-
-
-def test_whole_game_weights_load_and_come_from_their_config() -> None:
-    """sixnimmt_env/weights/champion_games.npz: stage 8 continued on whole games (configs/champion_games.yaml)."""
-    from training.train_config import load_config
-
-    actor, meta = read_weights(GAMES_WEIGHTS)
-    assert meta["config"] == "configs/champion_games.yaml" and meta["steps"] == 43_379_712
-    assert actor.linear_w.shape[1] == 109 and actor.attention is None
-    config = load_config("configs/champion_games.yaml")
-    assert config.env.episode == "game" and config.env.end_score == 66
-    assert config.train.init_from == str(WEIGHTS)  # init_from: stage-8, the shipped champion
-    assert config.train.win_bonus == 60 and config.algo.gamma == 0.995
-    assert config.train.total_timesteps == meta["steps"]
-
-
-@pytest.mark.slow
-def test_whole_game_weights_win_more_matches_than_the_champion() -> None:
-    """The score-aware measurement of docs/champion.md: whole games to 66 against three default-config policies,
-    8,000 games, seed 4: the whole-game weights win 60.3 % of the matches, the shipped champion 56.7 % (each
-    +- 1.1). All games are fixed by the seed."""
-    bar = DEFAULT_POLICY
-    config = GameConfig(num_players=4, episode="game")
-    games = run_arena([f"champion:{GAMES_WEIGHTS}", bar, bar, bar], games=8000, seed=4, config=config, workers=2)
-    round_trained = run_arena(["champion", bar, bar, bar], games=8000, seed=4, config=config, workers=2)
-    me, base = games["agents"][0], round_trained["agents"][0]
-    assert me["win_share"] - me["win_share_ci95"] > base["win_share"] + 0.01
-    assert me["win_share"] > 0.59 and base["win_share"] < 0.58

@@ -1,4 +1,4 @@
-"""Training configs (training/train_config.py): inheritance, paths relative to the config file, baseline names, and the
+"""Training configs (training/config/): inheritance, paths relative to the config file, baseline names, and the
 saved config of a run folder."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from sixnimmt_env.champion import BASELINES, WEIGHTS
-from training.train_config import ConfigError, dump_config, load_config
+from training.config import ConfigError, dump_config, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
@@ -37,23 +37,6 @@ def test_every_shipped_config_loads_and_its_saved_copy_reloads_from_a_run_folder
     assert again.algo.model_fields_set == cfg.algo.model_fields_set
 
 
-def test_a_stage_config_holds_only_its_differences_and_inherits_the_rest() -> None:
-    stage1 = load_config(ROOT / "configs" / "champion.yaml")
-    stage2 = load_config(ROOT / "configs" / "champion_league.yaml")
-    raw = yaml.safe_load((ROOT / "configs" / "champion_league.yaml").read_text())
-    assert raw["base"] == "champion.yaml" and set(raw) == {"base", "opponents", "distill", "train", "eval"}
-    assert stage2.algo == stage1.algo and stage2.env == stage1.env and stage2.self_play == stage1.self_play
-    assert stage2.train.n_envs == 1024 and stage2.train.vec_env == "batched"  # inherited
-    assert (stage2.train.seed, stage2.train.total_timesteps) == (21, 28_286_976)  # its own
-    assert not stage2.distill.enabled and stage2.distill.samples == 64  # a mapping merges key by key
-    assert [o.agent for o in stage2.opponents][:2] == ["greedy", "champion:stage-1"]  # a list replaces
-    assert len(stage2.opponents) == 6
-    assert stage2.name == "champion_league"  # never inherited
-    games = load_config(ROOT / "configs" / "champion_games.yaml")  # four levels down the chain of stages
-    assert (games.env.episode, games.env.end_score, games.algo.gamma, games.train.win_bonus) == ("game", 66, 0.995, 60)
-    assert games.train.opponent_draw == "table" and games.algo.policy_kwargs.net_arch == [64, 64]
-
-
 def test_base_errors_name_the_file(tmp_path: Path) -> None:
     a = _write(tmp_path / "a.yaml", "base: b.yaml\ntrain: {seed: 1}\n")
     _write(tmp_path / "b.yaml", "base: a.yaml\n")
@@ -76,7 +59,7 @@ def test_paths_in_a_config_are_relative_to_its_folder_not_the_current_one(tmp_pa
     path resolves against the folder of the file that names it; ``--set`` paths against the current folder."""
     weights = tmp_path / "project" / "weights"
     weights.mkdir(parents=True)
-    (weights / "mine.npz").write_bytes(BASELINES["stage-1"].read_bytes())
+    (weights / "mine.npz").write_bytes(BASELINES["stage-8"].read_bytes())
     _write(
         tmp_path / "shared" / "base.yaml",
         "algo: {policy: card, n_steps: 16, batch_size: 64, policy_kwargs: {net_arch: [64, 64]}}\n"
@@ -91,7 +74,7 @@ def test_paths_in_a_config_are_relative_to_its_folder_not_the_current_one(tmp_pa
     )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (elsewhere / "other.npz").write_bytes(BASELINES["stage-1"].read_bytes())
+    (elsewhere / "other.npz").write_bytes(BASELINES["stage-8"].read_bytes())
     old = Path.cwd()
     os.chdir(elsewhere)
     try:
@@ -108,42 +91,41 @@ def test_paths_in_a_config_are_relative_to_its_folder_not_the_current_one(tmp_pa
 
 def test_baselines_are_reachable_by_name_from_any_folder(tmp_path: Path) -> None:
     """``champion:NAME`` and ``init_from: NAME`` find the package's weights; the run from another folder, in a
-    fresh interpreter, also checks that the names are package data (not files of the clone's configs/)."""
-    assert set(BASELINES) == {"default-ppo", *(f"stage-{i}" for i in range(1, 9)), "tables", "2p", "exploiter", "games"}
+    fresh interpreter, also checks that the names are package data (not files of the clone's configs/): the shipped
+    weights, no more than ``champion`` plays and the default-config policy."""
+    assert set(BASELINES) == {"default-ppo", "stage-8", "tables", "2p"}
     assert BASELINES["stage-8"] == WEIGHTS and all(p.is_file() for p in BASELINES.values())
     assert all(p.parent.name in ("weights", "sixnimmt_env") and p.stat().st_size < 300_000 for p in BASELINES.values())
     cfg = _write(
         tmp_path / "mine.yaml",
         "algo: {policy: card, policy_kwargs: {net_arch: [64, 64]}}\n"
-        "train: {init_from: stage-3}\n"
+        "train: {init_from: tables}\n"
         "opponents: [{agent: 'champion:default-ppo'}]\n"
-        "eval: {opponents: ['champion:stage-2,champion:games,greedy']}\n",
+        "eval: {opponents: ['champion:stage-8,champion:2p,greedy']}\n",
     )
     code = (
         "import sys\n"
         "from sixnimmt_env.agents import make_agent\n"
-        "from training.train_config import load_config\n"
+        "from training.config import load_config\n"
         f"cfg = load_config({str(cfg)!r})\n"
         "print(cfg.train.init_from)\n"
         "agent = make_agent(cfg.opponents[0].agent)\n"
         "print(agent.meta.get('config'))\n"
-        f"print(load_config({str(ROOT / 'configs' / 'champion_short.yaml')!r}).train.init_from)\n"  # issue 37's case
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120
     )
     assert out.returncode == 0, out.stderr
-    init_from, config, short = out.stdout.splitlines()
-    assert init_from == str(ROOT / "sixnimmt_env" / "weights" / "champion_v3.npz")
-    assert short == str(ROOT / "sixnimmt_env" / "weights" / "champion_v1.npz")
+    init_from, config = out.stdout.splitlines()
+    assert init_from == str(ROOT / "sixnimmt_env" / "weights" / "champion_tables.npz")
     assert config == "configs/baseline_ppo_4p.yaml"  # the default-config policy's weights say where they came from
 
 
 def test_an_unknown_baseline_name_lists_the_names() -> None:
     from sixnimmt_env.agents import make_agent
 
-    with pytest.raises(ValueError, match=r"champion weights 'stage-9' not found; .*default-ppo, stage-1, .*games"):
+    with pytest.raises(ValueError, match=r"champion weights 'stage-9' not found; .*default-ppo, stage-8, tables, 2p"):
         make_agent("champion:stage-9")
 
 

@@ -117,13 +117,13 @@ def test_fit_learns_the_teacher(tmp_path: Path) -> None:
     # the distilled weights start a new run (train.init_from)
     path = tmp_path / "distilled.zip"
     model.save(path)
-    from training.train import init_policy
+    from training.sb3_backend import init_policy
 
     fresh = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [64, 64]}, seed=5, n_steps=16, batch_size=16)
     init_policy(fresh, path)
     for (name, a), b in zip(model.policy.state_dict().items(), fresh.policy.state_dict().values(), strict=True):
         assert torch.equal(a, b), name
-    from training.train_config import ConfigError
+    from training.config import ConfigError
 
     other = MaskablePPO(CardPolicy, env, policy_kwargs={"net_arch": [32]}, n_steps=16, batch_size=16)
     with pytest.raises(ConfigError, match="its policy differs from the config's"):
@@ -146,7 +146,7 @@ def test_fit_learns_the_teacher(tmp_path: Path) -> None:
     ],
 )
 def test_distill_config_errors_name_the_key(override: list[str], message: str) -> None:
-    from training.train_config import ConfigError, load_config
+    from training.config import ConfigError, load_config
 
     with pytest.raises(ConfigError, match=message):
         load_config(Path(__file__).parent.parent / "configs" / "smoke.yaml", override)

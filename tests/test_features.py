@@ -262,11 +262,11 @@ def test_numpy_actor_matches_torch_for_card_features_mlp(tmp_path):
 
 
 def test_config_names_the_policy_and_rejects_unknown_ones(tmp_path):
+    from training.config import ConfigError, load_config
     from training.policy import algo_kwargs
-    from training.train_config import ConfigError, load_config
 
     cfg = load_config("configs/smoke.yaml", ["algo.policy=card"])
-    assert algo_kwargs(cfg)["policy"] is CardPolicy
+    assert algo_kwargs(cfg.algo)["policy"] is CardPolicy
     with pytest.raises(ConfigError, match=r"algo\.policy' must be one of MlpPolicy, card"):
         load_config("configs/smoke.yaml", ["algo.policy=transformer"])
     with pytest.raises(ConfigError, match="features_extractor_class' must be one of card_features"):
@@ -357,11 +357,11 @@ def test_hand_attention_policy_starts_as_the_weights_it_loads_and_learns_to_diff
 
 
 def test_hand_attention_needs_the_card_policy_and_heads_that_divide_its_units():
+    from training.config import ConfigError, load_config
     from training.policy import HandAttentionHead, algo_kwargs
-    from training.train_config import ConfigError, load_config
 
     cfg = load_config("configs/smoke.yaml", ["algo.policy=card", "algo.policy_kwargs.hand_attention_heads=4"])
-    assert algo_kwargs(cfg)["policy_kwargs"]["hand_attention_heads"] == 4
+    assert algo_kwargs(cfg.algo)["policy_kwargs"]["hand_attention_heads"] == 4
     with pytest.raises(ConfigError, match=r"hand_attention_heads' must divide 32 .* got 3"):
         load_config("configs/smoke.yaml", ["algo.policy=card", "algo.policy_kwargs.hand_attention_heads=3"])
     with pytest.raises(ConfigError, match=r"goes with 'algo.policy: card'; got 2 with algo.policy: MlpPolicy"):

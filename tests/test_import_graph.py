@@ -1,5 +1,7 @@
-"""The import graph of ``sixnimmt_env`` and ``training``: import-linter's layers contracts (``[tool.importlinter]`` in
-``pyproject.toml``) hold, every module has a layer, and no two modules import each other, however indirectly.
+"""The import graph of ``sixnimmt_env`` (the product), ``training`` (the kit) and ``lab`` (how ``champion`` was made):
+import-linter's layers contracts (``[tool.importlinter]`` in ``pyproject.toml``) hold, every module has a layer, no two
+modules import each other, however indirectly, and no module reaches a part above its own by a module name in a
+string (the product runs the kit's commands through entry points only).
 
 Every import counts here: at module level, inside a function (lazy) and under ``if TYPE_CHECKING:`` (grimp, the graph
 that ``lint-imports`` checks, reads them all).
@@ -7,8 +9,10 @@ that ``lint-imports`` checks, reads them all).
 
 from __future__ import annotations
 
+import ast
 import importlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -61,7 +65,7 @@ def test_lint_imports_keeps_every_contract() -> None:
     run = lint_imports(ROOT)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert f"Contracts: {len(CONFIG['contracts'])} kept, 0 broken." in run.stdout
-    assert len(CONFIG["contracts"]) == 6
+    assert len(CONFIG["contracts"]) == 8
 
 
 def test_an_upward_import_under_type_checking_breaks_the_contract(tmp_path: Path) -> None:
@@ -75,7 +79,7 @@ def test_an_upward_import_under_type_checking_breaks_the_contract(tmp_path: Path
     run = lint_imports(tmp_path)
     assert run.returncode == 1
     assert "sixnimmt_env.rules.engine -> sixnimmt_env.arena.report" in run.stdout
-    assert "Contracts: 4 kept, 2 broken." in run.stdout  # also the arena: summary -> engine -> report
+    assert "Contracts: 6 kept, 2 broken." in run.stdout  # also the arena: summary -> engine -> report
 
 
 def test_every_module_has_a_layer(graph: grimp.ImportGraph) -> None:
@@ -137,9 +141,74 @@ def test_cycles_finds_a_cycle() -> None:
 
 
 def test_training_config_is_a_leaf_of_training(graph: grimp.ImportGraph) -> None:
-    imported = graph.find_modules_directly_imported_by("training.train_config")
-    assert {m for m in imported if m.split(".")[0] == "training"} == set()
+    """The config package (``training/config/``) imports no other module of ``training``."""
+    config = {"training.config", *graph.find_descendants("training.config")}
+    assert len(config) == 7
+    imported = set().union(*(graph.find_modules_directly_imported_by(m) for m in config))
+    assert {m for m in imported if m.split(".")[0] == "training"} <= config
     assert "sixnimmt_env.agents" in imported
+
+
+WHOLE_CONFIG = "TrainConfig"
+"""The whole training config's class (``training.config.schema.TrainConfig``)."""
+
+
+def whole_config_holders(folder: Path) -> list[tuple[str, str]]:
+    """``(module file, function)`` of every function, method, lambda and dataclass field under ``folder`` (``*.py``)
+    that takes the whole :data:`WHOLE_CONFIG`: a parameter (or a field) whose annotation names it, a string
+    annotation included."""
+
+    def names(annotation: ast.expr | None) -> set[str]:
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            annotation = ast.parse(annotation.value, mode="eval").body
+        if annotation is None:
+            return set()
+        nodes = list(ast.walk(annotation))
+        attributes = {n.attr for n in nodes if isinstance(n, ast.Attribute)}
+        return {n.id for n in nodes if isinstance(n, ast.Name)} | attributes
+
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        where = str(path.relative_to(folder.parent))
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                a = node.args
+                params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, [a.vararg, a.kwarg])]
+                if any(WHOLE_CONFIG in names(p.annotation) for p in params):
+                    found.append((where, getattr(node, "name", "<lambda>")))
+            elif isinstance(node, ast.ClassDef):
+                found += [
+                    (where, f"{node.name}.{ast.unparse(s.target)}")
+                    for s in node.body
+                    if isinstance(s, ast.AnnAssign) and WHOLE_CONFIG in names(s.annotation)
+                ]
+    return found
+
+
+def test_whole_config_holders_finds_parameters_fields_and_string_annotations(tmp_path: Path) -> None:
+    source = tmp_path / "kit" / "m.py"
+    source.parent.mkdir()
+    source.write_text(
+        "from training.config import TrainConfig, schema\n"
+        "def a(cfg: TrainConfig) -> None: ...\n"
+        "def b(x: int, *, cfg: 'TrainConfig | None' = None) -> TrainConfig: ...\n"
+        "def c(cfg: schema.TrainConfig) -> None: ...\n"
+        "def d(env: schema.EnvSection) -> TrainConfig: ...\n"
+        "class Job:\n"
+        "    cfg: TrainConfig\n"
+        "    def run(self, other: list[TrainConfig]) -> None: ...\n"
+    )
+    assert whole_config_holders(tmp_path / "kit") == [("kit/m.py", n) for n in ("a", "b", "c", "Job.cfg", "run")]
+
+
+def test_at_most_eight_functions_in_three_modules_take_the_whole_training_config() -> None:
+    """Each part of training takes the config sections it reads (``build_vec_env(cfg.env, cfg.train, ...)``,
+    ``algo_kwargs(cfg.algo)``); the whole config goes only to the loader's ``validate`` and ``dump_config`` and to
+    the two backends' entries (:func:`training.train.train` loads it itself)."""
+    holders = whole_config_holders(ROOT / "training")
+    modules = {module for module, _ in holders}
+    assert len(holders) <= 8 and len(modules) <= 3, holders
+    assert modules == {"training/config/loader.py", "training/sb3_backend.py", "training/rllib/backend.py"}
 
 
 def test_sixnimmt_env_loads_no_training_library() -> None:
@@ -182,3 +251,113 @@ def test_the_engine_keeps_its_package_name() -> None:
     assert engine.__name__ == "sixnimmt_env.rules.engine"
     assert not (ROOT / "sixnimmt_env" / "engine.py").exists()
     assert not list((ROOT / "sixnimmt_env").glob("batched/*.py"))  # the compiled tier is sixnimmt_env.compiled
+
+
+MODULE_NAME = re.compile(r"(?:python\s+-m\s+)?([A-Za-z_]\w*)(?:\.\w+)*(?::\w+)?")
+"""A string that is a dotted module name (``training.train``, ``lab.recipe``, ``training.train:main``), or one
+``python -m`` runs."""
+
+
+def module_names(path: Path) -> list[tuple[int, str]]:
+    """``(line, string)`` of every string constant in ``path`` that is a module name (:data:`MODULE_NAME`): what
+    ``runpy.run_module``, ``importlib.import_module``, ``-m`` in a command line or an entry point's value would take.
+    Docstrings are left out (they name modules to the reader)."""
+    tree = ast.parse(path.read_text(), str(path))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and MODULE_NAME.fullmatch(node.value.strip())
+    ]
+
+
+def reached_parts(folder: Path, parts: tuple[str, ...]) -> list[str]:
+    """``file:line: string`` of every string constant under ``folder`` (``*.py``) that is a module name of one of
+    the top-level packages ``parts`` (:func:`module_names`), or an import of one of them."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for line, text in module_names(path):
+            name = MODULE_NAME.fullmatch(text.strip())
+            if name and name.group(1) in parts and "." in text.strip().split()[-1]:
+                found.append(f"{path.relative_to(folder.parent)}:{line}: {text!r}")
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            found += [
+                f"{path.relative_to(folder.parent)}:{getattr(node, 'lineno', 0)}: import {n}"
+                for n in names
+                if n.split(".")[0] in parts
+            ]
+    return found
+
+
+def test_module_names_finds_what_runpy_or_import_module_would_take(tmp_path: Path) -> None:
+    """The finder of :func:`reached_parts` sees a module name in a call, a table and a ``-m`` command line, and an
+    import of the package; it passes over docstrings, prose and other packages."""
+    source = tmp_path / "probe" / "m.py"
+    source.parent.mkdir()
+    source.write_text(
+        '"""Runs training.train (a docstring)."""\n'
+        "import runpy\n"
+        "from training import train\n"
+        "TABLE = {'train': ('training.train', 'train a config')}\n"
+        "def f():\n"
+        '    """lab.recipe in a docstring."""\n'
+        "    runpy.run_module('lab.recipe')\n"
+        "    return ['python', '-m', 'training.evaluate', 'python -m lab.promote', 'see training.train there']\n"
+        "ENTRY = 'training.train:main'\n"
+        "OTHER = ('sixnimmt_env.arena', 'training', 'a.b')\n"
+    )
+    found = [line.split(": ", 1)[1] for line in reached_parts(tmp_path, ("training", "lab"))]
+    assert sorted(found) == sorted(
+        [
+            "'training.train'",
+            "'lab.recipe'",
+            "'training.evaluate'",
+            "'python -m lab.promote'",
+            "'training.train:main'",
+            "import training",
+        ]
+    )
+
+
+def test_the_product_reaches_the_kit_and_the_lab_only_through_entry_points() -> None:
+    """No module of ``sixnimmt_env`` names a module of ``training`` or ``lab`` in a string it could run or import
+    (``runpy``, ``importlib.import_module``, ``python -m``), and none of ``training`` names one of ``lab``: the
+    ``sixnimmt`` command finds ``train`` and ``evaluate`` through the entry points of ``sixnimmt.commands``
+    (``pyproject.toml``), the agents through those of ``sixnimmt.agents``."""
+    assert reached_parts(ROOT / "sixnimmt_env", ("training", "lab")) == []
+    assert reached_parts(ROOT / "training", ("lab",)) == []
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["entry-points"]["sixnimmt.commands"] == {"train": "training.train", "evaluate": "training.evaluate"}
+
+
+def test_nothing_outside_the_lab_imports_it() -> None:
+    """The lab (``lab/``: the champion's recipe, its configs and past weights) is not installed: no test outside
+    ``lab/tests``, no benchmark and no other part imports or runs a module of it, and the wheel leaves it out."""
+    for folder in ("tests", "benchmarks", "sixnimmt_env", "training"):
+        assert reached_parts(ROOT / folder, ("lab",)) == [], folder
+    find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    assert find["include"] == ["sixnimmt_env*", "training*"]
+
+
+def test_the_tests_of_the_product_and_the_kit_load_no_script_file() -> None:
+    """``tests/`` imports no benchmark script (scripts of ``benchmarks/`` and ``lab/benchmarks/``, loaded by file):
+    the play server's driver is ``tests/play_server.py``, which ``benchmarks/play_load.py`` imports; the tests of the
+    benchmark scripts themselves are in ``benchmarks/tests`` and ``lab/tests``."""
+    loaders = [
+        path.name
+        for path in sorted((ROOT / "tests").glob("*.py"))
+        if path.name != Path(__file__).name and "spec_from_file_location" in path.read_text()
+    ]
+    assert loaders == []

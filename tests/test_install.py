@@ -182,11 +182,20 @@ def test_the_wheel_is_pure_python_and_the_sdist_has_the_license(dist: Path) -> N
     assert "sixnimmt-0.1.0.dist-info/licenses/LICENSE" in names
     assert "License-Expression: MIT" in metadata and "Root-Is-Purelib: true" in archive_wheel_file(wheel)
     assert "sixnimmt = sixnimmt_env.cli:main" in scripts
+    assert "[sixnimmt.commands]\nevaluate = training.evaluate\ntrain = training.train\n" in scripts  # the kit's
+    weights = sorted(name for name in names if name.endswith(".npz"))  # what champion plays, and default-ppo
+    assert weights == [
+        "sixnimmt_env/champion.npz",
+        "sixnimmt_env/weights/champion_2p.npz",
+        "sixnimmt_env/weights/champion_tables.npz",
+        "sixnimmt_env/weights/default_ppo_4p.npz",
+    ]
     (sdist,) = dist.glob("*.tar.gz")
     with tarfile.open(sdist) as archive:
         members = archive.getnames()
     assert "sixnimmt-0.1.0/LICENSE" in members and "sixnimmt-0.1.0/sixnimmt_env/champion.npz" in members
     assert "sixnimmt-0.1.0/setup.py" not in members
+    assert not [m for m in members if m.startswith("sixnimmt-0.1.0/lab/")]  # the lab is the repository's only
 
 
 def archive_wheel_file(wheel: Path) -> str:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from sixnimmt_env.compiled.kinds import KINDS
-from training.train_config import ConfigError, load_config
+from training.config import ConfigError, load_config
+from training.opponents import mixture_sampler
 from training.vec import build_vec_env, players_per_env
 from training.vec_env import MixedTablesVecEnv, SixNimmtVecEnv
 
@@ -61,7 +62,7 @@ def test_whole_games_on_several_table_sizes_are_refused_by_the_config_or_trained
         )
     except ConfigError:
         pytest.fail("the config was refused")
-    venv = build_vec_env(cfg, None)
+    venv = build_vec_env(cfg.env, cfg.train, mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw))
     assert venv.reset().shape == (cfg.train.n_envs, 506)
     # the widest bounds of the two batches: the most rounds (count / 10) a whole game can last grows with the table
     parts = venv.venv.parts
@@ -70,18 +71,22 @@ def test_whole_games_on_several_table_sizes_are_refused_by_the_config_or_trained
 
 
 def test_the_batched_env_plays_each_size_as_often_as_the_config_docstring_says() -> None:
-    """training/train_config.py: training env ``i`` plays ``num_players[i % len]``; on the batched engine each size
+    """training/config/schema.py: training env ``i`` plays ``num_players[i % len]``; on the batched engine each size
     has that many games, in a row (one batch per size), in the order the sizes first appear; ``vec_env: dummy``
     follows the rule env by env."""
     cfg = load_config(
         ROOT / "configs" / "smoke.yaml",
         ["train.vec_env=batched", "train.n_envs=11", "env.num_players=[4, 2, 10]", 'eval.opponents=["greedy"]'],
     )
-    assert players_per_env(cfg) == [4, 2, 10, 4, 2, 10, 4, 2, 10, 4, 2]
-    venv = build_vec_env(cfg, None)
+    assert players_per_env(cfg.env, cfg.train.n_envs) == [4, 2, 10, 4, 2, 10, 4, 2, 10, 4, 2]
+    venv = build_vec_env(cfg.env, cfg.train, mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw))
     assert venv.get_attr("num_players") == [4] * 4 + [2] * 4 + [10] * 3
-    dummy = build_vec_env(cfg.model_copy(update={"train": cfg.train.model_copy(update={"vec_env": "dummy"})}), None)
-    assert [env.unwrapped.num_players for env in dummy.envs] == players_per_env(cfg)
+    dummy = build_vec_env(
+        cfg.env,
+        cfg.train.model_copy(update={"vec_env": "dummy"}),
+        mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw),
+    )
+    assert [env.unwrapped.num_players for env in dummy.envs] == players_per_env(cfg.env, cfg.train.n_envs)
 
 
 def test_fewer_training_envs_than_table_sizes_is_a_config_error() -> None:

@@ -4,8 +4,8 @@ clear 400. In process (Starlette's test client) and against a real server (raw H
 
 from __future__ import annotations
 
+import play_server
 import pytest
-from conftest import load_benchmark
 from starlette.testclient import TestClient
 
 from sixnimmt_env.play.server import create_app
@@ -118,13 +118,13 @@ def test_oversized_malformed_and_nested_bodies_get_a_clear_error(client, app):
 
 
 def test_the_issues_probes_against_a_real_server():
-    """The bad requests of benchmarks/play_load.py, byte for byte over a socket to a running server: every one is
-    refused with a clear error but the non-numeric Content-Length, which uvicorn's HTTP parser refuses (400,
-    empty body) before the app sees it; the game is unchanged (checked inside ``bad_requests``)."""
-    bench = load_benchmark("play_load")
-    server = bench.start_server("--no-save", "--opponents", "greedy,greedy,greedy")
+    """The bad requests of tests/play_server.py (those of benchmarks/play_load.py), byte for byte over a socket to a
+    running server: every one is refused with a clear error but the non-numeric Content-Length, which uvicorn's HTTP
+    parser refuses (400, empty body) before the app sees it; the game is unchanged (checked inside
+    ``bad_requests``)."""
+    server = play_server.start_server("--no-save", "--opponents", "greedy,greedy,greedy")
     try:
-        results = bench.bad_requests(server)
+        results = play_server.bad_requests(server)
     finally:
         server.stop()
     statuses = {what: status for what, status, _ in results}

@@ -1,12 +1,13 @@
 """The play table under load (issue 39): clients on a real server (a subprocess on a free 127.0.0.1 port, games
-saved to a temporary database) create games and play them to the end, as in benchmarks/play_load.py. No request
-may fail and no game in play may be lost (before, 100 clients lost 13,461 of 31,112 moves to ``404 not_found``:
-the store dropped games still being played). CI runs 50 clients for 20 s; ``-m slow`` adds 100 clients for 60 s."""
+saved to a temporary database) create games and play them to the end, driven by tests/play_server.py (as
+benchmarks/play_load.py drives it). No request may fail and no game in play may be lost (before, 100 clients lost
+13,461 of 31,112 moves to ``404 not_found``: the store dropped games still being played). CI runs 50 clients for 20 s;
+``-m slow`` adds 100 clients for 60 s."""
 
 from __future__ import annotations
 
+import play_server
 import pytest
-from conftest import load_benchmark
 
 
 @pytest.mark.parametrize(
@@ -18,11 +19,10 @@ from conftest import load_benchmark
     ],
 )
 def test_no_error_and_no_game_lost_under_load(tmp_path, clients, seconds, saving):
-    bench = load_benchmark("play_load")
     save = ["--db", str(tmp_path / "games.sqlite3")] if saving else ["--no-save"]
-    server = bench.start_server("--opponents", "greedy,greedy,greedy", *save)
+    server = play_server.start_server("--opponents", "greedy,greedy,greedy", *save)
     try:
-        result = bench.run_load(server, clients, seconds)
+        result = play_server.run_load(server, clients, seconds)
         assert server.proc.poll() is None  # still serving
     finally:
         server.stop()

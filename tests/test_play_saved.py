@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import play_server
 import pytest
-from conftest import load_benchmark
 from starlette.testclient import TestClient
 from test_play import _new
 
@@ -144,9 +144,10 @@ def test_every_move_is_saved_and_a_new_server_continues_the_game(tmp_path):
 
 
 def test_the_server_process_killed_mid_game_continues_the_same_game():
-    """The restart figure of benchmarks/play_load.py, with 2 kills: a real server killed with SIGKILL mid-game,
-    started again on its file, the game continued to its end and compared with the same game without restarts."""
-    result = load_benchmark("play_load").restarts(kills=2, seed=23)
+    """The restart figure of benchmarks/play_load.py (tests/play_server.py's driver), with 2 kills: a real server
+    killed with SIGKILL mid-game, started again on its file, the game continued to its end and compared with the same
+    game without restarts."""
+    result = play_server.restarts(kills=2, seed=23)
     assert result["survived"] == 2 and result["same_game"] is True and result["moves"] >= 20
 
 
@@ -323,12 +324,11 @@ def test_a_second_server_on_the_same_file_is_refused_and_the_first_goes_on(tmp_p
     """Two `sixnimmt play` on one --db: the second exits 2 at start naming the file and the first table's address;
     the first still plays and saves; --history reads the file beside it; a killed server's file is served again at
     once, its unfinished game offered."""
-    play_load = load_benchmark("play_load")
     db = tmp_path / "games.sqlite3"
     args = ("--opponents", "greedy,random,random", "--seed", "5")
-    first = play_load.start_server(*args, "--db", str(db))
+    first = play_server.start_server(*args, "--db", str(db))
     try:
-        client = play_load.Client(first)
+        client = play_server.Client(first)
         gid, tab, table = client.new_game()
         second = subprocess.run(_play_cmd(db, *args), capture_output=True, text=True, timeout=120)
         assert second.returncode == 2 and second.stdout == ""
@@ -353,14 +353,14 @@ def test_a_second_server_on_the_same_file_is_refused_and_the_first_goes_on(tmp_p
         )  # fmt: skip
         assert history.returncode == 2 and "no saved games there (the file does not exist)" in history.stderr
         assert not missing.parent.exists()
-        other = play_load.start_server(*args, "--db", str(tmp_path / "other.sqlite3"))  # another file: starts
+        other = play_server.start_server(*args, "--db", str(tmp_path / "other.sqlite3"))  # another file: starts
         other.stop()
-        throwaway = play_load.start_server(*args, "--no-save")  # saves nothing: starts
+        throwaway = play_server.start_server(*args, "--no-save")  # saves nothing: starts
         throwaway.stop()
         first.kill()  # SIGKILL: no clean-up; the operating system drops the claim with the process
-        third = play_load.start_server(*args, "--db", str(db))
+        third = play_server.start_server(*args, "--db", str(db))
         try:
-            status, d = play_load.Client(third).request("GET", f"/api/games/{gid}", tab=tab)
+            status, d = play_server.Client(third).request("GET", f"/api/games/{gid}", tab=tab)
             assert status == 200 and d["table"] == table
         finally:
             third.stop()

@@ -27,7 +27,7 @@ from sixnimmt_env.rllib_env import (
     masked_parallel_env,
 )
 from sixnimmt_env.rules.engine import NUM_ACTIONS
-from training.train_config import ConfigError, load_config
+from training.config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "rllib_smoke.yaml"
@@ -155,16 +155,16 @@ def test_ray_section_with_sb3_backend_is_an_error(tmp_path: Path) -> None:
 def test_shipped_rllib_configs_load() -> None:
     import ray
 
-    from training.train_config import num_envs, ppo_training_kwargs, train_batch_size
+    from training.config.rllib_settings import num_envs, ppo_training_kwargs, train_batch_size
 
     cfg = load_config(ROOT / "configs" / "rllib_ppo_4p.yaml")
-    assert cfg.train.backend == "rllib" and cfg.ray.num_env_runners == 2 and num_envs(cfg) == 512
+    assert cfg.train.backend == "rllib" and cfg.ray.num_env_runners == 2 and num_envs(cfg.ray) == 512
     assert cfg.ray.sampler == "batched"
-    assert train_batch_size(cfg) == 16384
-    kwargs = ppo_training_kwargs(cfg)
+    assert train_batch_size(cfg.algo, cfg.ray) == 16384
+    kwargs = ppo_training_kwargs(cfg.algo, cfg.ray)
     assert kwargs["minibatch_size"] == 2048 and kwargs["num_epochs"] == 1 and kwargs["lr"] == 0.0003
     smoke = load_config(SMOKE)
-    assert train_batch_size(smoke) == 256 and smoke.train.total_timesteps == 512
+    assert train_batch_size(smoke.algo, smoke.ray) == 256 and smoke.train.total_timesteps == 512
     assert not ray.is_initialized()  # checking a config never starts Ray
 
 
@@ -279,6 +279,84 @@ def test_league_env_seats_rewards_and_seeds() -> None:
     assert play(LeagueEnv({**config, "filled": 2}), 7) == play(env, 7)
     with pytest.raises(ValueError, match=r"filled must be 0..2 \(pool_slots\), got 3"):
         env.set_filled(3)
+
+
+LEAGUE_SEED1 = {  # seed 1: learner_1 and snapshot0_3 decide; seats 0 and 2 play "random" inside (drawing numbers)
+    "game": {"num_players": 4, "episode": "round"},
+    "table_sizes": [4],
+    "learner_seat": 1,
+    "specs": ["random"],
+    "weights": [1.0],
+    "prob": 0.5,
+    "pool_slots": 1,
+    "filled": 1,
+}
+LEARNER_LEGAL = [2, 4, 16, 22, 35, 36, 51, 59, 69, 73]  # player_1's hand at seed 1, as action indices (card - 1)
+SNAPSHOT_LEGAL = [47, 54, 56, 60, 63, 66, 93, 94, 100, 101]  # player_3's
+
+
+@pytest.mark.parametrize(
+    ("actions", "message"),
+    [
+        (  # int(2.5) would play card 3
+            {"learner_1": 2.5, "snapshot0_3": 47},
+            f"player_1: action 2.5 of type float is not an integer; legal actions: {LEARNER_LEGAL}",
+        ),
+        (
+            {"learner_1": np.float32(2.0), "snapshot0_3": 47},
+            f"player_1: action {np.float32(2.0)!r} of type float32 is not an integer; legal actions: {LEARNER_LEGAL}",
+        ),
+        (
+            {"learner_1": 109, "snapshot0_3": 47},
+            f"player_1: action 109 is outside 0..108; legal actions: {LEARNER_LEGAL}",
+        ),
+        (  # the learner's legal action is not played either
+            {"learner_1": 2, "snapshot0_3": np.int64(48)},
+            f"player_3: action 48 is not legal in phase 'select'; legal actions: {SNAPSHOT_LEGAL}",
+        ),
+        (  # a deciding agent left out plays the no-op
+            {"learner_1": 2},
+            f"player_3: action 108 is not legal in phase 'select'; legal actions: {SNAPSHOT_LEGAL}",
+        ),
+        (  # the first offender in seat order
+            {"learner_1": 5, "snapshot0_3": 2.5},
+            f"player_1: action 5 is not legal in phase 'select'; legal actions: {LEARNER_LEGAL}",
+        ),
+    ],
+)
+def test_league_env_rejects_a_bad_action_before_anyone_acts(actions: dict[str, Any], message: str) -> None:
+    """A float (never truncated) or an illegal action of an RLlib agent is the learner-step contract's error
+    (:mod:`sixnimmt_env.rules.learner_step`), raised before any seat acts: the in-env opponents draw no number,
+    nothing is played, and the env then plays exactly as a twin that never saw the action."""
+    from training.rllib.self_play import LeagueEnv
+
+    env, twin = LeagueEnv(LEAGUE_SEED1), LeagueEnv(LEAGUE_SEED1)
+    obs, _ = env.reset(seed=1)
+    twin.reset(seed=1)
+    assert {a: np.flatnonzero(o[MASK_KEY]).tolist() for a, o in obs.items()} == {
+        "learner_1": LEARNER_LEGAL,
+        "snapshot0_3": SNAPSHOT_LEGAL,
+    }
+    assert env.agents == ["learner_1", "snapshot0_3"]  # seats 0 and 2 play inside
+    for _ in range(2):  # rejected again: still unchanged
+        with pytest.raises(ValueError) as raised:
+            env.step(actions)
+        assert str(raised.value) == message
+
+    def play_out(league: LeagueEnv) -> list[Any]:
+        """The rest of the episode, every decider playing its lowest legal action, first ``learner_1: 2`` (card 3)
+        and ``snapshot0_3: 47`` (card 48)."""
+        trace: list[Any] = []
+        actions = {"learner_1": 2, "snapshot0_3": 47}
+        while True:
+            obs, rewards, terminateds, _, _ = league.step(actions)
+            trace.append(({a: (o[OBS_KEY].tolist(), o[MASK_KEY].tolist()) for a, o in obs.items()}, rewards))
+            if terminateds["__all__"]:
+                state = league.parallel.game_state
+                return [*trace, list(state.round_penalties), list(state.totals), league._rng.random()]
+            actions = {a: int(np.flatnonzero(o[MASK_KEY])[0]) for a, o in obs.items()}
+
+    assert play_out(env) == play_out(twin)
 
 
 def test_league_snapshot_module_plays_seats_and_is_not_trained(local_ray, tmp_path: Path) -> None:

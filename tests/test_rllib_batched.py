@@ -19,7 +19,7 @@ from test_rllib import _run_dir, _train
 from sixnimmt_env.observation import OBS_SIZE
 from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY
 from sixnimmt_env.rules.engine import NUM_ACTIONS, NUM_CARDS, ROW_ACTION
-from training.train_config import ConfigError, load_config
+from training.config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "rllib_smoke.yaml"

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY
-from training.train_config import ConfigError, load_config
+from training.config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "rllib_smoke.yaml"
@@ -81,10 +81,11 @@ def test_gpu_per_learner_refused_without_gpu(tmp_path: Path, learners: int) -> N
 def test_appo_training_kwargs_drop_ppo_only_settings() -> None:
     from ray.rllib.algorithms.appo import APPOConfig
 
-    from training.train_config import ppo_training_kwargs
+    from training.config.rllib_settings import ppo_training_kwargs
 
-    ppo = ppo_training_kwargs(load_config(SMOKE))
-    appo = ppo_training_kwargs(load_config(SMOKE, ["ray.algorithm=appo"]))
+    smoke, smoke_appo = load_config(SMOKE), load_config(SMOKE, ["ray.algorithm=appo"])
+    ppo = ppo_training_kwargs(smoke.algo, smoke.ray)
+    appo = ppo_training_kwargs(smoke_appo.algo, smoke_appo.ray)
     assert ppo.pop("vf_clip_param") == 1e9 and ppo == appo  # the same SB3 settings, no value clipping in APPO
     config = APPOConfig().training(**appo)  # every key is one of APPO's
     assert (config.minibatch_size, config.num_epochs, config.lr, config.use_kl_loss) == (128, 1, 3e-4, False)
@@ -204,7 +205,7 @@ def test_appo_trains_the_masked_card_policy(tmp_path: Path, ray_session: Any) ->
     from training.rllib.backend import algorithm_config, register_envs, start_ray
 
     cfg = load_config(_config(tmp_path, ray={"algorithm": "appo", "num_cpus": 2}, self_play={"enabled": False}))
-    assert start_ray(cfg)
+    assert start_ray(cfg.ray)
     register_envs()
     algo = algorithm_config(cfg).build_algo()
     try:
@@ -258,8 +259,8 @@ def test_two_learners_train_ppo_data_parallel(tmp_path: Path, ray_session: Any) 
     learners (torch DDP over gloo); each learner gets half the train batch and both hold the same weights."""
     from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, NUM_ENV_STEPS_SAMPLED
 
+    from training.config.rllib_settings import ppo_training_kwargs
     from training.rllib.backend import algorithm_config, register_envs, start_ray
-    from training.train_config import ppo_training_kwargs
 
     cfg = load_config(
         _config(
@@ -268,8 +269,8 @@ def test_two_learners_train_ppo_data_parallel(tmp_path: Path, ray_session: Any) 
             self_play={"enabled": False},
         )
     )
-    assert ppo_training_kwargs(cfg)["train_batch_size_per_learner"] == 128  # 256 steps per iteration / 2
-    assert start_ray(cfg)
+    assert ppo_training_kwargs(cfg.algo, cfg.ray)["train_batch_size_per_learner"] == 128  # 256 steps per iteration / 2
+    assert start_ray(cfg.ray)
     register_envs()
     algo = algorithm_config(cfg).build_algo()
     try:
@@ -292,22 +293,36 @@ def test_two_learners_train_ppo_data_parallel(tmp_path: Path, ray_session: Any) 
 
 
 def _local_episodes(cfg: Any) -> list[Any]:
-    """One iteration of ``cfg``'s episodes from a local env runner (no Ray started)."""
-    from conftest import load_benchmark
+    """One iteration of ``cfg``'s episodes (``train_batch_size(cfg.algo, cfg.ray)`` env steps) from a local env runner
+    (RLlib's ``SingleAgentEnvRunner``, or the runner class ``ray.sampler`` names; no Ray started), as
+    benchmarks/learner_rate.py samples its batch."""
+    from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
-    return load_benchmark("learner_rate").sample_episodes(cfg)
+    from training.config.rllib_settings import train_batch_size
+    from training.rllib.backend import algorithm_config, register_envs
+
+    register_envs()
+    config = algorithm_config(cfg)
+    runner = (config.env_runner_cls or SingleAgentEnvRunner)(config=config, worker_index=0)
+    try:
+        return runner.sample(num_timesteps=train_batch_size(cfg.algo, cfg.ray), force_reset=True)
+    finally:
+        runner.stop()
 
 
 def test_learner_pipeline_is_bulk_for_single_agent_ppo_only() -> None:
     from training.rllib.backend import learner_pipeline
     from training.rllib.learner_connector import BulkPPOBatch
 
-    single = learner_pipeline(load_config(SMOKE, ["self_play.enabled=false"]))
+    cfg = load_config(SMOKE, ["self_play.enabled=false"])
+    single = learner_pipeline(cfg.algo, cfg.self_play, cfg.ray)
     assert single["add_default_connectors_to_learner_pipeline"] is False
     piece = single["learner_connector"](None, None)
     assert isinstance(piece, BulkPPOBatch) and (piece.gamma, piece.lambda_) == (0.99, 0.95)
-    assert learner_pipeline(load_config(SMOKE)) == {}  # the league (multi-agent): RLlib's pipeline
-    assert learner_pipeline(load_config(SMOKE, ["self_play.enabled=false", "ray.algorithm=appo"])) == {}
+    league, appo = load_config(SMOKE), load_config(SMOKE, ["self_play.enabled=false", "ray.algorithm=appo"])
+    # the league (multi-agent) and APPO: RLlib's pipeline
+    assert learner_pipeline(league.algo, league.self_play, league.ray) == {}
+    assert learner_pipeline(appo.algo, appo.self_play, appo.ray) == {}
 
 
 def test_bulk_batch_matches_rllib_default_pipeline() -> None:
@@ -378,19 +393,6 @@ def test_gae_stops_at_chunk_ends_and_bootstraps_truncated_chunks() -> None:
     np.testing.assert_allclose(adv, [d0 + 0.9 * 0.5 * d1, d1, 4.0 - 3.0], rtol=1e-6)
     with pytest.raises(ValueError, match="must be >= 1 and sum to 3"):
         gae(values, values[:2], rewards, np.array([2, 2]), np.array([False, True]), 0.9, 0.5)
-
-
-def test_learner_rate_benchmark_runs_on_a_tiny_config() -> None:
-    """benchmarks/learner_rate.py's measurements on the smoke config (256 steps): both rates positive."""
-    from conftest import load_benchmark
-
-    bench = load_benchmark("learner_rate")
-    cfg = load_config(SMOKE, ["self_play.enabled=false", "ray.num_env_runners=0", "algo.n_steps=64"])
-    episodes = bench.sample_episodes(cfg)
-    rllib = bench.rllib_update_rate(cfg, episodes, repeats=1)
-    sb3 = bench.sb3_update_rate(cfg, episodes, repeats=1, n_envs=4)
-    assert rllib["update"] > 0 and rllib["connector"] > rllib["update"]
-    assert sb3["steps"] >= 256 and sb3["train"] > sb3["update"] > 0
 
 
 def test_appo_league_run_end_to_end(tmp_path: Path) -> None:

@@ -10,8 +10,10 @@ import pytest
 import torch
 from sb3_contrib import MaskablePPO
 
+from training.config import ConfigError, load_config
 from training.evaluate import evaluate_lineups
 from training.features import hand_features_numpy
+from training.opponents import mixture_sampler
 from training.policy import algo_kwargs
 from training.rollouts import (
     AsyncMaskablePPO,
@@ -22,7 +24,6 @@ from training.rollouts import (
     worker_seed,
 )
 from training.train import train
-from training.train_config import ConfigError, load_config
 from training.vec import build_vec_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,9 +43,16 @@ def test_a_rollout_process_collects_what_maskable_ppo_collects_in_process() -> N
     weights: observations, actions, rewards, episode starts (episodes end inside the rollout), values,
     log-probabilities, masks, and the advantages and returns computed from its last values and dones."""
     cfg = load_config(SMOKE, [*BATCHED, "train.workers=2"])
-    workers = RolloutWorkers(cfg, 2, cfg.algo.n_steps, cfg.algo.gamma)
+    workers = RolloutWorkers(
+        cfg.env,
+        cfg.train,
+        mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw),
+        2,
+        cfg.algo.n_steps,
+        cfg.algo.gamma,
+    )
     try:
-        model = AsyncMaskablePPO(env=workers, seed=1, device="cpu", **algo_kwargs(cfg))
+        model = AsyncMaskablePPO(env=workers, seed=1, device="cpu", **algo_kwargs(cfg.algo))
         workers.set_policy(model.policy)
         workers.start(torch.nn.utils.parameters_to_vector(model.policy.parameters()).detach().numpy())
         slot, events = workers.wait()
@@ -61,9 +69,12 @@ def test_a_rollout_process_collects_what_maskable_ppo_collects_in_process() -> N
     # the same in one process: the worker's seed, its env, SB3's loop
     seed = worker_seed(cfg.train.seed, 0)
     assert seed == int(np.random.SeedSequence([cfg.train.seed, 0]).generate_state(1)[0])
-    share = cfg.model_copy(update={"train": cfg.train.model_copy(update={"seed": seed})})
-    venv = build_vec_env(share, None)
-    ref = MaskablePPO(env=venv, seed=seed, device="cpu", **algo_kwargs(cfg))
+    venv = build_vec_env(
+        cfg.env,
+        cfg.train.model_copy(update={"seed": seed}),
+        mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw),
+    )
+    ref = MaskablePPO(env=venv, seed=seed, device="cpu", **algo_kwargs(cfg.algo))
     ref.policy.load_state_dict(model.policy.state_dict())
     _, callback = ref._setup_learn(10**6, None)  # seeds and resets the envs, as the worker does at start
     torch.manual_seed(seed)
@@ -99,15 +110,15 @@ def test_a_rollout_process_collects_what_maskable_ppo_collects_in_process() -> N
 
 def test_workers_split_the_envs_and_default_to_the_usable_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = load_config(SMOKE, ["train.n_envs=10"])
-    assert rollout_processes(cfg, 2) == [10]
-    assert rollout_processes(cfg, 4) == [3, 4, 3]
-    assert rollout_processes(cfg, 64) == [1] * 10  # never more processes than envs
+    assert rollout_processes(cfg.train.n_envs, 2) == [10]
+    assert rollout_processes(cfg.train.n_envs, 4) == [3, 4, 3]
+    assert rollout_processes(cfg.train.n_envs, 64) == [1] * 10  # never more processes than envs
     monkeypatch.setattr("sixnimmt_env.arena.pool.usable_cores", lambda: 2)
-    assert resolve_workers(cfg) == 2
+    assert resolve_workers(cfg.train) == 2
     monkeypatch.setattr("sixnimmt_env.arena.pool.usable_cores", lambda: 64)
-    assert resolve_workers(cfg) == 4  # AUTO_WORKERS_MAX: the learner is the limit long before
-    assert resolve_workers(load_config(SMOKE, ["train.workers=1"])) == 1
-    assert resolve_workers(load_config(SMOKE, ["train.n_envs=1"])) == 1  # one env: nothing to overlap
+    assert resolve_workers(cfg.train) == 4  # AUTO_WORKERS_MAX: the learner is the limit long before
+    assert resolve_workers(load_config(SMOKE, ["train.workers=1"]).train) == 1
+    assert resolve_workers(load_config(SMOKE, ["train.n_envs=1"]).train) == 1  # one env: nothing to overlap
 
 
 @pytest.mark.parametrize(
@@ -130,11 +141,10 @@ def test_a_run_with_two_rollout_processes_trains_checkpoints_and_logs_every_epis
     """``train.workers=3`` (two rollout processes of 2 envs each): the step budget is counted as usual, the
     checkpoints load as plain MaskablePPO, every episode reaches the Monitor CSVs (one round = 10 steps), the
     self-play pool fills and the evaluations run on schedule."""
-    cfg = load_config(SMOKE, ["train.workers=3", f"train.output_dir={tmp_path}"])
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    (run_dir / "config.yaml").write_text("")
-    summary = train(cfg, run_dir, progress=False)
+    overrides = ["train.workers=3", f"train.output_dir={tmp_path}"]
+    cfg = load_config(SMOKE, overrides)
+    summary = train(SMOKE, overrides, progress=False)  # the pipeline: a new run folder under tmp_path
+    run_dir = Path(summary["run_dir"])
     assert summary["workers"] == 3
     assert summary["steps"] == 3072  # 3 rollouts of 256 steps x 4 envs
     model = MaskablePPO.load(run_dir / "final_model.zip")
@@ -170,7 +180,8 @@ def test_a_rollout_process_that_fails_to_start_is_a_clear_error_and_leaves_nothi
     cfg = load_config(SMOKE, ["train.workers=2", "train.n_envs=2"])
     bad = cfg.model_copy(update={"opponents": [cfg.opponents[0].model_copy(update={"agent": "ppo:/nonexistent.zip"})]})
     with pytest.raises(RuntimeError, match=r"rollout worker 0: .*nonexistent\.zip"):
-        RolloutWorkers(bad, 2, cfg.algo.n_steps, cfg.algo.gamma)
+        sampler = mixture_sampler(bad.opponents, bad.self_play, bad.train.opponent_draw)
+        RolloutWorkers(bad.env, bad.train, sampler, 2, cfg.algo.n_steps, cfg.algo.gamma)
     import multiprocessing
 
     assert [p for p in multiprocessing.active_children() if p.name.startswith("sixnimmt-rollouts")] == []
@@ -182,7 +193,14 @@ def test_seed_then_reset_reseeds_every_rollout_process() -> None:
     cfg = load_config(SMOKE, [*BATCHED, "train.workers=3"])
     first = {}
     for name, seed in (("a", 9), ("b", 9), ("c", 10)):
-        workers = RolloutWorkers(cfg, 3, cfg.algo.n_steps, cfg.algo.gamma)
+        workers = RolloutWorkers(
+            cfg.env,
+            cfg.train,
+            mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw),
+            3,
+            cfg.algo.n_steps,
+            cfg.algo.gamma,
+        )
         try:
             assert workers.processes == 2
             workers.seed(seed)
@@ -203,8 +221,8 @@ def test_loading_a_policy_leaves_the_global_random_generators_alone(tmp_path: Pa
     from training.ppo_agents import _CACHE, load_policy
 
     cfg = load_config(SMOKE, [*BATCHED, "train.n_envs=2"])
-    venv = build_vec_env(cfg, None)
-    MaskablePPO(env=venv, seed=0, device="cpu", **algo_kwargs(cfg)).save(tmp_path / "model.zip")
+    venv = build_vec_env(cfg.env, cfg.train, mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw))
+    MaskablePPO(env=venv, seed=0, device="cpu", **algo_kwargs(cfg.algo)).save(tmp_path / "model.zip")
 
     def draws() -> tuple[float, float, float]:
         return random.random(), float(np.random.rand()), float(torch.rand(1))

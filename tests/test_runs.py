@@ -25,8 +25,8 @@ from sixnimmt_env.arena.report import LABEL_WIDTH, league_note, plot_results, sh
 from sixnimmt_env.gym_env import make_env
 from sixnimmt_env.records import read_records, replay
 from training import evaluate as evaluate_module
+from training.config import ConfigError, load_config
 from training.train import run_lock
-from training.train_config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.yaml"
@@ -339,12 +339,19 @@ def test_results_png_with_long_checkpoint_names_is_legible(tmp_path: Path) -> No
 def test_monitor_csvs_load_with_sb3_load_results(tmp_path: Path) -> None:
     from stable_baselines3.common.monitor import load_results
 
+    from training.opponents import mixture_sampler
     from training.vec import build_vec_env
 
     cfg = load_config(SMOKE, ["self_play.enabled=false", "train.n_envs=2"])
     episodes = 0
     for _session in range(2):  # a second session (like --resume) appends to the existing files
-        venv = build_vec_env(cfg, tmp_path, wrap_normalize=False)
+        venv = build_vec_env(
+            cfg.env,
+            cfg.train,
+            mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw),
+            tmp_path,
+            wrap_normalize=False,
+        )
         venv.reset()
         for _ in range(25):
             masks = np.array(venv.env_method("action_masks"))
@@ -367,11 +374,18 @@ def test_the_batched_monitor_writes_every_episode_flushing_once_a_second_and_on_
     from stable_baselines3.common.monitor import load_results
 
     from training import vec
+    from training.opponents import mixture_sampler
 
     clock = [1000.0]
     monkeypatch.setattr(vec._ResultsWriterFlushedEachSecond, "clock", staticmethod(lambda: clock[0]))
     cfg = load_config(SMOKE, ["self_play.enabled=false", "train.vec_env=batched", "train.n_envs=16"])
-    venv = vec.build_vec_env(cfg, tmp_path, wrap_normalize=False)
+    venv = vec.build_vec_env(
+        cfg.env,
+        cfg.train,
+        mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw),
+        tmp_path,
+        wrap_normalize=False,
+    )
     assert isinstance(venv, vec.BatchedVecMonitor)
     path = tmp_path / "batched.monitor.csv"
     seen: list[tuple[float, int]] = []

@@ -24,10 +24,10 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from sixnimmt_env.gym_env import make_env
 from sixnimmt_env.observation import OBS_SIZE
+from training.config import ConfigError, load_config
 from training.evaluate import evaluate_agents
-from training.opponents import sampler_from_config
+from training.opponents import mixture_sampler
 from training.ppo_agents import load_policy_agent, observation_from_view
-from training.train_config import ConfigError, load_config
 from training.vec import EnvFactory, WorkerVecEnv, build_vec_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,7 +134,7 @@ def test_config_errors_name_the_key_before_anything_starts(override: list[str], 
 def test_every_vec_env_name_has_a_builder(tmp_path: Path) -> None:
     import typing
 
-    from training.train_config import TrainSection
+    from training.config.schema import TrainSection
     from training.vec import VEC_ENV_BUILDERS
 
     assert set(VEC_ENV_BUILDERS) == set(typing.get_args(typing.get_type_hints(TrainSection)["vec_env"]))
@@ -161,7 +161,7 @@ def test_masks_reach_maskable_ppo_through_each_stack(kind: str, workers: str, no
             "algo.policy=MlpPolicy",  # normalised observations do not go with the card policy's features
         ],
     )
-    venv = build_vec_env(cfg, None)
+    venv = build_vec_env(cfg.env, cfg.train, mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw))
     try:
         assert isinstance(venv, VecNormalize) == normalize
         venv.seed(0)
@@ -185,9 +185,12 @@ def test_masks_reach_maskable_ppo_through_each_stack(kind: str, workers: str, no
 def test_worker_vec_env_plays_the_same_games_as_dummy() -> None:
     """k envs per worker process (``subproc`` with ``n_workers``): same seeds, same actions -> the same observations,
     rewards, dones, masks and episode ends as SB3's DummyVecEnv, including auto-reset's terminal observations."""
+    configs = [
+        load_config(SMOKE, ["train.n_envs=5", *extra]) for extra in ([], ["train.vec_env=subproc", "train.n_workers=2"])
+    ]
     stacks = [
-        build_vec_env(load_config(SMOKE, ["train.n_envs=5", *extra]), None)
-        for extra in ([], ["train.vec_env=subproc", "train.n_workers=2"])
+        build_vec_env(cfg.env, cfg.train, mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw))
+        for cfg in configs
     ]
     dummy, workers = stacks
     try:
@@ -218,8 +221,9 @@ def test_worker_vec_env_plays_the_same_games_as_dummy() -> None:
     finally:
         for venv in stacks:
             venv.close()
+    sampler = mixture_sampler(configs[0].opponents, configs[0].self_play, configs[0].train.opponent_draw)
     with pytest.raises(ValueError, match=r"n_workers must be 1\.\.2 \(the number of envs\), got 3"):
-        WorkerVecEnv([EnvFactory({"num_players": 4}, "random", sampler_from_config(load_config(SMOKE)), None)] * 2, 3)
+        WorkerVecEnv([EnvFactory({"num_players": 4}, "random", sampler, None)] * 2, 3)
 
 
 # --------------------------------------------------------------------------- checkpoints
@@ -507,7 +511,7 @@ def test_config_beats_three_greedy(tmp_path: Path, config: str) -> None:
 
 
 def test_integral_floats_are_accepted_for_integer_keys():
-    from training.train_config import ConfigError, load_config
+    from training.config import ConfigError, load_config
 
     cfg = load_config(ROOT / "configs" / "smoke.yaml", ["train.total_timesteps=1e4"])
     assert cfg.train.total_timesteps == 10_000 and isinstance(cfg.train.total_timesteps, int)
@@ -557,7 +561,7 @@ def test_algo_section_defaults_are_maskable_ppos_and_the_env_section_is_game_con
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
     from sixnimmt_env.rules.engine import GameConfig
-    from training.train_config import TRAINING_GAME_DEFAULTS, AlgoSection, EnvSection, PolicyKwargs
+    from training.config.schema import TRAINING_GAME_DEFAULTS, AlgoSection, EnvSection, PolicyKwargs
 
     ppo = inspect.signature(MaskablePPO.__init__).parameters
     for name in AlgoSection.model_fields:
@@ -582,7 +586,7 @@ def test_algo_section_defaults_are_maskable_ppos_and_the_env_section_is_game_con
 
 @pytest.mark.parametrize("path", sorted(Path(__file__).parent.parent.glob("configs/*.yaml")), ids=lambda p: p.name)
 def test_a_dumped_config_reloads_to_the_same_config(path: Path, tmp_path: Path) -> None:
-    from training.train_config import dump_config
+    from training.config import dump_config
 
     cfg = load_config(path)
     dump_config(cfg, tmp_path / "config.yaml")
@@ -611,10 +615,11 @@ def test_the_snapshot_pool_keeps_the_newest_snapshots(tmp_path: Path) -> None:
     assert pool.prune() == pool.paths and not (folder / "snapshot_100.zip").exists()
 
 
-@pytest.mark.parametrize("module", ["training.train", "training.train_champion"])
+@pytest.mark.parametrize("module", ["training.train"])
 def test_training_commands_run_numpy_with_one_blas_thread(module: str) -> None:
     """The training commands set OPENBLAS_NUM_THREADS=1 before numpy loads (the policy opponents' forward passes
-    run on the training process's core; a second BLAS thread only contends), unless the user set it."""
+    run on the training process's core; a second BLAS thread only contends), unless the user set it (the lab's
+    ``lab.train_champion``: lab/tests/test_train_champion.py; ``sixnimmt train``: tests/test_cli.py)."""
     code = (  # the variable as numpy is first imported (a finder that only looks), then after the command
         "import os, runpy, sys\n"
         "seen = []\n"
@@ -692,7 +697,7 @@ def test_a_learning_curve_with_long_lineups_keeps_its_axes_wide(tmp_path: Path) 
 def test_final_model_is_the_mean_of_the_last_checkpoints(tmp_path: Path) -> None:
     from stable_baselines3.common.save_util import load_from_zip_file
 
-    from training.train import average_checkpoints
+    from training.sb3_backend import average_checkpoints
 
     result = _run(
         "-m", "training.train", str(SMOKE), "--no-progress", "--set", f"train.output_dir={tmp_path}",
@@ -745,7 +750,7 @@ def test_one_spec_eval_lineup_fills_the_table(tmp_path: Path) -> None:
 
 
 def test_spaced_checkpoints_skip_the_periodic_one_just_before_the_end(tmp_path: Path) -> None:
-    from training.train import spaced_checkpoints
+    from training.sb3_backend import spaced_checkpoints
 
     (tmp_path / "checkpoints").mkdir()
     for steps in (2000896, 4000768, 6000640, 6015488):

@@ -19,10 +19,10 @@ from sixnimmt_env.observation import OBS_SIZE, SLICES, action_mask, encode
 from sixnimmt_env.pettingzoo_env import ILLEGAL_ACTION_PENALTY
 from sixnimmt_env.rewards import rewards
 from sixnimmt_env.rules.engine import DONE, NOOP, SELECT, GameConfig, State, step, view
-from training.opponents import MixtureSampler
+from training.config import load_config
+from training.opponents import MixtureSampler, mixture_sampler
 from training.policy import algo_kwargs
 from training.ppo_agents import PolicyAgent
-from training.train_config import load_config
 from training.vec import build_vec_env
 from training.vec_env import SixNimmtVecEnv
 
@@ -272,8 +272,16 @@ def test_illegal_action_terminates_or_raises() -> None:
     assert rewards[0] <= 0 and infos[0] == {}
     strict = SixNimmtVecEnv(2, illegal_action="raise", seed=0, num_players=4, episode="round")
     strict.reset()
-    with pytest.raises(ValueError, match=r"env 0 \(learner seat \d\): action 108 is not legal; legal actions: \["):
+    with pytest.raises(
+        ValueError, match=r"env 0 \(learner seat \d\): action 108 is not legal in phase 'select'; legal actions: \["
+    ):
         strict.step(np.array([NOOP, 0]))
+    with pytest.raises(ValueError, match=r"env 0 \(learner seat \d\): action \d+\.0 of type float is not an integer"):
+        strict.step(np.array([actions[0], 3.5]))  # floats are refused (they were truncated to actions once)
+    with pytest.raises(ValueError, match=r"env 0 \(learner seat \d\): action 109 is outside 0\.\.108"):
+        strict.step(np.array([109, actions[1]]))
+    masks = strict.action_masks().copy()
+    assert strict.step(np.array([masks[0].argmax(), masks[1].argmax()]))[2].tolist() == [False, False]  # usable
 
 
 def test_bad_arguments_are_clear_errors() -> None:
@@ -342,12 +350,12 @@ def test_table_draw_fills_every_opponent_seat_with_one_draw(tmp_path: Path) -> N
 
 
 def test_opponent_draw_config_reaches_the_sampler() -> None:
-    from training.opponents import sampler_from_config
-    from training.train_config import ConfigError
+    from training.config import ConfigError
 
     smoke = ROOT / "configs" / "smoke.yaml"
-    assert sampler_from_config(load_config(smoke)).draw == "seat"
-    assert sampler_from_config(load_config(smoke, ["train.opponent_draw=table"])).draw == "table"
+    for overrides, draw in (([], "seat"), (["train.opponent_draw=table"], "table")):
+        cfg = load_config(smoke, overrides)
+        assert mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw).draw == draw
     with pytest.raises(ConfigError, match=r"'train.opponent_draw' must be 'seat' or 'table', got 'game'"):
         load_config(smoke, ["train.opponent_draw=game"])
     with pytest.raises(ConfigError, match=r"'train.opponent_draw' 'table' applies to train.backend: sb3 only"):
@@ -359,9 +367,11 @@ def test_maskable_ppo_learns_on_the_batched_config(tmp_path: Path) -> None:
         ROOT / "configs" / "smoke.yaml",
         ["train.vec_env=batched", "train.n_envs=64", "algo.n_steps=16", "algo.batch_size=256"],
     )
-    venv = build_vec_env(cfg, tmp_path / "monitor")
+    venv = build_vec_env(
+        cfg.env, cfg.train, mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw), tmp_path / "monitor"
+    )
     assert isinstance(venv, VecMonitor) and isinstance(venv.venv, SixNimmtVecEnv) and venv.num_envs == 64
-    model = MaskablePPO(env=venv, seed=0, **algo_kwargs(cfg))
+    model = MaskablePPO(env=venv, seed=0, **algo_kwargs(cfg.algo))
     model.learn(2048)
     assert model.num_timesteps == 2048
     venv.close()  # the CSV is flushed once a second and on close (BatchedVecMonitor)
@@ -422,17 +432,21 @@ def test_a_config_with_several_table_sizes_trains_on_the_batched_engine(tmp_path
         ROOT / "configs" / "smoke.yaml",
         ["train.vec_env=batched", "train.n_envs=12", "env.num_players=[2, 4, 10]", "algo.n_steps=8"],
     )
-    venv = build_vec_env(cfg, tmp_path / "monitor")
+    venv = build_vec_env(
+        cfg.env, cfg.train, mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw), tmp_path / "monitor"
+    )
     inner = venv.venv
     assert isinstance(inner, MixedTablesVecEnv) and inner.num_players == [2, 4, 10]
     assert inner.players_of_envs().tolist() == [2] * 4 + [4] * 4 + [10] * 4
     assert [part.num_envs for part in inner.parts] == [4, 4, 4]
-    model = MaskablePPO(env=venv, seed=0, **algo_kwargs(cfg))
+    model = MaskablePPO(env=venv, seed=0, **algo_kwargs(cfg.algo))
     model.learn(12 * 8 * 3)
     assert model.num_timesteps == 12 * 8 * 3
     # a rollout process's share starting at the run's game 5: games 5..9 seat 10, 2, 4, 10, 2 players
-    share = cfg.model_copy(update={"train": cfg.train.model_copy(update={"n_envs": 5})})
-    part = build_vec_env(share, None, first_env=5).venv
+    share = cfg.train.model_copy(update={"n_envs": 5})
+    part = build_vec_env(
+        cfg.env, share, mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw), first_env=5
+    ).venv
     assert part.num_players == [10, 2, 4] and [p.num_envs for p in part.parts] == [2, 2, 1]
 
 
@@ -532,7 +546,7 @@ def test_relative_reward_adds_the_mean_of_the_others_bullheads(episode: str) -> 
 
 
 def test_win_bonus_config_is_batched_only() -> None:
-    from training.train_config import ConfigError
+    from training.config import ConfigError
 
     smoke = Path(__file__).parent.parent / "configs" / "smoke.yaml"
     cfg = load_config(smoke, ["train.vec_env=batched", "train.win_bonus=5"])
@@ -544,13 +558,18 @@ def test_win_bonus_config_is_batched_only() -> None:
 
 
 def test_reward_config_reaches_the_batched_and_the_gymnasium_envs() -> None:
-    from training.train_config import ConfigError
+    from training.config import ConfigError
     from training.vec import build_vec_env
 
     smoke = Path(__file__).parent.parent / "configs" / "smoke.yaml"
     for vec_env in ("batched", "dummy"):
         cfg = load_config(smoke, [f"train.vec_env={vec_env}", "train.reward=relative", "train.n_envs=2"])
-        venv = build_vec_env(cfg, None, wrap_normalize=False)
+        venv = build_vec_env(
+            cfg.env,
+            cfg.train,
+            mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw),
+            wrap_normalize=False,
+        )
         inner = venv.venv if vec_env == "batched" else venv.envs[0].unwrapped.parallel
         assert inner.reward_mode == "relative", vec_env
         venv.close()

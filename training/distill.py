@@ -13,9 +13,9 @@ policy that searches nothing:
    teacher's distribution over the legal actions, the critic by regression on minus the bullheads still to come
    (the return of a round episode, as the PPO reward counts it).
 
-A training config's ``distill:`` section (:class:`training.train_config.DistillSection`) runs both steps on the run's
-fresh policy before PPO (:func:`distill_into`, called by :func:`training.train.train`); the labels and the figures
-go to ``RUN/distill/``.
+A training config's ``distill:`` section (:class:`training.config.schema.DistillSection`) runs both steps on the
+run's fresh policy before PPO (:func:`distill_into`, called by :func:`training.sb3_backend.train_sb3`); the labels and
+the figures go to ``RUN/distill/``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from sixnimmt_env.observation import OBS_SIZE
 from sixnimmt_env.rules.engine import NUM_ACTIONS, GameConfig
 
 if TYPE_CHECKING:
-    from training.train_config import TrainConfig
+    from training.config.schema import DistillSection
 
 
 @dataclass
@@ -311,23 +311,31 @@ def fit_policy(
     }
 
 
-def distill_into(policy: object, cfg: TrainConfig, out_dir: Path, log: Callable[[str], None] = print) -> dict:
+def distill_into(
+    policy: object,
+    d: DistillSection,
+    game: GameConfig,
+    seed: int,
+    out_dir: Path,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """The ``distill:`` stage of a training run: label positions with ``mc:N``, fit ``policy`` on them in place.
 
     Args:
         policy: the run's fresh :class:`training.policy.CardPolicy` (or any masked actor-critic policy).
-        cfg: the run's config; ``cfg.distill`` gives the settings, ``cfg.env`` the game, ``cfg.train.seed`` the seed.
+        d: the config's ``distill`` section (the settings).
+        game: the game the run trains on (one table size, single rounds).
+        seed: the run's seed (``train.seed``), for the labelling and the fit.
         out_dir: created; receives ``labels.npz`` and ``distill.json`` (the settings and the held-out figures).
+        log: where each progress line goes.
 
     Returns:
-        The figures of :func:`fit_policy`, with ``labels`` (count) and ``label_seconds``.
+        The figures of :func:`fit_policy`, with ``settings`` (the section), ``labels`` (count) and ``label_seconds``.
     """
     import json
 
     import torch
 
-    d = cfg.distill
-    game = GameConfig(**cfg.env.game_kwargs())
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     labels = label_in_parallel(
@@ -337,7 +345,7 @@ def distill_into(policy: object, cfg: TrainConfig, out_dir: Path, log: Callable[
         d.games,
         d.temperature,
         d.epsilon,
-        cfg.train.seed,
+        seed,
         d.workers,
         log=lambda line: log(f"distill: {line}"),
     )
@@ -355,7 +363,7 @@ def distill_into(policy: object, cfg: TrainConfig, out_dir: Path, log: Callable[
             d.learning_rate,
             d.fit_temperature,
             d.value_coef,
-            seed=cfg.train.seed,
+            seed=seed,
             log=lambda line: log(f"distill: {line}"),
         )
     finally:

@@ -32,7 +32,7 @@ unless ``--overwrite``). ``--save-games FILE`` writes every game
 A missing or corrupt checkpoint, or one trained for another observation size,
 stops with a clear error (exit code 2) before any game is played.
 
-:func:`evaluate_lineups` and :func:`write_report` are what training uses.
+:func:`evaluate_lineups` and :func:`finish_report` are what training uses.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from itertools import groupby
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -55,7 +55,7 @@ from sixnimmt_env.rules.engine import GameConfig
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from training.train_config import TrainConfig
+    from training.config.schema import EvalSection
 
 
 class CountingAgent:
@@ -81,6 +81,18 @@ class CountingAgent:
             if a not in view["legal_actions"]:
                 self.illegal += 1
         return a
+
+
+@runtime_checkable
+class _Named(Protocol):
+    spec: str
+
+
+def _spec_of(agent: Agent) -> str:
+    """The name of an agent already built (:func:`evaluate_agents`): its ``spec`` attribute."""
+    if not isinstance(agent, _Named):
+        raise AttributeError(f"{agent!r} has no spec attribute to name it by")
+    return str(agent.spec)
 
 
 def evaluate_agents(
@@ -121,7 +133,7 @@ def evaluate_agents(
     if pause is not None and workers != 1:
         raise ValueError(f"pause needs the games in this process (workers=1), got workers={workers}")
     counted = [
-        CountingAgent(make_agent(s), s, pause) if isinstance(s, str) else CountingAgent(s, str(s.spec), pause)
+        CountingAgent(make_agent(s), s, pause) if isinstance(s, str) else CountingAgent(s, _spec_of(s), pause)
         for s in specs
     ]
     results = run_arena(
@@ -236,16 +248,16 @@ def plot_learning_curve(eval_csv: Path, out: Path) -> Path | None:
     return out
 
 
-def final_evaluations(cfg: TrainConfig, run_dir: Path, spec: str) -> list[str]:
-    """Play the agent ``spec`` (``ppo:PATH`` or ``rllib:PATH``) against every ``eval.opponents`` line-up
-    (``eval.final_games`` games each), write ``final_eval.csv`` and ``learning_curve.png`` into ``run_dir``, and
-    return the report's Markdown lines for them (one table per line-up, then the curve if there is one)."""
-    game = cfg.env.game_kwargs()
+def final_evaluations(run_dir: Path, spec: str, ev: EvalSection, game: Mapping[str, Any], seed: int) -> list[str]:
+    """Play the agent ``spec`` (``ppo:PATH`` or ``rllib:PATH``) against every ``eval.opponents`` line-up of ``ev``
+    (``eval.final_games`` games each, of the game ``game``, seeded ``seed + 1``), write ``final_eval.csv`` and
+    ``learning_curve.png`` into ``run_dir``, and return the report's Markdown lines for them (one table per line-up,
+    then the curve if there is one)."""
     lines: list[str] = []
     rows = []
-    for lineup in cfg.eval.opponents:
+    for lineup in ev.opponents:
         specs = [spec, *(s.strip() for s in lineup.split(","))]
-        results = evaluate_agents(specs, cfg.eval.final_games, game, seed=cfg.train.seed + 1)
+        results = evaluate_agents(specs, ev.final_games, game, seed=seed + 1)
         rows.append(lineup_row(results, lineup))
         illegal = f"Illegal actions: {results['illegal_actions']}"
         lines += [f"## Against {lineup}", "", markdown_table(results), illegal, ""]
@@ -258,39 +270,13 @@ def final_evaluations(cfg: TrainConfig, run_dir: Path, spec: str) -> list[str]:
     return lines
 
 
-def write_report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[str, Any]) -> Path:
-    """The final report of a run: arena tables of ``model`` against every evaluation line-up
-    (``eval.final_games`` games each), ``final_eval.csv``, ``learning_curve.png`` and ``report.md``."""
-    lines = [
-        f"# Training report: {cfg.name}",
-        "",
-        f"- run folder: `{run_dir}`",
-        f"- steps: {summary['steps']:,}"
-        + (
-            f" (resumed at {summary['start_steps']:,}: this session {summary['session_steps']:,} steps"
-            if summary.get("start_steps")
-            else " (trained"
-        )
-        + f" in {summary['seconds']:.0f} s, {summary['steps_per_second']:,.0f} env steps/s during learn, "
-        "evaluations included)" + (" (stopped by train.max_minutes)" if summary.get("timed_out") else ""),
-        *(
-            [f"- processes: {summary['workers']} (train.workers: the learner and {summary['workers'] - 1} rollout)"]
-            if summary.get("workers", 1) > 1
-            else []
-        ),
-        f"- model: `{model.name}`"
-        + (f" (the mean of the weights of {', '.join(summary['averaged'])})" if summary.get("averaged") else "")
-        + "; best during training: `best_model.zip`",
-        "",
-    ]
-    return finish_report(cfg, run_dir, f"ppo:{model}", lines)
-
-
-def finish_report(cfg: TrainConfig, run_dir: Path, spec: str, header: list[str]) -> Path:
+def finish_report(
+    run_dir: Path, spec: str, header: list[str], ev: EvalSection, game: Mapping[str, Any], seed: int
+) -> Path:
     """The end of a run, both backends: ``report.md`` holds ``header`` (the backend's lines about the run) and the
-    :func:`final_evaluations` of the agent ``spec`` (which write ``final_eval.csv`` and ``learning_curve.png``);
-    the report is printed to stderr too. Returns the path of ``report.md``."""
-    lines = [*header, *final_evaluations(cfg, run_dir, spec)]
+    :func:`final_evaluations` of the agent ``spec`` against ``ev``'s line-ups (which write ``final_eval.csv`` and
+    ``learning_curve.png``); the report is printed to stderr too. Returns the path of ``report.md``."""
+    lines = [*header, *final_evaluations(run_dir, spec, ev, game, seed)]
     path = run_dir / "report.md"
     path.write_text("\n".join(lines))
     print("\n".join(lines), file=sys.stderr)
@@ -337,7 +323,7 @@ def checkpoint_rules(checkpoint: str | Path) -> tuple[dict[str, Any], str] | Non
         if candidate.is_file():
             import yaml
 
-            from training.train_config import EnvSection
+            from training.config.schema import EnvSection
 
             try:
                 raw = yaml.safe_load(candidate.read_text(encoding="utf-8"))
@@ -403,10 +389,19 @@ def resolve_rules(
     return game, source
 
 
+EXAMPLES = (
+    "runs/ppo_4p/<stamp>/final_model.zip",
+    "runs/ppo_4p/<stamp>/final_model.zip --opponents mc:64,greedy,champion:default-ppo",
+    "--agents champion,champion:stage-8,greedy,greedy --games 2000",
+)
+"""Typical arguments of the command (``sixnimmt evaluate`` or ``python -m training.evaluate``), shown by its
+``--help``."""
+
+
 def _parser() -> argparse.ArgumentParser:
     from sixnimmt_env.cli import parser_kwargs
 
-    p = argparse.ArgumentParser(**parser_kwargs("training.evaluate"), description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(**parser_kwargs("training.evaluate", EXAMPLES), description=__doc__.split("\n\n")[0])
     p.add_argument(
         "checkpoint",
         nargs="?",
@@ -481,8 +476,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.agents:
             if args.checkpoint or args.opponents:
                 raise ValueError("give either a checkpoint with --opponents, or --agents, not both")
-            specs: list[str] | None = parse_lineup(args.agents, "--agents")
-            first = next((s.split(":", 1)[1] for s in specs if s.startswith(CHECKPOINT_PREFIXES)), None)
+            listed = parse_lineup(args.agents, "--agents")
+            specs: list[str] | None = listed
+            first = next((s.split(":", 1)[1] for s in listed if s.startswith(CHECKPOINT_PREFIXES)), None)
             if first is not None and not Path(first).exists():
                 raise ValueError(f"checkpoint {first!r} not found")
         elif args.checkpoint:

@@ -22,6 +22,8 @@ batch to numpy, call the kernels and return a tensor on the observation's device
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium
 import numpy as np
 import torch
@@ -69,7 +71,7 @@ def hand_features_numpy(obs: np.ndarray) -> np.ndarray:
     return np.concatenate([obs, feats.reshape(len(obs), -1), held.astype(np.float32)], axis=1)
 
 
-def _check_space(name: str, observation_space: gymnasium.spaces.Box) -> None:
+def _check_space(name: str, observation_space: gymnasium.Space[Any]) -> None:
     """Raise ``ValueError`` unless ``observation_space`` is the flat ``(506,)`` observation."""
     if observation_space.shape != (OBS_SIZE,):
         raise ValueError(f"{name} needs the flat ({OBS_SIZE},) observation, got shape {observation_space.shape}")
@@ -86,7 +88,7 @@ class CardFeatures(BaseFeaturesExtractor):
     Input ``float32 (batch, 506)``; output ``float32 (batch, 1338)`` (:func:`card_features_numpy`).
     """
 
-    def __init__(self, observation_space: gymnasium.spaces.Box) -> None:
+    def __init__(self, observation_space: gymnasium.Space[Any]) -> None:
         _check_space("CardFeatures", observation_space)
         super().__init__(observation_space, FEATURES_SIZE)
 
@@ -111,7 +113,7 @@ class HandFeatures(BaseFeaturesExtractor):
     (:func:`training.rollouts.critic_values`).
     """
 
-    def __init__(self, observation_space: gymnasium.spaces.Box) -> None:
+    def __init__(self, observation_space: gymnasium.Space[Any]) -> None:
         _check_space("HandFeatures", observation_space)
         super().__init__(observation_space, HAND_OUTPUT_SIZE)
 

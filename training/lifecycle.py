@@ -1,5 +1,6 @@
-"""A training run's lifecycle, written once for both backends (SB3, :mod:`training.train`; Ray RLlib,
-:mod:`training.rllib.backend`): how a stop signal ends the run, and the record of the evaluations during training.
+"""A training run's lifecycle, written once for both backends (SB3, :mod:`training.sb3_backend`; Ray RLlib,
+:mod:`training.rllib.backend`): how a stop signal ends the run, the record of the evaluations during training, and
+what a backend hands back to the pipeline (:func:`training.train.train`).
 
 - :class:`StopSignals`: SIGTERM (``timeout``, a job scheduler) and Ctrl-C while the run trains. Either way the run
   saves a checkpoint and writes its report; the backend says whether the signal stops it at once (SB3's loop can
@@ -9,6 +10,8 @@
 - :class:`EvalRecord`: ``eval.csv`` of the run folder (one row per line-up and evaluation), the latest and the
   best mean penalty of the first line-up (read back on ``--resume``), and whether a new evaluation is the best so
   far (the backend then keeps that model as ``best_model``).
+- :class:`Trained`: a backend's summary of the session, the report's lines about the run and the final model as an
+  agent spec, from which the pipeline writes ``report.md``.
 
 The networks both backends build are :mod:`training.policy`'s (:func:`training.policy.mlp`).
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import signal
 import sys
 import threading
@@ -175,3 +179,27 @@ class EvalRecord:
             self.best = self.latest
             return True
         return False
+
+
+def checkpoint_steps(path: Path) -> int:
+    """The steps of a run's checkpoint from its name: ``model_<steps>_steps.zip`` (SB3) or
+    ``checkpoint_<steps>_steps`` (RLlib)."""
+    return int(path.stem.split("_")[1])
+
+
+@dataclasses.dataclass
+class Trained:
+    """What a backend's training session returns to the pipeline (:func:`training.train.train`).
+
+    Attributes:
+        summary: the session's figures (``run_dir``, ``steps``, ``start_steps``, ``session_steps``, ``seconds``,
+            ``steps_per_second``, ``interrupted``, ``timed_out``, ``checkpoint``, and the backend's own; with
+            ``final_model`` and ``best_model`` when the run was not interrupted).
+        report: the report's lines about the run (title, steps, speed, model), empty when interrupted.
+        agent: the final model as an agent spec (``ppo:PATH``, ``rllib:PATH``) for the final evaluations, ``None``
+            when interrupted (no report is written).
+    """
+
+    summary: dict[str, Any]
+    report: list[str] = dataclasses.field(default_factory=list)
+    agent: str | None = None

@@ -1,8 +1,8 @@
 """The opponents of training: the weighted mixture of agent specs and the pool of learner snapshots.
 
 :class:`MixtureSampler` draws each opponent seat per episode from the config's weighted mixture, or (with
-probability ``self_play.prob``) from the pool of learner snapshots; :func:`sampler_from_config` builds it from a
-config. Both vector env stacks (:mod:`training.vec`, :mod:`training.vec_env`) and the RLlib backend use it.
+probability ``self_play.prob``) from the pool of learner snapshots; :func:`mixture_sampler` builds it from a
+config's sections. Both vector env stacks (:mod:`training.vec`, :mod:`training.vec_env`) and the RLlib backend use it.
 :class:`SnapshotPool` is the pool of an SB3 run: the newest ``self_play.pool_size`` snapshot files in the run's
 ``pool/`` folder (:class:`training.callbacks.SelfPlaySnapshots` adds one every ``self_play.snapshot_every``
 steps). The RLlib league keeps its snapshots in RLModule slots instead (:mod:`training.rllib.self_play`).
@@ -11,6 +11,7 @@ steps). The RLlib league keeps its snapshots in RLModule slots instead (:mod:`tr
 from __future__ import annotations
 
 import bisect
+import copy
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import numpy as np
 
 from sixnimmt_env.agents import Agent, make_agent
 from training import ppo_agents as _ppo_agents  # noqa: F401  (registers ppo: specs in every process)
-from training.train_config import OPPONENT_DRAWS, TrainConfig
+from training.config.schema import OPPONENT_DRAWS, OpponentEntry, SelfPlaySection
 
 
 class MixtureSampler:
@@ -86,22 +87,32 @@ class MixtureSampler:
         i = min(bisect.bisect_right(self._cumulative, rng.random()), len(self.specs) - 1)
         return self._agent(self.specs[i])
 
+    def with_pool(self, pool: Sequence[str | Agent]) -> MixtureSampler:
+        """A sampler of the same mixture, pool probability and draw whose pool is ``pool`` (the self-play pool
+        after a snapshot), with agents of its own (none loaded yet)."""
+        other = copy.copy(self)
+        other.pool = list(pool)
+        other._agents = {}
+        return other
+
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_agents"] = {}  # loaded policies stay in their process (cached by training.ppo_agents)
         return state
 
 
-def sampler_from_config(cfg: TrainConfig, pool: Sequence[str | Agent] = ()) -> MixtureSampler:
-    """The :class:`MixtureSampler` of a config's ``opponents`` and ``self_play`` sections."""
-    prob = cfg.self_play.prob if cfg.self_play.enabled else 0.0
-    return MixtureSampler(
-        [o.agent for o in cfg.opponents],
-        [o.weight for o in cfg.opponents],
-        pool,
-        prob,
-        draw=cfg.train.opponent_draw,
-    )
+def mixture_sampler(
+    opponents: Sequence[OpponentEntry], self_play: SelfPlaySection, draw: str, pool: Sequence[str | Agent] = ()
+) -> MixtureSampler:
+    """The :class:`MixtureSampler` of a config's ``opponents`` and ``self_play`` sections and its
+    ``train.opponent_draw`` (``draw``); ``pool``: the self-play snapshots already taken (played with probability
+    ``self_play.prob`` when self-play is enabled).
+
+    Raises:
+        ValueError: as :class:`MixtureSampler` (the config's checks rule these out).
+    """
+    prob = self_play.prob if self_play.enabled else 0.0
+    return MixtureSampler([o.agent for o in opponents], [o.weight for o in opponents], pool, prob, draw=draw)
 
 
 class SnapshotPool:

@@ -21,16 +21,17 @@ import numpy as np
 import torch
 from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.type_aliases import Schedule
 
 from sixnimmt_env.card_features import HAND_FEATURES
 from sixnimmt_env.champion import CardActor, read_weights
 from sixnimmt_env.observation import OBS_SIZE
 from sixnimmt_env.rules.engine import HAND_SIZE, NUM_ACTIONS
-from training import train_config as config
+from training.config import schema
+from training.config.schema import AlgoSection
 from training.features import FEATURE_EXTRACTORS, GLOBAL_SIZE, HAND_OUTPUT_SIZE, HandFeatures
-from training.train_config import TrainConfig
 
-CARD_HIDDEN = config.CARD_HIDDEN
+CARD_HIDDEN = schema.CARD_HIDDEN
 """Hidden units of :class:`CardHead`'s per-card MLP (32)."""
 ACTIVATION_CLASSES: dict[str, type[torch.nn.Module]] = {
     "tanh": torch.nn.Tanh,
@@ -38,7 +39,7 @@ ACTIVATION_CLASSES: dict[str, type[torch.nn.Module]] = {
     "elu": torch.nn.ELU,
     "leaky_relu": torch.nn.LeakyReLU,
 }
-"""The torch class of each name of :data:`training.train_config.ACTIVATIONS` (``algo.policy_kwargs.activation_fn``)."""
+"""The torch class of each name of :data:`training.config.schema.ACTIVATIONS` (``algo.policy_kwargs.activation_fn``)."""
 
 
 def mlp(in_size: int, sizes: list[int], activation_fn: type[torch.nn.Module]) -> torch.nn.Sequential:
@@ -221,6 +222,11 @@ class CardPolicy(MaskableActorCriticPolicy):
             ``net_arch`` that is not a list of layer sizes.
     """
 
+    # SB3 declares ``mlp_extractor`` as its own MlpExtractor, but takes any module with its ``latent_dim_pi/vf`` and
+    # ``forward_actor/critic`` (SB3's documented way to a custom network: override ``_build_mlp_extractor``)
+    mlp_extractor: CardNetworks  # type: ignore[assignment]
+    action_net: CardHead  # a HandAttentionHead with hand_attention_heads > 0
+
     def __init__(self, *args: object, hand_attention_heads: int = 0, **kwargs: object) -> None:
         if not isinstance(hand_attention_heads, int) or hand_attention_heads < 0:
             raise ValueError(f"CardPolicy: hand_attention_heads must be an integer >= 0, got {hand_attention_heads!r}")
@@ -243,7 +249,7 @@ class CardPolicy(MaskableActorCriticPolicy):
             )
         self.mlp_extractor = CardNetworks(arch, self.activation_fn).to(self.device)
 
-    def _build(self, lr_schedule: object) -> None:
+    def _build(self, lr_schedule: Schedule) -> None:
         self._build_mlp_extractor()
         self.action_dist = MaskedCategorical(NUM_ACTIONS)
         global_dim = self.mlp_extractor.global_dim
@@ -259,7 +265,9 @@ class CardPolicy(MaskableActorCriticPolicy):
             if isinstance(self.action_net, HandAttentionHead):
                 self.action_net.zero_attention()
             self.value_net.apply(partial(self.init_weights, gain=1.0))
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[operator]
+        # SB3 types optimizer_class as torch's base Optimizer(params, defaults): its subclasses (Adam) take lr, as
+        # in SB3's own _build
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
@@ -332,8 +340,8 @@ class NumpyCardActor:
 
 
 def load_actor(policy: CardPolicy, path: str | Path) -> None:
-    """Copy the actor of the weights file ``path`` (``.npz``, :func:`training.train_champion.export`'s) into a card
-    policy, in place.
+    """Copy the actor of the weights file ``path`` (``.npz``, the arrays of :class:`sixnimmt_env.champion.CardActor`,
+    as the repository's ``lab/train_champion.py`` exports them) into a card policy, in place.
 
     The inverse of :meth:`NumpyCardActor.arrays`: afterwards the policy's logits are the file's (``read_weights``, whose
     first layer is widened for the inputs added since the file was written). The critic's MLP starts as a copy of the
@@ -402,12 +410,12 @@ def load_actor(policy: CardPolicy, path: str | Path) -> None:
         )
 
 
-def algo_kwargs(cfg: TrainConfig) -> dict[str, Any]:
-    """The MaskablePPO keyword arguments ``cfg.algo`` sets (MaskablePPO's defaults, which the section's repeat, for
-    the rest), with ``policy`` and ``policy_kwargs.activation_fn`` / ``policy_kwargs.features_extractor_class``
-    named by strings turned into their classes."""
-    kwargs = cfg.algo.given_items()
-    kwargs["policy"] = POLICIES[cfg.algo.policy]
+def algo_kwargs(algo: AlgoSection) -> dict[str, Any]:
+    """The MaskablePPO keyword arguments the ``algo`` section sets (MaskablePPO's defaults, which the section's
+    repeat, for the rest), with ``policy`` and ``policy_kwargs.activation_fn`` /
+    ``policy_kwargs.features_extractor_class`` named by strings turned into their classes."""
+    kwargs = algo.given_items()
+    kwargs["policy"] = POLICIES[algo.policy]
     pk = dict(kwargs.get("policy_kwargs") or {})
     if isinstance(pk.get("activation_fn"), str):
         pk["activation_fn"] = ACTIVATION_CLASSES[pk["activation_fn"]]

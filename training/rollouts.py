@@ -11,7 +11,7 @@ The algorithm changes in one way, by one update: rollout k + 1 is collected with
 the collecting policy's, so PPO's ratio and clipping are measured against the policy that acted, as in synchronous
 PPO; the update starts one step away from it. The rollout processes run the actor alone: the learner computes the
 values with the critic it is about to train (``θ_k``, as synchronous PPO does) and, for the card policy, the card
-features once for its critic and its update (:func:`critic_values`). ``docs/training_speed.md`` shows that it
+features once for its critic and its update (:func:`critic_values`). ``lab/docs/training_speed.md`` shows that it
 learns as well per step as synchronous MaskablePPO.
 
 Everything else is MaskablePPO's: :class:`AsyncMaskablePPO` is a ``MaskablePPO`` whose ``collect_rollouts``
@@ -44,7 +44,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 import torch
@@ -55,9 +55,10 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from sixnimmt_env.rules.engine import NUM_ACTIONS
+from training.config.schema import EnvSection, TrainSection
 from training.features import HandFeatures
 from training.lifecycle import IdleGate
-from training.train_config import TrainConfig
+from training.opponents import MixtureSampler
 from training.vec import build_vec_env, worker_seed
 from training.vec_env import env_indices
 
@@ -73,11 +74,11 @@ _SLOT = (*_FIELDS, "last_obs", "last_dones")
 
 AUTO_WORKERS_MAX = 4
 """The most processes an unset ``train.workers`` takes. One learner takes about 114,000 env steps/s of the main job
-(docs/training_speed.md), which one rollout process nearly matches: more processes pay only when the opponents are
+(lab/docs/training_speed.md), which one rollout process nearly matches: more processes pay only when the opponents are
 expensive (``mc:N``, many snapshot seats), and each costs about 650 MB. Set ``train.workers`` to go beyond."""
 
 
-def resolve_workers(cfg: TrainConfig) -> int:
+def resolve_workers(train: TrainSection) -> int:
     """The processes a run trains with: ``train.workers``, or, when unset, the cores this process may use
     (:func:`sixnimmt_env.arena.pool.usable_cores`), at most :data:`AUTO_WORKERS_MAX`.
 
@@ -87,17 +88,18 @@ def resolve_workers(cfg: TrainConfig) -> int:
     """
     from sixnimmt_env.arena.pool import usable_cores
 
-    if cfg.train.workers is not None:
-        return cfg.train.workers
-    if cfg.train.normalize_obs or cfg.train.n_envs < 2 or cfg.train.vec_env == "subproc":
+    if train.workers is not None:
+        return train.workers
+    if train.normalize_obs or train.n_envs < 2 or train.vec_env == "subproc":
         return 1
     return max(1, min(usable_cores(), AUTO_WORKERS_MAX))
 
 
-def rollout_processes(cfg: TrainConfig, workers: int) -> list[int]:
-    """The games of each rollout process for ``workers`` >= 2 processes in all: ``train.n_envs`` split as evenly
-    as possible over ``min(workers - 1, n_envs)`` processes (the learner is the last process)."""
-    n = cfg.train.n_envs
+def rollout_processes(n_envs: int, workers: int) -> list[int]:
+    """The games of each rollout process for ``workers`` >= 2 processes in all: the ``n_envs`` games
+    (``train.n_envs``) split as evenly as possible over ``min(workers - 1, n_envs)`` processes (the learner is the
+    last process)."""
+    n = n_envs
     k = min(workers - 1, n)
     bounds = np.linspace(0, n, k + 1).round().astype(int)
     return np.diff(bounds).tolist()
@@ -109,8 +111,9 @@ def _action_masks(venv: VecEnv) -> np.ndarray:
     base = venv
     while isinstance(base, VecEnvWrapper):
         base = base.venv
-    if callable(getattr(base, "action_masks", None)):
-        return base.action_masks()
+    masks = getattr(base, "action_masks", None)
+    if callable(masks):
+        return masks()
     return np.stack(venv.env_method("action_masks")).astype(bool)
 
 
@@ -119,9 +122,10 @@ class _Job:
     """What a rollout process is started with (pickled to it)."""
 
     index: int
-    cfg: TrainConfig  # its own share: train.n_envs and train.seed are the worker's
+    env: EnvSection
+    train: TrainSection  # its own share: train.n_envs and train.seed are the worker's
+    sampler: MixtureSampler  # the opponents, the self-play snapshots taken so far in its pool
     monitor_dir: Path | None
-    pool: list[str]
     n_steps: int
     gamma: float
     lo: int  # its envs' columns in the rollout buffer
@@ -130,7 +134,9 @@ class _Job:
     shapes: dict[str, tuple[int, ...]]
 
 
-def _open_slot(files: list[str], shapes: dict[str, tuple[int, ...]], mode: str) -> dict[str, np.ndarray]:
+def _open_slot(
+    files: list[str], shapes: dict[str, tuple[int, ...]], mode: Literal["r+", "w+"]
+) -> dict[str, np.ndarray]:
     # plain ndarray views of the mapped files: numpy's memmap subclass slows every indexing the buffer does
     return {
         name: np.memmap(path, dtype=np.float32, mode=mode, shape=shapes[name]).view(np.ndarray)
@@ -145,15 +151,15 @@ def _worker(conn: Any, job: _Job) -> None:
     import training.ppo_agents  # noqa: F401  (ppo: specs of the opponents)
 
     try:
-        venv = build_vec_env(job.cfg, job.monitor_dir, job.pool, first_env=job.lo)
+        venv = build_vec_env(job.env, job.train, job.sampler, job.monitor_dir, first_env=job.lo)
         policy: Any = None  # the learner's policy, sent before the first rollout (weights before every rollout)
-        torch.manual_seed(job.cfg.train.seed)
+        torch.manual_seed(job.train.seed)
         slots = [_open_slot(files, job.shapes, "r+") for files in job.files]
-        venv.seed(job.cfg.train.seed)
-        obs = venv.reset()
+        venv.seed(job.train.seed)
+        obs = cast(np.ndarray, venv.reset())  # one Box observation space: an array
         starts = np.ones(venv.num_envs, np.float32)
         conn.send(("ready", None))
-        _warm_up(job.cfg)
+        _warm_up(job.env, job.train, job.sampler)
         while True:
             cmd, data = conn.recv()
             if cmd == "collect":
@@ -169,7 +175,7 @@ def _worker(conn: Any, job: _Job) -> None:
                     seed = worker_seed(data, job.index)
                     venv.seed(seed)
                     torch.manual_seed(seed)
-                obs = venv.reset()
+                obs = cast(np.ndarray, venv.reset())
                 starts = np.ones(venv.num_envs, np.float32)
                 conn.send(("result", obs))
             elif cmd == "env_method":
@@ -192,16 +198,17 @@ def _worker(conn: Any, job: _Job) -> None:
             conn.send(("error", f"rollout worker {job.index}: {exc!r}\n{traceback.format_exc()}"))
 
 
-def _warm_up(cfg: TrainConfig, steps: int = 12) -> None:
-    """Compile (or load from numba's cache) what a rollout runs, on a throwaway one-game copy of ``cfg``'s vector
-    env played with its first legal actions, and the card features the policy reads: on a fresh checkout the
-    batched engine's play loop takes about 10 s to compile, and a rollout process does it here, right after it
-    reports ready, while the learner is still busy (distilling, building its model) instead of inside the run's
-    first rollout and its wall-time budget. The run's own envs, seeds and random streams are untouched."""
+def _warm_up(env: EnvSection, train: TrainSection, sampler: MixtureSampler, steps: int = 12) -> None:
+    """Compile (or load from numba's cache) what a rollout runs, on a throwaway one-game copy of the worker's
+    vector env (its opponents without the snapshot pool, agents of their own) played with its first legal actions,
+    and the card features the policy reads: on a fresh checkout the batched engine's play loop takes about 10 s to
+    compile, and a rollout process does it here, right after it reports ready, while the learner is still busy
+    (distilling, building its model) instead of inside the run's first rollout and its wall-time budget. The run's
+    own envs, seeds, opponents and random streams are untouched."""
     from sixnimmt_env.card_features import hand_features
 
-    one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"n_envs": 1})})
-    venv = build_vec_env(one, None, wrap_normalize=False)
+    one = train.model_copy(update={"n_envs": 1})
+    venv = build_vec_env(env, one, sampler.with_pool(()), None, wrap_normalize=False)
     try:
         obs = venv.reset()
         hand_features(np.asarray(obs, np.float32))
@@ -235,7 +242,8 @@ def _collect(
         actions = actions.numpy()
         if into is not None:
             into(rows[t + 1, lo:hi] if t + 1 < job.n_steps else None)  # the last: a new array, for the next rollout
-        new_obs, rewards, dones, infos = venv.step(actions)
+        result = venv.step(actions)
+        new_obs, rewards, dones, infos = cast(np.ndarray, result[0]), result[1], result[2], result[3]
         for i in np.flatnonzero(dones):
             info = infos[i]
             terminal = info.get("terminal_observation")
@@ -296,12 +304,15 @@ class RolloutWorkers(VecEnv):
     """The rollout processes of a run, as the learner's ``VecEnv`` (module docstring).
 
     Args:
-        cfg: the run's config (each process builds ``cfg``'s vector env for its share of ``train.n_envs``).
+        env: the config's ``env`` section (the game of every process's vector env).
+        train: the config's ``train`` section: each process builds the vector env of
+            :func:`training.vec.build_vec_env` for its share of ``train.n_envs``, seeded by :func:`worker_seed`.
+        sampler: the opponents (:func:`training.opponents.mixture_sampler`, with the self-play snapshots already in
+            the pool); each process gets a copy.
         workers: processes in all, the learner included (>= 2): ``workers - 1`` rollout processes.
         n_steps: vector steps per rollout (``algo.n_steps``).
         gamma: the discount, for bootstrapping truncated episodes.
         monitor_dir: the Monitor CSV folder (the files of a synchronous run, named by env index), or ``None``.
-        pool: self-play snapshots already in the pool.
 
     Raises:
         RuntimeError: a rollout process failed to start (with its traceback).
@@ -309,29 +320,32 @@ class RolloutWorkers(VecEnv):
 
     def __init__(
         self,
-        cfg: TrainConfig,
+        env: EnvSection,
+        train: TrainSection,
+        sampler: MixtureSampler,
         workers: int,
         n_steps: int,
         gamma: float,
         monitor_dir: Path | None = None,
-        pool: Sequence[str] = (),
     ) -> None:
         if workers < 2:
             raise ValueError(f"RolloutWorkers needs 2 or more processes in all (the learner and 1+), got {workers}")
-        n = cfg.train.n_envs
-        probe = build_vec_env(cfg.model_copy(update={"train": cfg.train.model_copy(update={"n_envs": 1})}), None)
+        n = train.n_envs
+        probe = build_vec_env(env, train.model_copy(update={"n_envs": 1}), sampler.with_pool(()), None)
         observation_space, action_space = probe.observation_space, probe.action_space
         probe.close()
+        obs_shape = observation_space.shape
+        assert obs_shape is not None  # a Box of (506,)
         super().__init__(n, observation_space, action_space)
         self.n_steps = n_steps
         shapes = {
-            "observations": (n_steps, n, *observation_space.shape),
+            "observations": (n_steps, n, *obs_shape),
             "actions": (n_steps, n, 1),
             "rewards": (n_steps, n),
             "episode_starts": (n_steps, n),
             "log_probs": (n_steps, n),
             "action_masks": (n_steps, n, NUM_ACTIONS),
-            "last_obs": (n, *observation_space.shape),
+            "last_obs": (n, *obs_shape),
             "last_dones": (n,),
         }
         shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
@@ -348,10 +362,9 @@ class RolloutWorkers(VecEnv):
         self._conns: list[Any] = []
         self._procs: list[Any] = []
         lo = 0
-        for i, size in enumerate(rollout_processes(cfg, workers)):
-            seed = worker_seed(cfg.train.seed, i)
-            share = cfg.model_copy(update={"train": cfg.train.model_copy(update={"n_envs": size, "seed": seed})})
-            job = _Job(i, share, monitor_dir, list(pool), n_steps, gamma, lo, lo + size, files, shapes)
+        for i, size in enumerate(rollout_processes(n, workers)):
+            share = train.model_copy(update={"n_envs": size, "seed": worker_seed(train.seed, i)})
+            job = _Job(i, env, share, sampler, monitor_dir, n_steps, gamma, lo, lo + size, files, shapes)
             parent, child = ctx.Pipe()
             proc = ctx.Process(target=_worker, args=(child, job), daemon=True, name=f"sixnimmt-rollouts-{i}")
             proc.start()

@@ -29,8 +29,8 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvO
 
 from sixnimmt_env.rules.engine import NUM_ACTIONS
 from training import ppo_agents as _ppo_agents  # noqa: F401  (registers ppo: specs in every process)
-from training.opponents import MixtureSampler, sampler_from_config
-from training.train_config import TrainConfig
+from training.config.schema import EnvSection, TrainSection
+from training.opponents import MixtureSampler
 
 __all__ = [
     "VEC_ENV_BUILDERS",
@@ -110,7 +110,8 @@ def _worker(remote: Any, parent_remote: Any, env_fns: list[Callable[[], gym.Env]
             elif cmd == "has_attr":
                 remote.send(venv.has_attr(data))
             elif cmd == "set_attr":
-                remote.send(venv.set_attr(data[0], data[1], indices=data[2]))
+                venv.set_attr(data[0], data[1], indices=data[2])
+                remote.send(None)
             elif cmd == "is_wrapped":
                 remote.send(venv.env_is_wrapped(data[0], indices=data[1]))
             elif cmd == "close":
@@ -158,7 +159,10 @@ class WorkerVecEnv(VecEnv):
         self._remotes, self._processes = [], []
         for sl in self._slices:
             remote, work_remote = ctx.Pipe()
-            proc = ctx.Process(target=_worker, args=(work_remote, remote, list(env_fns[sl])), daemon=True)
+            # typeshed's BaseContext (what get_context of a str gives) lacks Process; every real context has it
+            proc = ctx.Process(  # type: ignore[attr-defined]
+                target=_worker, args=(work_remote, remote, list(env_fns[sl])), daemon=True
+            )
             proc.start()
             work_remote.close()
             self._remotes.append(remote)
@@ -173,7 +177,7 @@ class WorkerVecEnv(VecEnv):
 
     def _split(self, indices: VecEnvIndices) -> list[tuple[int, list[int], list[int]]]:
         """``(worker, positions in the request, local indices)`` for each worker holding one of ``indices``."""
-        wanted = self._get_indices(indices)
+        wanted = list(self._get_indices(indices))
         out = []
         for w, sl in enumerate(self._slices):
             pos = [k for k, i in enumerate(wanted) if sl.start <= i < sl.stop]
@@ -185,7 +189,7 @@ class WorkerVecEnv(VecEnv):
         parts = self._split(indices)
         for w, _, local in parts:
             self._remotes[w].send((cmd, make(local)))
-        out: list[Any] = [None] * len(self._get_indices(indices))
+        out: list[Any] = [None] * len(list(self._get_indices(indices)))
         for w, pos, _ in parts:
             for k, value in zip(pos, self._remotes[w].recv(), strict=True):
                 out[k] = value
@@ -222,7 +226,7 @@ class WorkerVecEnv(VecEnv):
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any):
         """Call ``method_name`` on the envs of ``indices``; ``"action_masks"`` is answered from the last step."""
         if method_name == "action_masks" and not method_args and not method_kwargs:
-            return list(self._action_masks[self._get_indices(indices)])
+            return list(self._action_masks[list(self._get_indices(indices))])
         return self._gather("env_method", lambda local: (method_name, method_args, method_kwargs, local), indices)
 
     def has_attr(self, attr_name: str) -> bool:
@@ -258,9 +262,11 @@ class WorkerVecEnv(VecEnv):
 
 @dataclass
 class VecEnvRequest:
-    """What a vector-env builder gets: the config, one factory per env, the sampler and the monitor folder."""
+    """What a vector-env builder gets: the config's ``env`` and ``train`` sections, one factory per env, the
+    sampler and the monitor folder."""
 
-    cfg: TrainConfig
+    env: EnvSection
+    train: TrainSection
     env_fns: list[Callable[[], gym.Env]]
     sampler: MixtureSampler
     monitor_dir: Path | None
@@ -272,7 +278,7 @@ def _dummy(req: VecEnvRequest) -> VecEnv:
 
 
 def _subproc(req: VecEnvRequest) -> VecEnv:
-    workers = req.cfg.train.n_workers
+    workers = req.train.n_workers
     if workers is None:
         return SubprocVecEnv(req.env_fns, start_method="forkserver")
     return WorkerVecEnv(req.env_fns, min(workers, len(req.env_fns)))
@@ -283,7 +289,7 @@ class _ResultsWriterFlushedEachSecond(ResultsWriter):
 
     A batched env ends about one episode in ten env steps, some hundred per vector step of 1,024 games; a flush
     (a ``write`` system call) per row was about 0.3 ms per 1,000 env steps, 3 % of a rollout process's work
-    (docs/training_speed.md). A process that is killed loses at most the last second's rows.
+    (lab/docs/training_speed.md). A process that is killed loses at most the last second's rows.
     """
 
     clock = staticmethod(time.monotonic)
@@ -310,7 +316,8 @@ class BatchedVecMonitor(VecMonitor):
     def __init__(self, venv: VecEnv, filename: str | None = None) -> None:
         super().__init__(venv)
         if filename:
-            env_id = venv.spec.id if getattr(venv, "spec", None) is not None else None  # as VecMonitor writes it
+            spec = getattr(venv, "spec", None)
+            env_id = spec.id if spec is not None else None  # as VecMonitor writes it
             self.results_writer = _ResultsWriterFlushedEachSecond(
                 filename, header={"t_start": self.t_start, "env_id": str(env_id)}
             )
@@ -330,21 +337,21 @@ def _batched(req: VecEnvRequest) -> VecEnv:
     """
     from training.vec_env import MixedTablesVecEnv, SixNimmtVecEnv  # the batched engine (numba) loads on demand
 
-    cfg = req.cfg
-    sizes = cfg.env.table_sizes()
+    env, train = req.env, req.train
+    sizes = env.table_sizes()
     counts: dict[int, int] = {}
-    for j in range(cfg.train.n_envs):
+    for j in range(train.n_envs):
         n = sizes[(req.first_env + j) % len(sizes)]
         counts[n] = counts.get(n, 0) + 1
     parts = [
         SixNimmtVecEnv(
             count,
             opponents=req.sampler,
-            learner_seat=cfg.env.learner_seat,
-            seed=None if cfg.train.seed is None else cfg.train.seed + k,
-            win_bonus=cfg.train.win_bonus,
-            reward=cfg.train.reward,
-            **cfg.env.game_kwargs(n),
+            learner_seat=env.learner_seat,
+            seed=None if train.seed is None else train.seed + k,
+            win_bonus=train.win_bonus,
+            reward=train.reward,
+            **env.game_kwargs(n),
         )
         for k, (n, count) in enumerate(counts.items())
     ]
@@ -362,16 +369,16 @@ VEC_ENV_BUILDERS: dict[str, Callable[[VecEnvRequest], VecEnv]] = {
     "subproc": _subproc,
     "batched": _batched,
 }
-"""``train.vec_env`` name (the ``Literal`` of :attr:`training.train_config.TrainSection.vec_env`) -> builder.
+"""``train.vec_env`` name (the ``Literal`` of :attr:`training.config.schema.TrainSection.vec_env`) -> builder.
 The VecEnv returned must answer ``env_method("action_masks")``
 (stacked to ``bool (n_envs, 109)``) and ``env_method("set_opponents", sampler)``."""
 
 
-def players_per_env(cfg: TrainConfig) -> list[int]:
-    """Players of each of the ``train.n_envs`` training envs: env ``i`` plays ``sizes[i % len]`` of the
-    table sizes ``sizes`` (:meth:`training.train_config.EnvSection.table_sizes`)."""
-    sizes = cfg.env.table_sizes()
-    return [sizes[i % len(sizes)] for i in range(cfg.train.n_envs)]
+def players_per_env(env: EnvSection, n_envs: int) -> list[int]:
+    """Players of each of the ``n_envs`` training envs (``train.n_envs``): env ``i`` plays ``sizes[i % len]`` of the
+    table sizes ``sizes`` (:meth:`training.config.schema.EnvSection.table_sizes`)."""
+    sizes = env.table_sizes()
+    return [sizes[i % len(sizes)] for i in range(n_envs)]
 
 
 def worker_seed(seed: int, index: int) -> int:
@@ -381,37 +388,43 @@ def worker_seed(seed: int, index: int) -> int:
 
 
 def build_vec_env(
-    cfg: TrainConfig,
-    monitor_dir: Path | None,
-    pool: Sequence[str] = (),
+    env: EnvSection,
+    train: TrainSection,
+    sampler: MixtureSampler,
+    monitor_dir: Path | None = None,
     wrap_normalize: bool = True,
     first_env: int = 0,
 ) -> VecEnv:
-    """The training vector env of ``cfg`` (see the module docstring).
+    """The training vector env of a config's ``env`` and ``train`` sections (see the module docstring).
 
     Args:
-        cfg: a validated config.
+        env: the game and the learner's seat (a validated section).
+        train: ``n_envs``, ``vec_env``, ``n_workers``, ``seed``, ``reward``, ``win_bonus``, ``normalize_obs``.
+        sampler: the opponents of every env (:func:`training.opponents.mixture_sampler`, with the self-play
+            snapshots already in the pool).
         monitor_dir: folder for ``<i>.monitor.csv`` (created), or ``None``.
-        pool: self-play snapshots already in the pool (on resume).
         wrap_normalize: wrap in ``VecNormalize(norm_obs=True, norm_reward=False)`` if ``train.normalize_obs``.
         first_env: the run-wide index of the first env (a rollout process's share, :mod:`training.rollouts`):
             the Monitor CSVs are named by run-wide index (``batched-<first_env>`` for a batched share after the
             first).
+
+    Returns:
+        A ``VecEnv`` of ``train.n_envs`` envs: observations ``float32 (n_envs, 506)``, actions ``(n_envs,)`` of
+        0..108.
     """
-    sampler = sampler_from_config(cfg, pool)
     if monitor_dir is not None:
         monitor_dir.mkdir(parents=True, exist_ok=True)
     fns: list[Callable[[], gym.Env]] = [
         EnvFactory(
-            {**cfg.env.game_kwargs(n), "reward": cfg.train.reward},
-            cfg.env.learner_seat,
+            {**env.game_kwargs(n), "reward": train.reward},
+            env.learner_seat,
             sampler,
             str(monitor_dir / f"{first_env + i}.monitor.csv") if monitor_dir is not None else None,
-            None if cfg.train.vec_env == "dummy" else 1,
+            None if train.vec_env == "dummy" else 1,
         )
-        for i, n in enumerate(players_per_env(cfg))
+        for i, n in enumerate(players_per_env(env, train.n_envs))
     ]
-    venv = VEC_ENV_BUILDERS[cfg.train.vec_env](VecEnvRequest(cfg, fns, sampler, monitor_dir, first_env))
-    if wrap_normalize and cfg.train.normalize_obs:
+    venv = VEC_ENV_BUILDERS[train.vec_env](VecEnvRequest(env, train, fns, sampler, monitor_dir, first_env))
+    if wrap_normalize and train.normalize_obs:
         venv = VecNormalize(venv, norm_obs=True, norm_reward=False)
     return venv

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/compile_time.py [--repo OTHER_CHECKOUT ...] [--repeat 2]
+    python lab/benchmarks/compile_time.py [--repo OTHER_CHECKOUT ...] [--repeat 2]
 
 Each measurement runs in a fresh process with an empty ``NUMBA_CACHE_DIR`` (what a fresh clone or a new install
 sees: nothing compiled yet), for this checkout and for every ``--repo`` (e.g. a git worktree of an earlier commit),
@@ -30,16 +30,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 _BATCHED = """
 import time
 t = time.perf_counter()
 import numpy as np
-from training.train_config import load_config
+from training.config import load_config
+from training.opponents import mixture_sampler
 from training.vec import build_vec_env
 cfg = load_config("configs/ppo_4p.yaml", ["distill.enabled=false", "train.workers=1", "train.n_envs=1"])
-venv = build_vec_env(cfg, None)
+venv = build_vec_env(cfg.env, cfg.train, mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw))
 venv.reset()
 venv.step(np.array([venv.venv.action_masks()[0].argmax()]))
 print(time.perf_counter() - t)

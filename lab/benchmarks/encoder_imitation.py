@@ -21,9 +21,9 @@ best), the held-out cross-entropy, the fitting time, and the milliseconds of one
 
 Usage::
 
-    python benchmarks/encoder_imitation.py --labels RUN/distill/labels.npz [--variants mlp64,mlp256,hand] \\
+    python lab/benchmarks/encoder_imitation.py --labels RUN/distill/labels.npz [--variants mlp64,mlp256,hand] \\
         [--epochs 6] [--threads 1]
-    python benchmarks/encoder_imitation.py --decisions 1200000 --workers 2 --save labels.npz   # label first
+    python lab/benchmarks/encoder_imitation.py --decisions 1200000 --workers 2 --save labels.npz   # label first
 """
 
 from __future__ import annotations
@@ -36,12 +36,13 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import torch
+from stable_baselines3.common.type_aliases import Schedule
 
 from sixnimmt_env.card_features import card_features
 from sixnimmt_env.observation import OBS_SIZE, SLICES
 from sixnimmt_env.rules.engine import HAND_SIZE, NUM_ACTIONS, NUM_CARDS, GameConfig
 from training.distill import Labels, fit_policy, label_in_parallel
-from training.policy import CARD_HIDDEN, CardNetworks, CardPolicy, HandAttentionHead
+from training.policy import CARD_HIDDEN, CardNetworks, CardPolicy, HandAttentionHead, MaskedCategorical
 
 VARIANTS = ("mlp64", "mlp256", "hand", "tokens")
 TOKEN_FEATURES = 12
@@ -103,12 +104,21 @@ class TokenPolicy(CardPolicy):
 
     def _build_mlp_extractor(self) -> None:
         super()._build_mlp_extractor()
-        self.mlp_extractor = TokenNetworks(list(self.net_arch), self.activation_fn).to(self.device)
+        networks = self.mlp_extractor  # CardPolicy's, built from its checked net_arch
+        arch = [layer.out_features for layer in networks.policy_net if isinstance(layer, torch.nn.Linear)]
+        self.mlp_extractor = TokenNetworks(arch, self.activation_fn).to(self.device)
 
-    def _build(self, lr_schedule: object) -> None:
+    def _build(self, lr_schedule: Schedule) -> None:
         super()._build(lr_schedule)
-        self.action_net = TokenHead(self.mlp_extractor.global_dim).to(self.device)
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[operator]
+        networks = self.mlp_extractor
+        assert isinstance(networks, TokenNetworks)
+        self.action_net = TokenHead(networks.global_dim).to(self.device)
+        settings = {"lr": lr_schedule(1), **self.optimizer_kwargs}  # SB3 builds its optimizer this way
+        self.optimizer = self.optimizer_class(self.parameters(), **settings)
+
+
+def _quiet(line: str) -> None:
+    """A ``log`` for :func:`training.distill.fit_policy` that prints nothing (the table is printed at the end)."""
 
 
 def make_policy(variant: str, seed: int) -> CardPolicy:
@@ -116,7 +126,10 @@ def make_policy(variant: str, seed: int) -> CardPolicy:
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
     torch.manual_seed(seed)
-    spaces = (gymnasium.spaces.Box(0.0, 1.0, (OBS_SIZE,), np.float32), gymnasium.spaces.Discrete(NUM_ACTIONS))
+    spaces: tuple[gymnasium.spaces.Box, gymnasium.spaces.Discrete] = (
+        gymnasium.spaces.Box(0.0, 1.0, (OBS_SIZE,), np.float32),
+        gymnasium.spaces.Discrete(NUM_ACTIONS),
+    )
     arch = [256, 256] if variant == "mlp256" else [64, 64]
     heads = 2 if variant in ("hand", "tokens") else 0
     cls = TokenPolicy if variant == "tokens" else CardPolicy
@@ -131,6 +144,7 @@ def update_ms(policy: CardPolicy, labels: Labels, batch: int = 4096, repeats: in
     for _ in range(repeats):
         start = time.perf_counter()
         dist = policy.get_distribution(obs, action_masks=mask)
+        assert isinstance(dist, MaskedCategorical)  # CardPolicy's distribution
         loss = -dist.log_p.clamp(min=-1e4).mean() + policy.predict_values(obs).mean()
         loss.backward()
         best = min(best, time.perf_counter() - start)
@@ -174,9 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     for variant in variants:
         policy = make_policy(variant, args.seed)
         ms = update_ms(policy, labels)
-        fit = fit_policy(
-            policy, labels, args.epochs, 4096, args.lr, 1.0, 0.05, seed=args.seed, log=lambda line, v=variant: None
-        )
+        fit = fit_policy(policy, labels, args.epochs, 4096, args.lr, 1.0, 0.05, seed=args.seed, log=_quiet)
         params = sum(t.numel() for t in policy.parameters())
         rows.append((variant, params, fit["agreement"], fit["cross_entropy"], fit["seconds"], ms))
         print(f"  {variant}: agreement {fit['agreement']:.4f} ({fit['seconds']:.0f} s)", flush=True)

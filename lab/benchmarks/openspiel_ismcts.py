@@ -6,7 +6,7 @@ given, and by ``mc:64`` (:class:`sixnimmt_env.openspiel.AgentBot`); the other se
 line-up plays the same deals (chance seeded by the deal number), so the paired difference of seat 0's
 penalty is the strength gap. Single rounds (``episode="round"``) by default: a whole game is ~5 rounds.
 
-    python benchmarks/openspiel_ismcts.py --deals 40 --players 3 --sims 200,800
+    python lab/benchmarks/openspiel_ismcts.py --deals 40 --players 3 --sims 200,800
 
 Prints one line per line-up: seat 0's mean penalty (bullheads, standard error), the paired difference to
 ``mc:64`` in seat 0, and the wall-clock seconds of the run per seat-0 decision (the mc:64 opponents included).

@@ -27,8 +27,8 @@ Two modes:
 
 Usage::
 
-    python benchmarks/rollout_search.py [--weights PATH] [--games 1000] [--worlds 16] [--temperature 6] [--seed 21]
-    python benchmarks/rollout_search.py --distill 9984 --worlds 8 --temperature 3 --epochs 8 --lr 1e-3 \\
+    python lab/benchmarks/rollout_search.py [--weights PATH] [--games 1000] [--worlds 16] [--temperature 6] [--seed 21]
+    python lab/benchmarks/rollout_search.py --distill 9984 --worlds 8 --temperature 3 --epochs 8 --lr 1e-3 \\
         --workers 2 --seed 31 --out runs/rollout_distilled.npz
 """
 
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sixnimmt_env.champion import WEIGHTS, CardActor, ChampionAgent, read_weights
+from sixnimmt_env.champion import BASELINES, WEIGHTS, CardActor, ChampionAgent, read_weights
 from sixnimmt_env.compiled.core import BatchedGames
 from sixnimmt_env.compiled.heuristics import HeuristicPlayers
 from sixnimmt_env.compiled.kinds import EXTERNAL, GREEDY
@@ -52,7 +52,7 @@ from sixnimmt_env.rules.kernel import CHOOSE_ROW
 from sixnimmt_env.stats import mean_ci95, win_shares
 
 CONFIG = GameConfig(num_players=4, episode="round", row_choice="player")
-DEFAULT_CONFIG_POLICY = Path(__file__).resolve().parents[1] / "sixnimmt_env" / "weights" / "default_ppo_4p.npz"
+DEFAULT_CONFIG_POLICY = BASELINES["default-ppo"]
 BATCH = 192
 """Games per batch (distill mode): 64 of each kind of table."""
 
@@ -236,7 +236,9 @@ def distill(args: argparse.Namespace) -> int:
 
     from training.distill import Labels, fit_policy
     from training.policy import CardPolicy, NumpyCardActor, load_actor
-    from training.train_champion import write_weights
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's root: the lab is not installed
+    from lab.train_champion import write_weights
 
     out = Path(args.out)
     if out.exists() and not args.force:
@@ -270,7 +272,7 @@ def distill(args: argparse.Namespace) -> int:
     print(f"held-out agreement with the target's best action: {before['agreement']:.4f} before, "
           f"{after['agreement']:.4f} after ({args.epochs} epochs, learning rate {args.lr})")  # fmt: skip
     source = (
-        f"{args.weights} fitted to {len(labels)} rollout-search labels (benchmarks/rollout_search.py, "
+        f"{args.weights} fitted to {len(labels)} rollout-search labels (lab/benchmarks/rollout_search.py, "
         f"{batches * BATCH} games, worlds {args.worlds}, temperature {args.temperature}, {args.epochs} epochs, "
         f"learning rate {args.lr}, seed {args.seed})"
     )

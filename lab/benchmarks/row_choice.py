@@ -9,7 +9,7 @@ interval, and how many games differ at all.
 
 Usage::
 
-    python benchmarks/row_choice.py [--agent champion] [--opponents greedy,greedy,greedy] [--games 4000] [--seed 7]
+    python lab/benchmarks/row_choice.py [--agent champion] [--opponents greedy,greedy,greedy] [--games 4000] [--seed 7]
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ best (lowest) figure of each is printed, with the ratio to the first checkout.
 
 Usage::
 
-    python benchmarks/step_cost_tiers.py [--repo OTHER_CHECKOUT ...] [--repeat 7] [--games 200] [--tier TIER ...]
+    python lab/benchmarks/step_cost_tiers.py [--repo OTHER_CHECKOUT ...] [--repeat 7] [--games 200] [--tier TIER ...]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _random_games(players: int, row_choice: str, games: int) -> list[tuple[Any, list[int]]]:
@@ -38,7 +38,7 @@ def _random_games(players: int, row_choice: str, games: int) -> list[tuple[Any, 
 
     from sixnimmt_env import engine  # sixnimmt_env.rules.engine; the old checkouts' sixnimmt_env.engine
 
-    config = engine.GameConfig(num_players=players, row_choice=row_choice)  # type: ignore[arg-type]
+    config = engine.GameConfig(num_players=players, row_choice=row_choice)
     rng = np.random.default_rng(0)
     rand = random.Random(0).random
     plays = []

@@ -3,7 +3,7 @@ for each setup side by side in one run, the commit before the work among them.
 
 Usage::
 
-    python benchmarks/train_phase.py [--minutes 3] [--before REV] [--config configs/ppo_4p.yaml]
+    python lab/benchmarks/train_phase.py [--minutes 3] [--before REV] [--config configs/ppo_4p.yaml]
                                      [--workers 1 2 ...] [--set KEY=VALUE ...]
 
 Each setup is ``python -m training.train CONFIG --set train.max_minutes=M`` in a process of its own, with the
@@ -35,8 +35,9 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TypedDict
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -79,7 +80,23 @@ def _sample(pid: int, seen: dict[int, float]) -> tuple[float, int, int]:
     return sum(seen.values()), total, largest
 
 
-def run(label: str, cwd: Path, python: str, args: list[str]) -> dict[str, float | str]:
+class Figures(TypedDict):
+    """One setup's figures (:func:`run`): the PPO phase's env steps, seconds and steps/s as the run prints them, the
+    wall seconds, the busy cores over the whole process and over its middle 80 %, the peak MB of the process tree
+    and of its largest process."""
+
+    setup: str
+    steps: int
+    learn_s: int
+    steps_per_s: int
+    wall_s: float
+    busy_all: float
+    busy_steady: float
+    peak_tree_mb: float
+    peak_proc_mb: float
+
+
+def run(label: str, cwd: Path, python: str, args: list[str]) -> Figures:
     """Run one setup; returns its figures."""
     env = {**os.environ, "PYTHONPATH": str(cwd)}
     start = time.perf_counter()
@@ -173,7 +190,7 @@ def main() -> None:
         f"{'peak MB tree':>13} {'(largest)':>10}"
     )
     print(header, flush=True)
-    results = []
+    results: list[Figures] = []
     try:
         for cwd in dict.fromkeys(cwd for _, cwd, _ in setups):  # numba's caches filled, in each checkout, first
             warm = ["--set", "train.total_timesteps=65536", "--set", "train.max_minutes=null"]

@@ -4,8 +4,8 @@ and steps, their evaluations against three ``greedy`` at equal steps side by sid
 
 Usage::
 
-    python benchmarks/workers_curves.py [--steps 12000000] [--every 1000000] [--games 1000] [--out DIR]
-    python benchmarks/workers_curves.py --runs RUN_W1 RUN_W2 [--png docs/workers_curve.png]   # plot runs made
+    python lab/benchmarks/workers_curves.py [--steps 12000000] [--every 1000000] [--games 1000] [--out DIR]
+    python lab/benchmarks/workers_curves.py --runs RUN_W1 RUN_W2 [--png lab/docs/workers_curve.png]   # plot runs made
 
 Each run is ``python -m training.train configs/ppo_4p.yaml`` from a fresh policy (distillation off, so the curve
 starts where learning is fastest), ``--steps`` steps (no time limit), an evaluation every ``--every`` steps of
@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _curve(run_dir: Path) -> dict[int, tuple[float, float]]:

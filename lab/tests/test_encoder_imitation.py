@@ -1,4 +1,4 @@
-"""benchmarks/encoder_imitation.py: the card tokens read the observation, and every variant fits and scores only
+"""lab/benchmarks/encoder_imitation.py: the card tokens read the observation, and every variant fits and scores only
 legal actions."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import load_benchmark
+from benchmark_scripts import load_benchmark
 
 from sixnimmt_env import parallel_env
 from sixnimmt_env.card_features import card_features

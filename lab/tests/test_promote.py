@@ -1,4 +1,4 @@
-"""The league's promotion rule (training.promote): a significant win against the incumbent, no loss against any
+"""The league's promotion rule (lab.promote): a significant win against the incumbent, no loss against any
 league member; the verdict's exit code; results never replaced."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from lab.promote import hold_table, judge, main, play_table
 from sixnimmt_env.arena import run_arena
 from sixnimmt_env.stats import mean_ci95, win_shares
-from training.promote import hold_table, judge, main, play_table
 
 
 def test_a_table_is_the_arena_table_of_the_candidate_and_copies_of_the_other() -> None:
@@ -48,6 +48,7 @@ def test_a_hold_table_needs_the_incumbents_level_not_only_parity(capsys) -> None
     assert play_table("lowest", "random", "league", 400, 1, 4, "round", 1).passed  # parity alone would pass it
     # greedy (42.7 %) holds mc:4's level (38.7 %) against three lowest
     held = hold_table("greedy", "mc:4", "lowest", 400, 1, 4, "round", 1)
+    assert held.reference is not None  # a hold table has the incumbent's figures
     assert held.passed and held.win_share > held.reference
     verdict = judge("lowest", "random", ["random"], 400, 1, hold=["random"])
     assert [t.role for t in verdict.tables] == ["incumbent", "league", "hold"]
@@ -63,6 +64,7 @@ def test_the_hold_rule_pairs_the_two_agents_games_deal_by_deal() -> None:
     wins = [win_shares(np.asarray(r["per_game"]["penalties"]))[:, 0] for r in runs]
     diff, diff_ci = mean_ci95(wins[0] - wins[1])
     drop = hold_table("lowest", "greedy", "random", 400, 1, 4, "round", 1)
+    assert drop.reference is not None and drop.reference_ci is not None and drop.difference_ci is not None
     assert drop.win_share - drop.reference == pytest.approx(diff) == pytest.approx(-0.2071, abs=0.0001)
     assert drop.difference_ci == pytest.approx(diff_ci) == pytest.approx(0.0584, abs=0.0001)
     assert drop.difference_ci < math.hypot(drop.win_ci, drop.reference_ci)  # the deals are shared: corr 0.21

@@ -1,4 +1,4 @@
-"""Training recipes (training.recipe): the stages in one file, run in order by one command, done stages kept, weights
+"""Training recipes (lab.recipe): the stages in one file, run in order by one command, done stages kept, weights
 never replaced without --force; the shipped champion recipe names every weights file `champion` plays."""
 
 from __future__ import annotations
@@ -10,13 +10,16 @@ from pathlib import Path
 
 import pytest
 
-import training.recipe as recipe_module
+import lab.recipe as recipe_module
+from lab.recipe import check_stages, load_recipe, main, overrides, stage_command, stage_status
 from sixnimmt_env.champion import BASELINES, BY_TABLE, WEIGHTS, read_weights
-from training.recipe import check_stages, load_recipe, main, overrides, stage_command, stage_status
-from training.train_config import ConfigError, load_config
+from training.config import ConfigError, load_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "configs" / "smoke.yaml"
+STAGE_1 = ROOT / "lab" / "weights" / "champion_v1.npz"
+"""Stage 1's weights, written by ``lab/configs/champion.yaml``: a weights file that a smoke stage did not write."""
+RECIPE = ROOT / "lab" / "configs" / "recipes" / "champion.yaml"
 
 
 def _write(path: Path, text: str) -> Path:
@@ -67,7 +70,7 @@ def test_weights_written_by_another_config_are_not_replaced_without_force(tmp_pa
     recipe = _two_stages(tmp_path)
     folder = tmp_path / "w"
     folder.mkdir()
-    stranger = (ROOT / "sixnimmt_env" / "weights" / "champion_v1.npz").read_bytes()
+    stranger = STAGE_1.read_bytes()
     (folder / "second.npz").write_bytes(stranger)
     loaded, where = load_recipe(recipe)
     status = stage_status(loaded.stages[1], where)
@@ -75,7 +78,7 @@ def test_weights_written_by_another_config_are_not_replaced_without_force(tmp_pa
     assert stage_status(loaded.stages[0], where).state == "missing"
     assert main([str(recipe)]) == 2  # refused before any training: the first stage is not trained either
     err = capsys.readouterr().err
-    assert "second.npz exists (other: written from configs/champion.yaml)" in err and "--force" in err
+    assert "second.npz exists (other: written from configs/champion.yaml)" in err and "--force" in err  # its meta
     assert not (folder / "first.npz").exists() and (folder / "second.npz").read_bytes() == stranger
 
 
@@ -84,7 +87,7 @@ def test_a_bad_stage_config_stops_the_run_before_any_training(tmp_path: Path, ca
         tmp_path / "r.yaml",
         f"stages:\n  - {{name: fine, config: {SMOKE}, out: fine.npz}}\n"
         f"  - {{name: bad, config: {SMOKE}, out: bad.npz, set: [train.total_timesteps=-5]}}\n"
-        f"  - {{name: recipe, config: {ROOT / 'configs' / 'recipes/champion.yaml'}, out: r.npz}}\n"
+        f"  - {{name: recipe, config: {RECIPE}, out: r.npz}}\n"
         f"  - {{name: nowhere, config: {SMOKE}, out: r.yaml/x.npz}}\n",
     )
     assert main([str(recipe)]) == 2
@@ -110,11 +113,11 @@ def test_a_failing_stage_stops_the_run_and_says_how_to_go_on(tmp_path: Path, mon
     assert main([str(recipe)]) == 3
     err = capsys.readouterr().err
     assert "[1/2] stage first" in err and "[2/2]" not in err
-    assert f"stage 'first' failed (exit code 3); go on with: python -m training.recipe {recipe}\n" in err  # plain again
+    assert f"stage 'first' failed (exit code 3); go on with: python -m lab.recipe {recipe}\n" in err  # plain again
     (tmp_path / "w").mkdir(exist_ok=True)  # made by the first run, for the locks
-    (tmp_path / "w" / "second.npz").write_bytes((ROOT / "sixnimmt_env" / "weights" / "champion_v1.npz").read_bytes())
+    (tmp_path / "w" / "second.npz").write_bytes(STAGE_1.read_bytes())
     assert main([str(recipe), "--only", "first,second", "--force"]) == 3  # an out that exists: --force in the hint
-    assert f"go on with: python -m training.recipe {recipe} --only first,second --force\n" in capsys.readouterr().err
+    assert f"go on with: python -m lab.recipe {recipe} --only first,second --force\n" in capsys.readouterr().err
 
 
 def test_paths_in_overrides_are_relative_to_the_recipes_folder(tmp_path: Path, monkeypatch, capsys) -> None:
@@ -138,13 +141,13 @@ def test_paths_in_overrides_are_relative_to_the_recipes_folder(tmp_path: Path, m
 
 def test_a_second_run_into_the_same_weights_is_refused_while_the_first_trains(tmp_path: Path) -> None:
     recipe = _two_stages(tmp_path, steps=8192)
-    first = subprocess.Popen([sys.executable, "-m", "training.recipe", str(recipe)], cwd=ROOT, stderr=subprocess.PIPE)
+    first = subprocess.Popen([sys.executable, "-m", "lab.recipe", str(recipe)], cwd=ROOT, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
         while b"[1/2]" not in (line := first.stderr.readline()) and time.monotonic() < deadline:  # type: ignore[union-attr]
             assert line, "the first run ended before its first stage"
         second = subprocess.run(
-            [sys.executable, "-m", "training.recipe", str(recipe)], cwd=ROOT, capture_output=True, text=True
+            [sys.executable, "-m", "lab.recipe", str(recipe)], cwd=ROOT, capture_output=True, text=True
         )
         assert second.returncode == 2
         held = f"weights file {tmp_path / 'w' / 'first.npz'} is in use by another recipe run (pid {first.pid} on"
@@ -184,31 +187,34 @@ def test_an_unknown_stage_name_lists_the_recipes_stages(tmp_path: Path, capsys) 
 
 def test_the_champion_recipe_names_every_weights_file_champion_plays_and_all_are_its_own(monkeypatch) -> None:
     monkeypatch.chdir(ROOT)
-    recipe, folder = load_recipe("configs/recipes/champion.yaml")
+    recipe, folder = load_recipe("lab/configs/recipes/champion.yaml")
     outs = [(folder / s.out).resolve() for s in recipe.stages]
     played = {WEIGHTS.resolve(), *(path.resolve() for path in BY_TABLE.values())}  # 4 players; 2, 3, 5..10
-    # the stages and default-ppo; not the whole-game weights nor the exploiter, which no stage of champion needs
-    kept = {BASELINES[name].resolve() for name in BASELINES if name not in ("games", "exploiter")}
-    assert len(outs) == len(set(outs)) == 12 and set(outs) == played | kept | {
-        ROOT / "sixnimmt_env/weights/champion_tables_1.npz"
+    shipped = {path.resolve() for path in BASELINES.values()}  # the above and default-ppo
+    # stages 1 to 7 and the first table stage, kept in the lab; not the whole-game weights nor the exploiter, which
+    # no stage of champion needs
+    past = {ROOT / "lab/weights" / f"champion_v{i}.npz" for i in range(1, 8)} | {
+        ROOT / "lab/weights/champion_tables_1.npz"
     }
+    assert played < shipped and len(shipped) == 4
+    assert len(outs) == len(set(outs)) == 12 and set(outs) == shipped | past
     for stage in recipe.stages:  # each config loads with its overrides; the shipped file is what it wrote
         load_config(folder / stage.config, stage.set)
         assert stage_status(stage, folder).state == "done", stage.name
     overrides = ["train.vec_env=batched", "train.max_minutes=null", "train.total_timesteps=9420800"]
     assert stage_command(recipe.stages[0], folder) == [
-        sys.executable, "-m", "training.train_champion", "configs/baseline_ppo_4p.yaml",
+        sys.executable, "-m", "lab.train_champion", "configs/baseline_ppo_4p.yaml",
         *(x for o in overrides for x in ("--set", o)), "--out", "sixnimmt_env/weights/default_ppo_4p.npz",
     ]  # fmt: skip
     assert stage_command(recipe.stages[8], folder, force=True)[3:] == [
-        "configs/champion_features_league_2.yaml", "--out", "sixnimmt_env/champion.npz", "--force",
+        "lab/configs/champion_features_league_2.yaml", "--out", "sixnimmt_env/champion.npz", "--force",
     ]  # fmt: skip
 
 
 def test_training_a_recipe_as_a_config_says_how_to_run_it() -> None:
     with pytest.raises(ConfigError, match=r"a recipe of training stages, not a training config; run it with") as err:
-        load_config(ROOT / "configs" / "recipes/champion.yaml")
-    assert str(err.value).endswith("python -m training.recipe " + str(ROOT / "configs" / "recipes/champion.yaml"))
+        load_config(RECIPE)
+    assert str(err.value).endswith("python -m lab.recipe " + str(RECIPE))
 
 
 def test_an_empty_recipe_or_an_empty_only_is_an_error(tmp_path: Path, capsys) -> None:

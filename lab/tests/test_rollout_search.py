@@ -1,4 +1,4 @@
-"""benchmarks/rollout_search.py: the search over the champion's rollouts scores what the round gives, and its
+"""lab/benchmarks/rollout_search.py: the search over the champion's rollouts scores what the round gives, and its
 distillation mode writes a weights file that plays."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import load_benchmark
+from benchmark_scripts import load_benchmark
 
 from sixnimmt_env.champion import WEIGHTS, read_weights
 from sixnimmt_env.compiled.core import BatchedGames

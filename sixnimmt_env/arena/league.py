@@ -87,10 +87,10 @@ def run_league(
         check_new_file(save_games, "save_games")
     job = Job(config, seed, len(built), False, True, engine, save_games is not None)
     seat_pen, rounds, tables, seconds, records = play_all(entries, built, job, games, workers, progress)
-    if records is not None:
+    if records is not None and save_games is not None:  # records are kept only to be saved
         from sixnimmt_env.records import write_records
 
-        write_records(save_games, records)  # type: ignore[arg-type]
+        write_records(save_games, records)
     model = PlackettLuce(tau=0.0)  # fixed agents: no skill drift between games (see the docstring)
     ratings = [model.rating(name=f"{p}:{labels[p]}") for p in range(len(built))]
     for g in range(games):

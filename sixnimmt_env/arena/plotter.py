@@ -63,7 +63,7 @@ class PlotProcess:
 
             sys.stdout.flush()  # the fork would write this process's unwritten output again
             sys.stderr.flush()
-        ctx = multiprocessing.get_context("fork" if self.forked else "spawn")
+        ctx = multiprocessing.get_context("fork") if self.forked else multiprocessing.get_context("spawn")
         requests_in, self._requests = ctx.Pipe(duplex=False)
         self._replies, replies_out = ctx.Pipe(duplex=False)
         self._proc: Any = ctx.Process(

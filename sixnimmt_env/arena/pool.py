@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -25,7 +25,9 @@ from sixnimmt_env.arena.play import play_game, seat_positions
 from sixnimmt_env.rules.engine import GameConfig
 from sixnimmt_env.seeding import AGENT_TAG, DEAL_TAG, TABLE_TAG
 
-if TYPE_CHECKING:  # the game records are imported where a run keeps them (Job.record)
+if TYPE_CHECKING:  # the game records are imported where a run keeps them (Job.record); Connection: annotations
+    from multiprocessing.connection import Connection
+
     from sixnimmt_env.records import GameRecord
 
 __all__ = [
@@ -95,7 +97,8 @@ def tables_of(job: Job, start: int, stop: int) -> np.ndarray:
     games = np.arange(start, stop, dtype=np.int64)
     if job.league:
         return np.array(
-            [np.random.default_rng([TABLE_TAG, job.seed, g]).permutation(job.num_agents)[:n] for g in games], np.int64
+            [np.random.default_rng([TABLE_TAG, job.seed, int(g)]).permutation(job.num_agents)[:n] for g in games],
+            np.int64,
         ).reshape(stop - start, n)
     return (np.arange(n)[None, :] + games[:, None]) % job.num_agents
 
@@ -130,7 +133,7 @@ def play_range(job: Job, agents: Sequence[Agent], start: int, stop: int) -> Chun
         penalties[k] = result.penalties
         rounds[k] = result.rounds
         out_tables[k] = table
-        if recorder is not None:
+        if records is not None and recorder is not None:
             records.append(recorder.finish())
     return start, penalties, rounds, out_tables, records
 
@@ -392,7 +395,7 @@ def play_all(
         size = max(n, size - size % n)
     chunks = [(a, min(a + size, games)) for a in range(0, games, size)]
     fork = batched and sys.platform == "linux" and workers > 1
-    ctx = multiprocessing.get_context("fork" if fork else "spawn")
+    ctx = multiprocessing.get_context("fork") if fork else multiprocessing.get_context("spawn")
     results = _Results(ctx, games, n, shared=workers > 1)
     counter = ctx.Value("q", 0) if workers > 1 else _Counter()
     records: dict[int, list[GameRecord]] = {}
@@ -420,7 +423,7 @@ def play_all(
         with _progress_bar(games, progress) as bar:
 
             def note(start: int | None, stop: int | None, recs: Any) -> None:
-                if start is None:
+                if start is None or stop is None:  # a worker's error: (None, None, exception)
                     raise recs
                 if recs is not None:
                     records[start] = recs
@@ -432,7 +435,7 @@ def play_all(
                     bar.update(stop - start)
 
             def receive(timeout: float | None) -> None:
-                for conn in wait(conns, timeout):
+                for conn in cast("list[Connection]", wait(conns, timeout)):  # some of conns
                     try:
                         note(*conn.recv())
                     except EOFError:  # that worker is done (or died: the missing chunks tell)

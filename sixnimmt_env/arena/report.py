@@ -143,14 +143,14 @@ def short_labels(specs: Sequence[str]) -> list[str]:
     groups: dict[str, set[str]] = {}
     for label, spec in zip(base, specs, strict=True):
         groups.setdefault(label, set()).add(spec)
-    for i, (prefix, parts) in enumerate(parsed):
-        if prefix is None or len(groups[base[i]]) == 1:
+    for i, (kind, parts) in enumerate(parsed):
+        if kind is None or len(groups[base[i]]) == 1:
             continue
         rivals = [parsed[j][1] for j, spec in enumerate(specs) if base[j] == base[i] and spec != specs[i]]
         for k in range(2, len(parts) + 1):
             if all(len(r) < k or r[-k] != parts[-k] for r in rivals):
                 middle = parts[-k] + ("/…/" if k > 2 else "/")
-                labels[i] = f"{prefix}:{middle}{parts[-1]}"
+                labels[i] = f"{kind}:{middle}{parts[-1]}"
                 break
     short = [_shorten(label) for label in labels]
     if len(set(short)) != len(set(specs)):  # still equal for distinct specs: number them

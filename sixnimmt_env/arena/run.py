@@ -110,10 +110,10 @@ def run_arena(
     seat_pen, rounds, tables, seconds, records = play_all(
         entries, built, job, games, workers, progress, on_chunk=summarise
     )
-    if records is not None:
+    if records is not None and save_games is not None:  # records are kept only to be saved
         from sixnimmt_env.records import write_records
 
-        write_records(save_games, records)  # type: ignore[arg-type]
+        write_records(save_games, records)
     results = {
         "mode": "arena",
         "settings": settings(

@@ -90,7 +90,7 @@ def rows_from_parts(parts: list[dict[str, np.ndarray]], labels: list[str], episo
     """The rows of :func:`arena_rows` from the :func:`part_summary` of every part of the run (in any order)."""
     mean, ci = moments_ci95(merge_moments([p["penalty"] for p in parts]))
     win_mean, win_ci = moments_ci95(merge_moments([p["win"] for p in parts]))
-    ranks = sum(p["rank_sum"] for p in parts) / sum(float(p["games"]) for p in parts)
+    ranks = np.asarray(sum(p["rank_sum"] for p in parts)) / sum(float(p["games"]) for p in parts)
     if episode == "game":
         gmean, gci = moments_ci95(merge_moments([p["per_game"] for p in parts]))
     rows = []

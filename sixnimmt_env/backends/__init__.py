@@ -9,6 +9,9 @@ error reporting. Two backends implement :class:`Backend`:
 - :class:`sixnimmt_env.backends.compiled.CompiledBackend`: the numba kernels on one game
   (:class:`sixnimmt_env.compiled.single.SingleGame`), one compiled call per step.
 
+:class:`sixnimmt_env.backends.recorded.RecordedBackend` wraps either to remember each applied step's position and
+actions, which the ParallelEnv's narrators read when it renders.
+
 This module loads no numba. The step codes :data:`OK`, :data:`PENALTIES` and :data:`OVER` that :meth:`Backend.step`
 returns are defined beneath both backends, in :mod:`sixnimmt_env.rules.params` (the compiled kernel
 :func:`sixnimmt_env.compiled.single.step_and_observe` returns them too), and re-exported here.
@@ -44,8 +47,11 @@ class Backend(Protocol):
             read it only after a step whose code is :data:`PENALTIES` or :data:`OVER`.
     """
 
-    observations: np.ndarray
-    masks: np.ndarray
+    @property
+    def observations(self) -> np.ndarray: ...
+
+    @property
+    def masks(self) -> np.ndarray: ...
 
     @property
     def penalties(self) -> Sequence[int]: ...

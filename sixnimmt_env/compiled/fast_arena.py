@@ -48,8 +48,8 @@ def _class_name(entry: object) -> str:
 
 
 def spec_of(entry: object) -> str:
-    """The spec string of a supported entry (a spec string or a reference heuristic agent)."""
-    return entry.strip() if isinstance(entry, str) else str(entry.spec)  # type: ignore[attr-defined]
+    """The spec string of a supported entry (a spec string or a reference heuristic agent); another entry as text."""
+    return entry.strip() if isinstance(entry, str) else str(getattr(entry, "spec", entry))
 
 
 def streams(tag: int, seed: int, ids: np.ndarray) -> np.ndarray:

@@ -148,11 +148,11 @@ def optional_imports_hidden() -> Iterator[None]:
             if name in sys.modules and sys.modules[name] is None:
                 del sys.modules[name]
     arraymath = sys.modules.get("numba.np.arraymath")
-    if "scipy" in hidden and getattr(arraymath, "_HAVE_BLAS", None) is False:
+    if arraymath is not None and "scipy" in hidden and getattr(arraymath, "_HAVE_BLAS", None) is False:
         import importlib.util
 
         if importlib.util.find_spec("scipy") is not None:
-            arraymath._HAVE_BLAS = True  # type: ignore[union-attr]
+            arraymath._HAVE_BLAS = True  # type: ignore[attr-defined]  # numba's private flag, unknown to a ModuleType
 
 
 @contextlib.contextmanager
@@ -229,9 +229,12 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m sixnimmt_env.compiled.loop_cache", description=main.__doc__)
     parser.parse_args(argv)
-    play_chunk = load(GameConfig())
-    how = "compiled now" if play_chunk.stats.cache_misses else "loaded from the cache"
-    print(f"the arena's game loop: {how} ({play_chunk.stats.cache_path})")
+    stats = getattr(load(GameConfig()), "stats", None)  # None: numba's compiler is off (NUMBA_DISABLE_JIT)
+    if stats is None:
+        print("the arena's game loop: not compiled (numba's compiler is off: NUMBA_DISABLE_JIT)")
+        return 0
+    how = "compiled now" if stats.cache_misses else "loaded from the cache"
+    print(f"the arena's game loop: {how} ({stats.cache_path})")
     return 0
 
 

@@ -219,12 +219,13 @@ def row_scores(
         ``int64 (4,)``: per row, the sum over worlds of ``n * own - sum(all)`` bullheads to the end of the round.
     """
     out = np.zeros(NUM_ROWS, np.int64)
+    opponents = np.asarray(others, np.int64)
     _row_scores(
         int(own),
-        np.asarray(others, np.int64),
+        opponents,
         np.asarray(hand, np.int64),
         *_rows(ends, lens, costs),
-        np.asarray(worlds, np.int64).reshape(len(worlds), len(others), -1),  # k = 0: an empty third axis
+        np.asarray(worlds, np.int64).reshape(len(worlds), len(opponents), -1),  # k = 0: an empty third axis
         out,
         np.zeros(NUM_ROWS, np.int64) if own_out is None else own_out,
     )
@@ -380,7 +381,7 @@ class MonteCarloPlayers:
         g = self.games
         if (scores is None) != (own is None):
             raise ValueError("give both scores and own, or neither")
-        if scores is None:
+        if scores is None or own is None:
             scores = own = np.zeros((0, 0, 0), np.float64)
         else:
             shape = (g.batch_size, g.num_players, NUM_ACTIONS)

@@ -25,6 +25,8 @@ replays given deals).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
@@ -373,6 +375,30 @@ class SingleGame:
     observations ``float32 (n + k, OBS_SIZE)`` (rows ``n..`` hold a copy of the buffer) and masks ``int8 (n, 109)``.
     """
 
+    # the views of PIECES (set per game by setattr, from ``_views``), declared for the type checker
+    phase: np.ndarray
+    hand: np.ndarray
+    hand_len: np.ndarray
+    rows: np.ndarray
+    row_len: np.ndarray
+    row_end: np.ndarray
+    row_bull: np.ndarray
+    pile: np.ndarray
+    display: np.ndarray
+    revealed: np.ndarray
+    round_pen: np.ndarray
+    totals: np.ndarray
+    chooser: np.ndarray
+    turn: np.ndarray
+    round: np.ndarray
+    drafter: np.ndarray
+    cfg: np.ndarray
+    actions: np.ndarray
+    penalties: np.ndarray
+    deal_next: np.ndarray
+    rng: np.ndarray
+    taken_at: np.ndarray
+
     def __init__(self, config: GameConfig, seed: int | None = None) -> None:
         self.config = config
         self.num_players = n = config.num_players
@@ -389,14 +415,14 @@ class SingleGame:
         self.obs_shape, self.mask_shape = output_shapes(n)
         self.seed(seed)
 
-    def __getstate__(self) -> dict[str, object]:
+    def __getstate__(self) -> dict[str, Any]:
         """Pickle the config, the buffer and the queued deals; the views into the buffer are cut afresh."""
         return {"config": self.config, "buffer": self.buffer, "deals": self.deals}
 
-    def __setstate__(self, saved: dict[str, object]) -> None:
+    def __setstate__(self, saved: dict[str, Any]) -> None:
         """Rebuild the game from a pickled buffer (the copy continues exactly as the original)."""
-        self.config = config = saved["config"]  # type: ignore[assignment]
-        self.num_players = n = config.num_players  # type: ignore[attr-defined]
+        self.config = config = saved["config"]
+        self.num_players = n = config.num_players
         self.buffer = np.array(saved["buffer"], np.uint8)  # own memory, 8-byte aligned like a fresh buffer
         self._views = _views(self.buffer)
         for name, view in self._views.items():

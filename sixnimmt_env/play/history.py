@@ -77,16 +77,23 @@ def history(games: Sequence[SavedGame]) -> dict[str, Any]:
     }
 
 
+def _person(game: SavedGame) -> int:
+    """The person's seat of ``game`` (the history counts only games with a person)."""
+    if game.human is None:
+        raise ValueError(f"game {game.id} has no person")
+    return game.human
+
+
 def _row(spec: str, games: Sequence[SavedGame]) -> dict[str, Any]:
     rounds = sum(len(g.record.rounds) for g in games)
-    mine = sum(g.record.totals[g.human] for g in games)  # type: ignore[index]
+    mine = sum(g.record.totals[_person(g)] for g in games)
     theirs, seats = 0.0, 0
     for g in games:
         for seat, s in enumerate(g.record.agents):
             if s == spec and seat != g.human:
                 theirs += g.record.totals[seat] / len(g.record.rounds)
                 seats += 1
-    shares = np.array([win_shares(np.array([g.record.totals]))[0, g.human] for g in games])  # type: ignore[index]
+    shares = np.array([win_shares(np.array([g.record.totals]))[0, _person(g)] for g in games])
     ci = float(mean_ci95(shares)[1]) if len(games) >= 2 else None
     return {
         "spec": spec,

@@ -38,6 +38,10 @@ class ReplayTable(Table):
         record: the game (:func:`sixnimmt_env.records.read_records` gives them).
         index: the record's position in its file (shown by the page), if known.
 
+    Attributes:
+        replayed: ``record``, the whole game (:meth:`~sixnimmt_env.play.table.Table.record`, as on every table,
+            is the record of the steps shown so far); ``record_index``: ``index``.
+
     Raises:
         sixnimmt_env.records.ReplayError: (a ``ValueError``) if the record does not replay through the engine,
             naming the game, round and step.
@@ -51,7 +55,7 @@ class ReplayTable(Table):
         agents = {i: _Recorded(spec) for i, spec in enumerate(record.agents)}
         super().__init__(record.config, record.agents, agents=agents, start=frames[0].before)
         self.mode = "replay"
-        self.record = record
+        self.replayed = record
         self.record_index = index
         self._frames = frames
         self._next = 0
@@ -76,7 +80,7 @@ class ReplayTable(Table):
     def snapshot(self) -> dict[str, Any]:
         """As :meth:`Table.snapshot`, with ``record``: the record's index in its file and its game number."""
         snap = super().snapshot()
-        snap["record"] = {"index": self.record_index, "game": self.record.game}
+        snap["record"] = {"index": self.record_index, "game": self.replayed.game}
         return snap
 
     def _book(self) -> None:

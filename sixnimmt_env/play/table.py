@@ -233,7 +233,7 @@ class Table:
                 raise TableError("nobody plays at this table: it is watched (use advance)", 409, "not_yours")
             seat = self.human
             state = self.state
-            expected = {SELECT: "card", CHOOSE_ROW: "row", DRAFT: "draft"}.get(state.phase)
+            expected = {SELECT: "card", CHOOSE_ROW: "row", DRAFT: "draft"}[state.phase]  # not DONE: checked
             if state.phase != SELECT and state.chooser != seat:
                 raise TableError(f"it is not your decision: {self.names[state.chooser]} decides now", 409, "not_yours")
             if kind != expected:
@@ -244,7 +244,7 @@ class Table:
             legal = legal_actions(state, seat)
             if action not in legal:
                 allowed = [a - ROW_ACTION if kind == "row" else a + 1 for a in legal]
-                what = {"card": "card", "row": "row", "draft": "display card"}[kind]
+                what = {"card": "card", "row": "row", "draft": "display card"}[expected]
                 raise TableError(f"{what} {value} is not allowed now; allowed: {allowed}", 400, "illegal")
             actions = self._agent_actions(skip=seat)
             actions[seat] = action

@@ -11,6 +11,8 @@
   streams' first states and the step codes (``OK``, ``PENALTIES``, ``OVER``) of every env backend; no numba.
 - :mod:`sixnimmt_env.rules.observation_layout`: beneath both encoders, the observation's pieces, offsets and
   scales.
+- :mod:`sixnimmt_env.rules.learner_step`: the learner-step contract every environment calls: integer and legal
+  actions, the error of a bad or illegal one, the illegal-action modes and their reward, the end of an episode.
 
 A rule change goes here and nowhere else: into ``docs/RULES.md``, ``engine.py`` (the resolver ``_resolve`` if it
 changes where a card goes or what a row costs), and the same rule into ``kernel.py``; a new game option is also a

@@ -202,7 +202,7 @@ def random_below(rng: np.ndarray, b: int, k: int) -> int:
     x = next_random(rng, b)
     kk = np.uint64(k)
     high = (x >> S32) * kk + (((x & LOW32) * kk) >> S32)
-    return np.int64(high >> S32)
+    return int(np.int64(high >> S32))  # int64 in numba (int() keeps the type), an int in Python
 
 
 # --------------------------------------------------------------------------- rows (R7-R9)
@@ -249,8 +249,8 @@ def take_row(
     ends: np.ndarray,
     lens: np.ndarray,
     costs: np.ndarray,
-    rows: np.ndarray,
-    pile: np.ndarray,
+    rows: np.ndarray | None,
+    pile: np.ndarray | None,
     r: int,
     card: int,
     seat: int,
@@ -261,7 +261,7 @@ def take_row(
     row's cards go to ``pile[c] = seat``.
     """
     taken = costs[r]
-    if rows is not None:  # a compile-time branch: None for the light rows alone
+    if rows is not None and pile is not None:  # compile-time branches: both None for the light rows alone
         for j in range(lens[r]):
             pile[rows[r, j]] = seat
             rows[r, j] = 0
@@ -277,8 +277,8 @@ def add_card(
     ends: np.ndarray,
     lens: np.ndarray,
     costs: np.ndarray,
-    rows: np.ndarray,
-    pile: np.ndarray,
+    rows: np.ndarray | None,
+    pile: np.ndarray | None,
     r: int,
     card: int,
     seat: int,

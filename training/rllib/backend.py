@@ -1,6 +1,7 @@
 """Train with Ray RLlib's PPO (new API stack) from the same YAML configs: ``train.backend: rllib``.
 
-``python -m training.train configs/rllib_ppo_4p.yaml`` dispatches here (:func:`train_rllib`). The
+``python -m training.train configs/rllib_ppo_4p.yaml`` dispatches here (:func:`train_rllib`, called by the pipeline
+:func:`training.train.train`, which writes the report from what it returns). The
 game, the opponents and self-play mean what they mean for SB3. Without self-play each env is the
 single-seat env (:func:`sixnimmt_env.gym_env.make_env`) in
 :class:`sixnimmt_env.rllib_env.ActionMaskObservation`, its opponent seats drawn per episode from the
@@ -56,11 +57,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from training.lifecycle import EvalRecord, StopSignals
-from training.train_config import ConfigError, local_cpus, model_config, n_steps, ppo_training_kwargs
+from training.config.rllib_settings import local_cpus, model_config, n_steps, ppo_training_kwargs
+from training.config.schema import AlgoSection, ConfigError, EvalSection, RaySection, SelfPlaySection
+from training.lifecycle import EvalRecord, StopSignals, Trained
 
 if TYPE_CHECKING:
-    from training.train_config import TrainConfig
+    from training.config.schema import TrainConfig
 
 ENV_NAME = "sixnimmt-single-seat"
 """The name :func:`train_rllib` registers :func:`training_env` under (``ray.tune.registry.register_env``)."""
@@ -107,24 +109,26 @@ def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from training.opponents import sampler_from_config
+    from training.opponents import mixture_sampler
     from training.rllib.module import CardRLModule
     from training.rllib.self_play import LEARNER_MODULE, league_mapping, module_ids
 
     r = cfg.ray
-    base = {
+    base: dict[str, Any] = {
         "game": cfg.env.game_kwargs(),
         "table_sizes": cfg.env.table_sizes(),
         "learner_seat": cfg.env.learner_seat,
         "torch_threads": cfg.train.torch_threads,
     }
-    spec = RLModuleSpec(module_class=CardRLModule, model_config=model_config(cfg))
+    spec = RLModuleSpec(module_class=CardRLModule, model_config=model_config(cfg.algo))
+    mixture = mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw)
     config = APPOConfig() if r.algorithm == "appo" else PPOConfig()
     if r.sampler == "batched":  # the batched engine in every runner; self-play snapshots play inside it
-        from training.rllib.batched_runner import ENV_CONFIG_KEY, BatchedEnvRunner
+        from training.rllib.batched_runner import ENV_CONFIG_KEY, BatchedEnvRunner, EngineGames
 
+        games = EngineGames(cfg.env, cfg.train, mixture)
         config = (
-            config.environment(ENV_NAME, env_config={ENV_CONFIG_KEY: cfg}, disable_env_checking=True)
+            config.environment(ENV_NAME, env_config={ENV_CONFIG_KEY: games}, disable_env_checking=True)
             .env_runners(env_runner_cls=BatchedEnvRunner)
             .rl_module(rl_module_spec=spec)
         )
@@ -149,7 +153,7 @@ def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
             .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=dict.fromkeys(ids, spec)))
         )
     else:
-        env_config = {**base, "sampler": sampler_from_config(cfg)}
+        env_config = {**base, "sampler": mixture}
         config = config.environment(ENV_NAME, env_config=env_config, disable_env_checking=False).rl_module(
             rl_module_spec=spec
         )
@@ -158,9 +162,10 @@ def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
         .env_runners(
             num_env_runners=r.num_env_runners,
             num_envs_per_env_runner=r.num_envs_per_env_runner,
-            num_cpus_per_env_runner=r.num_cpus_per_env_runner,
+            # a fraction of a CPU is a Ray resource like any other; RLlib's annotation says int
+            num_cpus_per_env_runner=r.num_cpus_per_env_runner,  # type: ignore[arg-type]
             num_gpus_per_env_runner=r.num_gpus_per_env_runner,
-            rollout_fragment_length=n_steps(cfg),
+            rollout_fragment_length=n_steps(cfg.algo),
             batch_mode="truncate_episodes",
         )
         .learners(
@@ -168,8 +173,8 @@ def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
             num_cpus_per_learner=r.num_cpus_per_learner,
             num_gpus_per_learner=r.num_gpus_per_learner,
         )
-        .training(**ppo_training_kwargs(cfg))
-        .training(**learner_pipeline(cfg))
+        .training(**ppo_training_kwargs(cfg.algo, r))
+        .training(**learner_pipeline(cfg.algo, cfg.self_play, r))
         .fault_tolerance(
             restart_failed_env_runners=r.restart_failed_env_runners,
             delay_between_env_runner_restarts_s=r.env_runner_restart_delay_s,
@@ -178,18 +183,18 @@ def algorithm_config(cfg: TrainConfig, filled: int = 0) -> Any:
     )
 
 
-def learner_pipeline(cfg: TrainConfig) -> dict[str, Any]:
+def learner_pipeline(algo: AlgoSection, self_play: SelfPlaySection, ray: RaySection) -> dict[str, Any]:
     """``training()`` keywords of the learner connector: single-agent PPO (no league, or ``ray.sampler: batched``)
-    builds its train batch in bulk (:class:`training.rllib.learner_connector.BulkPPOBatch`, in place of RLlib's
-    default pipeline); APPO and the league keep RLlib's (``{}``)."""
-    if cfg.ray.algorithm != "ppo" or (cfg.self_play.enabled and cfg.ray.sampler != "batched"):
+    builds its train batch in bulk (:class:`training.rllib.learner_connector.BulkPPOBatch`, with ``algo.gamma`` and
+    ``algo.gae_lambda``, in place of RLlib's default pipeline); APPO and the league keep RLlib's (``{}``)."""
+    if ray.algorithm != "ppo" or (self_play.enabled and ray.sampler != "batched"):
         return {}
     from functools import partial
 
     from training.rllib.learner_connector import BulkPPOBatch
 
     return {
-        "learner_connector": partial(BulkPPOBatch, gamma=cfg.algo.gamma, lambda_=cfg.algo.gae_lambda),
+        "learner_connector": partial(BulkPPOBatch, gamma=algo.gamma, lambda_=algo.gae_lambda),
         "add_default_connectors_to_learner_pipeline": False,
     }
 
@@ -215,7 +220,7 @@ def last_rllib_checkpoint(run_dir: Path) -> tuple[Path, list[str]]:
     found = [p for p in (run_dir / "checkpoints").glob("checkpoint_*_steps") if p.is_dir()]
     if not found:
         raise ConfigError(f"{run_dir}: no RLlib checkpoint to resume from in {run_dir / 'checkpoints'}")
-    skipped = []
+    skipped: list[str] = []
     for path in sorted(found, key=lambda p: int(p.name.split("_")[1]), reverse=True):
         if (path / "progress.json").is_file() and (path / "learner_group").is_dir():
             return path, skipped
@@ -223,28 +228,31 @@ def last_rllib_checkpoint(run_dir: Path) -> tuple[Path, list[str]]:
     raise ConfigError(f"--resume {run_dir}: no whole checkpoint; " + "; ".join(skipped))
 
 
-def start_ray(cfg: TrainConfig) -> bool:
-    """Start a local Ray (``ray.address: null``) or join the cluster at ``ray.address``.
+def start_ray(settings: RaySection) -> bool:
+    """Start a local Ray (``ray.address: null``) or join the cluster at ``ray.address``, per the config's ``ray``
+    section ``settings``.
 
     Returns:
         True if this call started Ray (and so should shut it down).
     """
+    import logging
+
     import ray
 
     if ray.is_initialized():
         return False
-    if cfg.ray.address is None:
+    if settings.address is None:
         ray.init(
             address="local",  # a new Ray of its own, even when a cluster runs on this machine
-            num_cpus=local_cpus(cfg),
-            num_gpus=0 if not (cfg.ray.num_gpus_per_env_runner or cfg.ray.num_gpus_per_learner) else None,
-            object_store_memory=cfg.ray.object_store_mb * 1024 * 1024,
+            num_cpus=local_cpus(settings),
+            num_gpus=0 if not (settings.num_gpus_per_env_runner or settings.num_gpus_per_learner) else None,
+            object_store_memory=settings.object_store_mb * 1024 * 1024,
             include_dashboard=False,
             log_to_driver=False,
-            logging_level="ERROR",
+            logging_level=logging.ERROR,
         )
     else:
-        ray.init(address=cfg.ray.address, log_to_driver=False, logging_level="ERROR")
+        ray.init(address=settings.address, log_to_driver=False, logging_level=logging.ERROR)
     return True
 
 
@@ -270,12 +278,12 @@ def _save_module(algo: Any, folder: Path) -> Path:
     return folder
 
 
-def _push_pool(algo: Any, cfg: TrainConfig, run_dir: Path) -> None:
-    """Send the newest ``self_play.pool_size`` snapshots of ``run_dir/pool`` to every batched env runner (at each
-    snapshot, on ``--resume``, and to runners RLlib restarted)."""
+def _push_pool(algo: Any, run_dir: Path, pool_size: int) -> None:
+    """Send the newest ``pool_size`` (``self_play.pool_size``) snapshots of ``run_dir/pool`` to every batched env
+    runner (at each snapshot, on ``--resume``, and to runners RLlib restarted)."""
     from training.rllib.batched_runner import push_snapshot_pool, snapshot_paths
 
-    push_snapshot_pool(algo, snapshot_paths(run_dir / "pool", cfg.self_play.pool_size))
+    push_snapshot_pool(algo, snapshot_paths(run_dir / "pool", pool_size))
 
 
 def _save_checkpoint(algo: Any, run_dir: Path, progress: Mapping[str, Any]) -> Path:
@@ -307,8 +315,8 @@ class _Evaluator:
     :class:`~training.lifecycle.EvalRecord` (``eval.csv``); the best first-line-up score's module copied to
     ``best_model/``."""
 
-    def __init__(self, cfg: TrainConfig, run_dir: Path) -> None:
-        self.cfg, self.run_dir = cfg, run_dir
+    def __init__(self, run_dir: Path, ev: EvalSection, game: Mapping[str, Any], seed: int) -> None:
+        self.run_dir, self.ev, self.game, self.seed = run_dir, ev, game, seed
         self.record = EvalRecord(run_dir)
 
     def __call__(self, algo: Any, steps: int) -> list[dict[str, Any]]:
@@ -317,9 +325,7 @@ class _Evaluator:
 
         start = time.perf_counter()
         folder = _save_module(algo, self.run_dir / "last_eval")
-        game = self.cfg.env.game_kwargs()
-        cfg = self.cfg
-        rows = evaluate_lineups(f"rllib:{folder}", cfg.eval.opponents, cfg.eval.games, game, cfg.train.seed)
+        rows = evaluate_lineups(f"rllib:{folder}", self.ev.opponents, self.ev.games, self.game, self.seed)
         if self.record.add(steps, time.perf_counter() - start, rows):
             best = self.run_dir / "best_model"
             if best.exists():
@@ -328,13 +334,11 @@ class _Evaluator:
         return rows
 
 
-def _report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[str, Any]) -> Path:
-    """``report.md``, ``final_eval.csv`` and ``learning_curve.png`` of an RLlib run (the SB3 report's layout)."""
-    from training.evaluate import finish_report
-
-    r = cfg.ray
-    lines = [
-        f"# Training report: {cfg.name} (Ray RLlib {r.algorithm.upper()})",
+def report_lines(name: str, r: RaySection, run_dir: Path, model: Path, summary: Mapping[str, Any]) -> list[str]:
+    """The report's lines about an RLlib run (``name``: the config's; ``r``: its ``ray`` section), in the SB3
+    report's layout: steps, speed, Ray's runners and learners, the final model."""
+    return [
+        f"# Training report: {name} (Ray RLlib {r.algorithm.upper()})",
         "",
         f"- run folder: `{run_dir}`",
         f"- steps: {summary['steps']:,} in {summary['seconds']:.0f} s, {summary['iterations']} iterations "
@@ -346,13 +350,10 @@ def _report(cfg: TrainConfig, run_dir: Path, model: Path, summary: Mapping[str, 
         f"- model: `{model.name}` (play it as `rllib:{model}`); best during training: `best_model`",
         "",
     ]
-    return finish_report(cfg, run_dir, f"rllib:{model}", lines)
 
 
-def train_rllib(
-    cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, progress: bool = True
-) -> dict[str, Any]:
-    """Train per ``cfg`` (``train.backend: rllib``) into ``run_dir``; returns a summary.
+def train_rllib(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, progress: bool = True) -> Trained:
+    """Train per ``cfg`` (``train.backend: rllib``) into ``run_dir`` (the backend's entry).
 
     Args:
         cfg: a validated config.
@@ -361,8 +362,10 @@ def train_rllib(
         progress: show the tqdm bar.
 
     Returns:
-        ``{"run_dir", "steps", "iterations", "seconds", "steps_per_second", "interrupted", "timed_out",
-        "checkpoint", "final_model", "best_model"}`` (the last two only when not interrupted).
+        The session (:class:`training.lifecycle.Trained`): its summary ``{"run_dir", "steps", "iterations",
+        "seconds", "steps_per_second", "start_steps", "session_steps", "interrupted", "timed_out", "checkpoint",
+        "runner_nodes", "runner_restarts", "final_model", "best_model"}`` (the last two only when not interrupted),
+        the report's lines and the final module as ``rllib:PATH``.
     """
     import ray
     from torch.utils.tensorboard import SummaryWriter
@@ -378,7 +381,7 @@ def train_rllib(
     import torch
 
     torch.set_num_threads(cfg.train.torch_threads)  # the local learner's (ray.num_learners: 0), as for SB3's learner
-    started_ray = start_ray(cfg)
+    started_ray = start_ray(cfg.ray)
     register_envs()
     writer = SummaryWriter(str(run_dir / "tb"))
     algo = None
@@ -387,14 +390,14 @@ def train_rllib(
         if resume_from is not None:
             algo.restore_from_path(str(resume_from.resolve()))
             if cfg.self_play.enabled and cfg.ray.sampler == "batched":  # the pool/ folder's newest snapshots
-                _push_pool(algo, cfg, run_dir)
+                _push_pool(algo, run_dir, cfg.self_play.pool_size)
             elif cfg.self_play.enabled:
                 push_slots(algo, min(int(done["snapshots"]), cfg.self_play.pool_size))
         nodes = runner_nodes(algo)
         print(f"Ray: {len(nodes)} env runner(s) on {len(set(nodes))} node(s)", file=sys.stderr)
-        summary = _loop(cfg, run_dir, algo, done, writer, progress, tqdm, nodes)
-        summary["runner_nodes"] = nodes
-        return summary
+        trained = _loop(cfg, run_dir, algo, done, writer, progress, tqdm, nodes)
+        trained.summary["runner_nodes"] = nodes
+        return trained
     finally:
         writer.close()
         if algo is not None:
@@ -412,7 +415,9 @@ def _loop(
     progress: bool,
     tqdm: Any,
     nodes: list[str],
-) -> dict[str, Any]:
+) -> Trained:
+    """The iterations of an RLlib run up to ``train.total_timesteps`` (or ``train.max_minutes``, or a stop signal),
+    with the snapshots, evaluations and checkpoints they make due, then the last checkpoint and the final module."""
     from ray.rllib.utils.metrics import (
         ENV_RUNNER_RESULTS,
         EPISODE_MODULE_RETURN_MEAN,
@@ -423,7 +428,7 @@ def _loop(
 
     from training.rllib.self_play import LEARNER_MODULE, snapshot_into_slot
 
-    evaluator = _Evaluator(cfg, run_dir)
+    evaluator = _Evaluator(run_dir, cfg.eval, cfg.env.game_kwargs(), cfg.train.seed)
     health = RunnerHealth(cfg.ray.num_env_runners)
     steps, iterations = int(done["steps"]), int(done["iterations"])
     snapshots = int(done["snapshots"])
@@ -457,7 +462,7 @@ def _loop(
                 iterations += 1
                 if health.update(algo, steps, writer) and cfg.self_play.enabled and cfg.ray.sampler == "batched":
                     # a restarted runner starts with the mixture alone: give it the snapshot pool again
-                    _push_pool(algo, cfg, run_dir)
+                    _push_pool(algo, run_dir, cfg.self_play.pool_size)
                 bar.update(sampled)
                 rate = (steps - start_steps) / max(time.perf_counter() - start, 1e-9)
                 if cfg.self_play.enabled and cfg.ray.sampler == "env":  # the learner's (the episode sums every seat's)
@@ -478,7 +483,7 @@ def _loop(
                     _save_module(algo, run_dir / "pool" / f"snapshot_{steps}")
                     slots = cfg.self_play.pool_size
                     if cfg.ray.sampler == "batched":  # the newest pool_size snapshots play inside every engine
-                        _push_pool(algo, cfg, run_dir)
+                        _push_pool(algo, run_dir, slots)
                     else:
                         snapshot_into_slot(algo, snapshots % slots, min(snapshots + 1, slots))
                     snapshots += 1
@@ -515,15 +520,14 @@ def _loop(
     }
     if interrupted:
         print(f"\ninterrupted at {steps} steps: checkpoint {ckpt}; continue with --resume {run_dir}", file=sys.stderr)
-        return summary
+        return Trained(summary)
     final = _save_module(algo, run_dir / "final_model")
     best = run_dir / "best_model"
     if not best.exists():  # no evaluation ran during training: the final module is the best known
         shutil.copytree(final, best)
     summary["final_model"] = str(final)
     summary["best_model"] = str(best)
-    _report(cfg, run_dir, final, summary)
-    return summary
+    return Trained(summary, report_lines(cfg.name, cfg.ray, run_dir, final, summary), f"rllib:{final}")
 
 
 class RunnerHealth:

@@ -60,6 +60,7 @@ when ``ray.num_env_runners`` is 0), and the collector waits while a fragment's e
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 import time
@@ -67,12 +68,13 @@ import uuid
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 import numpy as np
 import torch
 from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
@@ -84,20 +86,38 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY, masked_space
 from sixnimmt_env.rules.engine import NUM_ACTIONS
+from training.config.schema import EnvSection, TrainSection
+from training.opponents import MixtureSampler
+
+if TYPE_CHECKING:
+    from training.vec_env import MixedTablesVecEnv, SixNimmtVecEnv
 
 __all__ = [
     "ENV_CONFIG_KEY",
     "BatchedEnvRunner",
     "EngineEnv",
+    "EngineGames",
     "EpisodeBuilder",
     "FragmentEpisodes",
     "push_snapshot_pool",
     "snapshot_paths",
 ]
 
-ENV_CONFIG_KEY = "train_config"
-"""The ``env_config`` key holding the run's :class:`training.train_config.TrainConfig` (set by
+ENV_CONFIG_KEY = "engine_games"
+"""The ``env_config`` key holding the run's :class:`EngineGames` (set by
 :func:`training.rllib.backend.algorithm_config` for ``ray.sampler: batched``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineGames:
+    """What a :class:`BatchedEnvRunner` builds its games from: the config's ``env`` and ``train`` sections (the
+    game, ``train.seed``, ``train.torch_threads``) and the opponents (the ``opponents`` mixture of
+    :func:`training.opponents.mixture_sampler`, its pool empty: the runner plays the snapshots it is sent)."""
+
+    env: EnvSection
+    train: TrainSection
+    sampler: MixtureSampler
+
 
 _REWARD_SPACE = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
 """The space RLlib gives an episode's rewards buffer."""
@@ -118,11 +138,11 @@ class EngineEnv:
         action_space: the batched action space (B of the single one).
     """
 
-    def __init__(self, venv: VecEnv) -> None:
+    def __init__(self, venv: SixNimmtVecEnv | MixedTablesVecEnv) -> None:
         self.venv = venv
         self.num_envs = venv.num_envs
-        self.single_observation_space = masked_space(venv.observation_space)  # type: ignore[arg-type]
-        self.single_action_space = gym.spaces.Discrete(NUM_ACTIONS)
+        self.single_observation_space = masked_space(venv.observation_space)
+        self.single_action_space: gym.spaces.Discrete[np.int64] = gym.spaces.Discrete(NUM_ACTIONS)
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, self.num_envs)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
 
@@ -206,11 +226,12 @@ class EpisodeBuilder:
         episode.module_id = None
         episode.multi_agent_episode_id = None
         episode.observations = self.buffer({OBS_KEY: observations, MASK_KEY: masks}, self.observation_space)
-        episode._observation_space = self.observation_space
+        # RLlib's constructor sets these None (its setters, which store the space here, are what this builder skips)
+        episode._observation_space = self.observation_space  # type: ignore[assignment]
         # one empty dict shared by the steps of an episode (a dict per step made sampling 20 % slower)
         episode.infos = self.buffer([*[{}] * n, {} if last_info is None else last_info])
         episode.actions = self.buffer(actions, self.action_space)
-        episode._action_space = self.action_space
+        episode._action_space = self.action_space  # type: ignore[assignment]
         episode.rewards = self.buffer(rewards, _REWARD_SPACE)
         episode.is_terminated = terminated
         episode.is_truncated = False
@@ -294,7 +315,7 @@ class BatchedEnvRunner(SingleAgentEnvRunner):
     """A ``SingleAgentEnvRunner`` whose ``sample()`` steps the batched engine (see the module docstring).
 
     Set with ``config.env_runners(env_runner_cls=BatchedEnvRunner)``; ``config.env_config[ENV_CONFIG_KEY]`` is
-    the run's :class:`~training.train_config.TrainConfig`.
+    the run's :class:`EngineGames`.
 
     Raises:
         ValueError: (at construction) ``env_config`` without the run's config.
@@ -318,28 +339,32 @@ class BatchedEnvRunner(SingleAgentEnvRunner):
     # ------------------------------------------------------------------ the env
 
     def make_env(self) -> None:
-        """Build the runner's games: :func:`training.vec.build_vec_env` of the run's config with
+        """Build the runner's games: :func:`training.vec.build_vec_env` of the run's :class:`EngineGames` with
         ``train.vec_env: batched``, ``train.n_envs = num_envs_per_env_runner`` and the seed
         :func:`training.vec.worker_seed` (``train.seed``, ``worker_index``); the engine's games of this
         runner count from ``(worker_index - 1) * num_envs`` for mixed table sizes."""
         from training.vec import build_vec_env, worker_seed
+        from training.vec_env import MixedTablesVecEnv, SixNimmtVecEnv
 
-        cfg = self.config.env_config.get(ENV_CONFIG_KEY)
-        if cfg is None:
-            raise ValueError(f"BatchedEnvRunner needs the run's TrainConfig in env_config[{ENV_CONFIG_KEY!r}]")
+        games = self.config.env_config.get(ENV_CONFIG_KEY)
+        if not isinstance(games, EngineGames):
+            raise ValueError(f"BatchedEnvRunner needs the run's EngineGames in env_config[{ENV_CONFIG_KEY!r}]")
         if self.env is not None:
             self.env.close()
-        torch.set_num_threads(int(cfg.train.torch_threads))
+        torch.set_num_threads(int(games.train.torch_threads))
         n = int(self.config.num_envs_per_env_runner)
         index = int(self.worker_index or 0)
-        seed = None if cfg.train.seed is None else worker_seed(cfg.train.seed, index)
-        share = cfg.model_copy(
-            update={"train": cfg.train.model_copy(update={"n_envs": n, "vec_env": "batched", "seed": seed})}
-        )
-        self._cfg = cfg
+        seed = None if games.train.seed is None else worker_seed(games.train.seed, index)
+        share = games.train.model_copy(update={"n_envs": n, "vec_env": "batched", "seed": seed})
+        self._mixture = games.sampler
         self._engine_seed = seed
-        venv = _unwrap(build_vec_env(share, None, wrap_normalize=False, first_env=max(index - 1, 0) * n))
-        self.env = EngineEnv(venv)  # type: ignore[assignment]
+        first = max(index - 1, 0) * n
+        venv = _unwrap(build_vec_env(games.env, share, games.sampler.with_pool(()), None, False, first))
+        if not isinstance(venv, SixNimmtVecEnv | MixedTablesVecEnv):
+            raise TypeError(f"train.vec_env: batched built a {type(venv).__name__}, not the batched engine")
+        engine = EngineEnv(venv)
+        # RLlib types env as its gym VectorEnv: the runner keeps there the EngineEnv with the attributes RLlib reads
+        self.env = engine  # type: ignore[assignment]
         self.num_envs = n
         self._generator = torch.Generator()
         if seed is not None:
@@ -349,7 +374,22 @@ class BatchedEnvRunner(SingleAgentEnvRunner):
         self._needs_initial_reset = True
         self._finished: list[np.ndarray] = []  # per sample(): (return, length, seconds) rows of finished episodes
         self._id_prefix, self._id_count = uuid.uuid4().hex[:16], 0
-        self._builder = EpisodeBuilder(self.env.single_observation_space, self.env.single_action_space)
+        self._builder = EpisodeBuilder(engine.single_observation_space, engine.single_action_space)
+
+    def _games(self) -> EngineEnv:
+        """``self.env``: the runner's :class:`EngineEnv` (:meth:`make_env`; RLlib types the attribute as its gym
+        ``VectorEnv``)."""
+        env = self.env
+        if not isinstance(env, EngineEnv):
+            raise RuntimeError(f"BatchedEnvRunner has no games (env {env!r}): make_env builds them")
+        return env
+
+    def _torch_module(self) -> TorchRLModule:
+        """``self.module``: the runner's torch RLModule (RLlib types the attribute as an optional ``RLModule``)."""
+        module = self.module
+        if not isinstance(module, TorchRLModule):
+            raise RuntimeError(f"BatchedEnvRunner samples from a torch RLModule, got {module!r}")
+        return module
 
     # ------------------------------------------------------------------ self-play
 
@@ -364,29 +404,29 @@ class BatchedEnvRunner(SingleAgentEnvRunner):
         """
         if self.env is None:
             return 0
-        from training.opponents import sampler_from_config
         from training.rllib.module import CardRLModule
         from training.rllib.rllib_agents import RLlibAgent
 
+        own = self._torch_module()
         agents = []
         for k, state in enumerate(states):
             module = CardRLModule(
-                observation_space=self.module.observation_space,
-                action_space=self.module.action_space,
-                model_config=self.module.model_config,
+                observation_space=own.observation_space,
+                action_space=own.action_space,
+                model_config=own.model_config,
                 inference_only=True,
             )
             module.set_state(dict(state))
             module.eval()
             agents.append(RLlibAgent(module, sample=True, name=f"rllib-sample:snapshot{k}"))
-        self.env.venv.set_opponents(sampler_from_config(self._cfg, agents))  # type: ignore[union-attr,arg-type]
+        self._games().venv.set_opponents(self._mixture.with_pool(agents))
         return len(agents)
 
     # ------------------------------------------------------------------ sampling
 
     def _reset_games(self) -> None:
         """New episodes in every game (the first reset seeds the engine)."""
-        venv = self.env.venv  # type: ignore[union-attr]
+        venv = self._games().venv
         if self._engine_seed is not None and self._needs_initial_reset:
             venv.seed(self._engine_seed)
         B = self.num_envs
@@ -420,7 +460,7 @@ class BatchedEnvRunner(SingleAgentEnvRunner):
             self._reset_games()
         B = self.num_envs
         T = max(1, math.ceil(num_timesteps / B))
-        venv = self.env.venv  # type: ignore[union-attr]
+        venv = self._games().venv
         obs = np.empty((T + 1, B, self._obs.shape[1]), np.float32)
         mask = np.empty((T + 1, B, NUM_ACTIONS), np.int8)
         logits = np.empty((T, B, NUM_ACTIONS), np.float32)
@@ -431,7 +471,7 @@ class BatchedEnvRunner(SingleAgentEnvRunner):
         terminal: dict[tuple[int, int], dict[str, Any]] = {}  # (step, game) -> the engine's end-of-episode info
         obs[0], mask[0] = self._obs, self._mask
         into = getattr(venv, "observe_into", None)
-        module = self.module
+        module = self._torch_module()
         # eval mode once for the fragment, and the forward hooks that forward_exploration/forward_inference call:
         # those switch the module's mode (a walk over its submodules) twice per call, 1/4 of a step's time here
         was_training = module.training
@@ -455,7 +495,7 @@ class BatchedEnvRunner(SingleAgentEnvRunner):
                 into(obs[t + 1])
             new_obs, r, d, infos = venv.step(actions[t])
             if into is None:
-                obs[t + 1] = new_obs
+                obs[t + 1] = cast(np.ndarray, new_obs)  # SB3 types step's observations as any of its kinds
             rewards[t], dones[t] = r, d
             np.copyto(mask[t + 1], venv.action_masks(), casting="unsafe")
             for b in np.flatnonzero(d):

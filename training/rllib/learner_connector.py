@@ -146,7 +146,9 @@ class BulkPPOBatch(ConnectorV2):
         device = next(module.parameters()).device
         lengths = np.array([len(e) for e in episodes], np.int64)
         obs, masks, final_obs, final_masks = [], [], [], []
-        actions, rewards, logp, dist = [], [], [], []
+        actions, rewards = [], []
+        logp: list[np.ndarray] = []
+        dist: list[np.ndarray] = []
         for e in episodes:
             n_e = len(e)
             o = _items(e.observations, n_e + 1, partial(e.get_observations, slice(0, n_e + 1)))  # and the final one

@@ -34,7 +34,7 @@ The networks are the SB3 card policy's modules (same classes, same initialisatio
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import torch
@@ -48,15 +48,16 @@ from ray.rllib.core.rl_module.apis import (
     TargetNetworkAPI,
     ValueFunctionAPI,
 )
+from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.utils.torch_utils import FLOAT_MIN
 
 from sixnimmt_env.observation import OBS_SIZE
 from sixnimmt_env.rllib_env import MASK_KEY, OBS_KEY
 from sixnimmt_env.rules.engine import NUM_ACTIONS
+from training.config.rllib_settings import RLLIB_POLICIES
 from training.features import HandFeatures
 from training.policy import ACTIVATION_CLASSES, CardHead, CardNetworks, mlp
-from training.train_config import RLLIB_POLICIES
 
 
 def _init(module: torch.nn.Module, gain: float) -> None:
@@ -65,6 +66,15 @@ def _init(module: torch.nn.Module, gain: float) -> None:
         torch.nn.init.orthogonal_(module.weight, gain=gain)
         if module.bias is not None:
             module.bias.data.fill_(0.0)
+
+
+_Net = TypeVar("_Net", bound=torch.nn.Module)
+
+
+def _target(net: _Net) -> _Net:
+    """RLlib's ``make_target_network`` (a frozen deep copy of ``net``), typed: RLlib annotates its argument and result
+    with its ``NetworkType`` union, not the network's own class."""
+    return cast(_Net, make_target_network(net))
 
 
 class _MlpNetworks(torch.nn.Module):
@@ -88,8 +98,8 @@ class LazyCategorical(TorchCategorical):
     """RLlib's ``TorchCategorical`` (the same numbers) that builds torch's ``Categorical`` on first use.
 
     PPO's loss makes a distribution of the batch's behaviour logits on every minibatch and uses it for the KL term
-    only; with ``use_kl_loss: False`` (SB3's loss, :func:`training.train_config.ppo_training_kwargs`) it is never
-    read, and normalising its ``(B, 109)`` logits took about 5 % of the learner's minibatch time.
+    only; with ``use_kl_loss: False`` (SB3's loss, :func:`training.config.rllib_settings.ppo_training_kwargs`) it is
+    never read, and normalising its ``(B, 109)`` logits took about 5 % of the learner's minibatch time.
 
     Raises:
         ValueError: neither or both of ``logits`` and ``probs`` given.
@@ -103,7 +113,7 @@ class LazyCategorical(TorchCategorical):
         self._built: torch.distributions.Categorical | None = None
 
     @property
-    def _dist(self) -> torch.distributions.Categorical:  # type: ignore[override]
+    def _dist(self) -> torch.distributions.Categorical:
         if self._built is None:
             self._built = self._get_torch_distribution(logits=self.logits, probs=self.probs)
         return self._built
@@ -130,6 +140,11 @@ class CardRLModule(TorchRLModule, ValueFunctionAPI, TargetNetworkAPI, InferenceO
                 f"CardRLModule needs the observation Dict({OBS_KEY!r}: Box({OBS_SIZE},), {MASK_KEY!r}: "
                 f"Box({NUM_ACTIONS},)) of sixnimmt_env.rllib_env, got {space}"
             )
+        if isinstance(self.model_config, DefaultModelConfig):  # RLlib's dataclass for its own default networks
+            raise ValueError(
+                "CardRLModule: model_config must be a dict of policy, net_arch and activation, got RLlib's "
+                "DefaultModelConfig"
+            )
         config: dict[str, Any] = dict(self.model_config or {})
         policy = config.get("policy", "card")
         arch = config.get("net_arch", [64, 64])
@@ -146,12 +161,13 @@ class CardRLModule(TorchRLModule, ValueFunctionAPI, TargetNetworkAPI, InferenceO
         self.card = policy == "card"
         act = ACTIVATION_CLASSES[activation]
         self.features = HandFeatures(space[OBS_KEY]) if self.card else torch.nn.Identity()
-        self.mlp_extractor: CardNetworks | _MlpNetworks = (
-            CardNetworks(list(arch), act) if self.card else _MlpNetworks(list(arch), act)
-        )
+        self.mlp_extractor: CardNetworks | _MlpNetworks
+        self.action_net: torch.nn.Module
         if self.card:
-            self.action_net: torch.nn.Module = CardHead(self.mlp_extractor.global_dim)
+            self.mlp_extractor = CardNetworks(list(arch), act)
+            self.action_net = CardHead(self.mlp_extractor.global_dim)
         else:
+            self.mlp_extractor = _MlpNetworks(list(arch), act)
             self.action_net = torch.nn.Linear(self.mlp_extractor.latent_dim_pi, NUM_ACTIONS)
         self.value_net = torch.nn.Linear(self.mlp_extractor.latent_dim_vf, 1)
         self.mlp_extractor.apply(partial(_init, gain=np.sqrt(2)))
@@ -198,7 +214,10 @@ class CardRLModule(TorchRLModule, ValueFunctionAPI, TargetNetworkAPI, InferenceO
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         out = self._masked(batch)
         if hasattr(self, "_target_extractor"):  # APPO: its loss calls forward_target(batch) next, on this batch
-            self._last_features = (batch[Columns.OBS][OBS_KEY], out[Columns.EMBEDDINGS])
+            self._last_features: tuple[torch.Tensor, torch.Tensor] | None = (
+                batch[Columns.OBS][OBS_KEY],
+                out[Columns.EMBEDDINGS],
+            )
         return out
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
@@ -212,8 +231,8 @@ class CardRLModule(TorchRLModule, ValueFunctionAPI, TargetNetworkAPI, InferenceO
     def make_target_networks(self) -> None:
         """Build the target copies of the actor (``mlp_extractor``, whose critic half goes along unused, and
         ``action_net``): frozen, with the trained networks' weights. Called by APPO's learner only."""
-        self._target_extractor = make_target_network(self.mlp_extractor)
-        self._target_action_net = make_target_network(self.action_net)
+        self._target_extractor = _target(self.mlp_extractor)
+        self._target_action_net = _target(self.action_net)
 
     def get_target_network_pairs(self) -> list[tuple[torch.nn.Module, torch.nn.Module]]:
         """``[(trained, target), ...]`` for the learner's target updates (after :meth:`make_target_networks`)."""
