@@ -5,6 +5,8 @@ Usage (from the repository's root)::
     python -m lab.promote champion:runs/new.npz --incumbent champion \\
         --league champion:lab/weights/champion_v7.npz,champion:lab/weights/exploiter_1.npz \\
         --hold mc:64,champion:default-ppo,greedy --games 4000 --seed 2 --workers 2
+    python -m lab.promote champion:runs/new.npz --incumbent champion:stage-8 --hold mc:64 \\
+        --strong-target 0.30,0.20 --games 4000 --seed 2 --workers 2
 
 The candidate sits at tables of itself and ``n - 1`` copies of one other agent (seats rotated, the arena's rule;
 single rounds at 4 players unless ``--players``/``--episode`` say otherwise):
@@ -17,10 +19,18 @@ single rounds at 4 players unless ``--players``/``--episode`` say otherwise):
   wins 37.6 % against three ``mc:64``): without this rule a candidate that gives away three points there is
   promoted.
 
+The strong tables (on unless ``--no-strong``) tell strong agents apart where a baseline cannot (stages 4 to 8 of
+``champion`` all win 36 to 38 % against three ``mc:64``): table A is the candidate among ``n - 1`` incumbents (the
+incumbent's table above), table B the incumbent among ``n - 1`` candidates, game ``g`` the same deal and seating at
+both. The 95 % interval of the mean of the per-game differences, the candidate's win share at A minus the incumbent's
+at B (paired by deal), must lie above 0: a **win at strong tables**. ``--strong-target A,B`` also asks the point
+estimates for the candidate's share at A to be at least ``A`` and the incumbent's at B at most ``B`` (a target, not a
+significance test).
+
 All hold: the verdict is *promote* (exit code 0); else *keep the incumbent* (exit code 1), with the tables that
 failed, each with its role (a spec can sit at two tables). Every table plays the same deals (the same ``--seed``).
-``--out FILE`` writes the settings, the tables and the verdict as JSON (a new file; never replaced; checked before
-any game).
+``--out FILE`` writes the settings, the tables, the strong tables (``strong``; ``null`` with ``--no-strong``) and the
+verdict as JSON (a new file; never replaced; checked before any game).
 
 Each rule is a one-sided test at the 2.5 % level (the arena's normal-approximation interval), with no correction for
 the number of tables: a candidate exactly as strong as every member fails at least one of ``L`` league tables by
@@ -41,7 +51,18 @@ import numpy as np
 
 from sixnimmt_env.stats import mean_ci95, win_shares
 
-__all__ = ["Episode", "Table", "TablePlayer", "Verdict", "hold_table", "judge", "main", "play_table"]
+__all__ = [
+    "Episode",
+    "StrongTables",
+    "Table",
+    "TablePlayer",
+    "Verdict",
+    "hold_table",
+    "judge",
+    "main",
+    "play_table",
+    "strong_tables",
+]
 
 Episode = Literal["round", "game"]
 """What one game of a table is: a single round, or a whole game to the end score (``GameConfig.episode``)."""
@@ -82,9 +103,51 @@ class Table:
 
 
 @dataclass(frozen=True)
+class StrongTables:
+    """The strong tables: A, the candidate among ``players - 1`` incumbents; B, the incumbent among ``players - 1``
+    candidates; game ``g`` the same deal and seating at both (the same settings).
+
+    Attributes:
+        games: games played at each table.
+        candidate_share: the candidate's share of wins at A (ties split), 0..1, with ``candidate_ci`` its 95 %
+            half-width; ``candidate_penalty`` (± ``candidate_penalty_ci``) its mean bullheads per round there and
+            ``incumbents_penalty`` the incumbents' (all ``players - 1`` seats).
+        incumbent_share: the incumbent's share of wins at B, with ``incumbent_ci``; ``incumbent_penalty``
+            (± ``incumbent_penalty_ci``) its mean bullheads there and ``candidates_penalty`` the candidates'.
+        difference: the mean of the per-game differences, the candidate's share at A minus the incumbent's at B in
+            the same game (equal to ``candidate_share - incumbent_share``), with ``difference_ci`` its 95 %
+            half-width.
+        parity: ``1 / players``.
+        passed: the rule *a win at strong tables*: ``difference - difference_ci > 0``.
+        target: ``(at_least, at_most)`` from ``--strong-target``, or ``None``: the candidate's share at A at least
+            ``at_least`` and the incumbent's at B at most ``at_most``, as point estimates (not a test).
+        target_met: whether both hold (``None`` without a target); part of the verdict when a target is given.
+    """
+
+    games: int
+    candidate_share: float
+    candidate_ci: float
+    incumbent_share: float
+    incumbent_ci: float
+    difference: float
+    difference_ci: float
+    candidate_penalty: float
+    candidate_penalty_ci: float
+    incumbents_penalty: float
+    incumbent_penalty: float
+    incumbent_penalty_ci: float
+    candidates_penalty: float
+    parity: float
+    passed: bool
+    target: tuple[float, float] | None = None
+    target_met: bool | None = None
+
+
+@dataclass(frozen=True)
 class Verdict:
-    """The tables and the decision: ``promote`` is true when every table passed; the settings they were played
-    with (``games`` per table, ``seed``, ``players``, ``episode``)."""
+    """The tables and the decision: ``promote`` is true when every table passed and, when played, the strong
+    tables did (their rule, and their target when one was given); the settings they were played with (``games``
+    per table, ``seed``, ``players``, ``episode``). ``strong`` is ``None`` when the strong tables were skipped."""
 
     candidate: str
     incumbent: str
@@ -94,6 +157,7 @@ class Verdict:
     seed: int
     players: int
     episode: Episode
+    strong: StrongTables | None = None
 
 
 @dataclass
@@ -163,6 +227,48 @@ class TablePlayer:
         ref, ref_ci = float(inc["win_share"]), float(inc["win_share_ci95"])
         return _table(baseline, "hold", games_played, me, others, self.players, passed, ref, ref_ci, diff_ci)
 
+    def strong_tables(self, candidate: str, incumbent: str, target: tuple[float, float] | None = None) -> StrongTables:
+        """Table A (``candidate`` among copies of ``incumbent``: the incumbent's table, played once) and table B
+        (``incumbent`` among copies of ``candidate``), paired by game, with the rule *a win at strong tables* (the
+        95 % interval of the mean per-game difference of their win shares lies above 0) and ``target`` checked
+        (:class:`StrongTables`).
+
+        Raises:
+            ValueError: a target outside 0..1, or the arena's errors (:meth:`play`).
+        """
+        _check_target(target)
+        me, others, games_played, wins = self.play(candidate, incumbent)
+        inc, cands, _, inc_wins = self.play(incumbent, candidate)
+        diff, diff_ci = (float(x) for x in mean_ci95(wins - inc_wins))
+        share, ci = float(me["win_share"]), float(me["win_share_ci95"])
+        inc_share, inc_ci = float(inc["win_share"]), float(inc["win_share_ci95"])
+        met = None if target is None else share >= target[0] and inc_share <= target[1]
+        return StrongTables(
+            games=games_played,
+            candidate_share=share,
+            candidate_ci=ci,
+            incumbent_share=inc_share,
+            incumbent_ci=inc_ci,
+            difference=diff,
+            difference_ci=diff_ci,
+            candidate_penalty=float(me["mean_penalty"]),
+            candidate_penalty_ci=float(me["ci95"]),
+            incumbents_penalty=sum(float(r["mean_penalty"]) for r in others) / len(others),
+            incumbent_penalty=float(inc["mean_penalty"]),
+            incumbent_penalty_ci=float(inc["ci95"]),
+            candidates_penalty=sum(float(r["mean_penalty"]) for r in cands) / len(cands),
+            parity=1.0 / self.players,
+            passed=diff - diff_ci > 0.0,
+            target=target,
+            target_met=met,
+        )
+
+
+def _check_target(target: tuple[float, float] | None) -> None:
+    """Raises ValueError unless ``target`` is ``None`` or two win shares in 0..1."""
+    if target is not None and (len(target) != 2 or not all(0.0 <= t <= 1.0 for t in target)):
+        raise ValueError(f"a strong target is two win shares in 0..1, got {target}")
+
 
 def play_table(
     candidate: str, opponent: str, role: str, games: int, seed: int, players: int, episode: Episode, workers: int
@@ -220,6 +326,28 @@ def hold_table(
     return TablePlayer(games, seed, players, episode, workers).hold_table(candidate, incumbent, baseline)
 
 
+def strong_tables(
+    candidate: str,
+    incumbent: str,
+    games: int,
+    seed: int,
+    players: int,
+    episode: Episode,
+    workers: int,
+    target: tuple[float, float] | None = None,
+) -> StrongTables:
+    """Play ``candidate`` among ``players - 1`` copies of ``incumbent`` (table A) and ``incumbent`` among copies of
+    ``candidate`` (table B) on the same deals and seats (the same ``seed``) and apply the rule *a win at strong
+    tables*: the 95 % interval of the mean of the per-game differences of the two win shares (paired by deal; the
+    arena's normal approximation) lies above 0. ``target`` is checked on the point estimates
+    (:class:`StrongTables`).
+
+    Raises:
+        ValueError: a target outside 0..1, an unknown spec, or games/seed out of range (the arena's errors).
+    """
+    return TablePlayer(games, seed, players, episode, workers).strong_tables(candidate, incumbent, target)
+
+
 def judge(
     candidate: str,
     incumbent: str,
@@ -230,15 +358,28 @@ def judge(
     episode: Episode = "round",
     workers: int = 1,
     hold: Sequence[str] = (),
+    strong: bool = True,
+    strong_target: tuple[float, float] | None = None,
 ) -> Verdict:
-    """Play the incumbent's table, each league member's and each ``hold`` baseline's (the candidate and the
-    incumbent), and decide (the module docstring's rules). A table is played once (:class:`TablePlayer`): a
-    baseline named both in ``league`` and in ``hold`` reuses the candidate's results at its table."""
+    """Play the incumbent's table, each league member's, each ``hold`` baseline's (the candidate and the
+    incumbent) and, with ``strong``, the strong tables (:meth:`TablePlayer.strong_tables`, with ``strong_target``),
+    and decide (the module docstring's rules). A table is played once (:class:`TablePlayer`): a baseline named both
+    in ``league`` and in ``hold`` reuses the candidate's results at its table, and the strong tables' table A is the
+    incumbent's table.
+
+    Raises:
+        ValueError: a ``strong_target`` without ``strong`` or outside 0..1, or the arena's errors.
+    """
+    if strong_target is not None and not strong:
+        raise ValueError("a strong target needs the strong tables (strong=True)")
+    _check_target(strong_target)  # before any game
     player = TablePlayer(games, seed, players, episode, workers)
     tables = [player.rule_table(candidate, incumbent, "incumbent")]
     tables += [player.rule_table(candidate, m, "league") for m in league]
     tables += [player.hold_table(candidate, incumbent, b) for b in hold]
-    return Verdict(candidate, incumbent, all(t.passed for t in tables), tables, games, seed, players, episode)
+    pair = player.strong_tables(candidate, incumbent, strong_target) if strong else None
+    promote = all(t.passed for t in tables) and (pair is None or (pair.passed and pair.target_met is not False))
+    return Verdict(candidate, incumbent, promote, tables, games, seed, players, episode, pair)
 
 
 def _line(t: Table) -> str:
@@ -255,8 +396,34 @@ def _line(t: Table) -> str:
     )
 
 
+def _strong_lines(s: StrongTables, candidate: str, incumbent: str) -> list[str]:
+    """The verdict table's rows of the strong tables: A, B and their paired difference."""
+    parity = f"{100 * s.parity:.1f} %"
+
+    def target(i: int, sign: str) -> str:
+        if s.target is None:
+            return "(see the paired row)"
+        ok = s.candidate_share >= s.target[0] if i == 0 else s.incumbent_share <= s.target[1]
+        return f"target {sign} {100 * s.target[i]:.1f} % (point estimate, not a test): {'yes' if ok else 'NO'}"
+
+    a = f"{100 * s.candidate_share:.1f} ± {100 * s.candidate_ci:.1f} %"
+    b = f"{100 * s.incumbent_share:.1f} ± {100 * s.incumbent_ci:.1f} % (the incumbent's)"
+    diff = f"{100 * s.difference:+.1f} ± {100 * s.difference_ci:.1f} points"
+    rule = f"a win at strong tables (interval above 0): {'yes' if s.passed else 'NO'}"
+    return [
+        f"| strong A: candidate among incumbents | `{incumbent}` | {s.games:,} | {a} | {parity} "
+        f"| {s.candidate_penalty:.2f} ± {s.candidate_penalty_ci:.2f} | {s.incumbents_penalty:.2f} | {target(0, '≥')} |",
+        f"| strong B: incumbent among candidates | `{candidate}` | {s.games:,} | {b} | {parity} "
+        f"| {s.incumbent_penalty:.2f} ± {s.incumbent_penalty_ci:.2f} | {s.candidates_penalty:.2f} "
+        f"| {target(1, '≤')} |",
+        f"| strong A − B, paired by deal | | {s.games:,} | {diff} | 0 | | | {rule} |",
+    ]
+
+
 EXAMPLES = (
     "champion:mine.npz --incumbent champion --league champion:lab/weights/champion_v7.npz,mc:64 --games 4000 "
+    "--workers 2",
+    "champion:mine.npz --incumbent champion:stage-8 --hold mc:64 --strong-target 0.30,0.20 --games 4000 --seed 2 "
     "--workers 2",
 )
 """Typical arguments of the command, shown by its ``--help``."""
@@ -275,6 +442,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="",
         help="comma-separated baselines at whose tables the candidate must hold the incumbent's win share",
     )
+    p.add_argument(
+        "--no-strong",
+        action="store_true",
+        help="skip the strong tables (the candidate among incumbents, the incumbent among candidates, paired)",
+    )
+    p.add_argument(
+        "--strong-target",
+        help="AT_LEAST,AT_MOST: the candidate's win share among incumbents at least AT_LEAST and the incumbent's "
+        "among candidates at most AT_MOST (point estimates, 0..1; e.g. 0.30,0.20), part of the verdict",
+    )
     p.add_argument("--games", type=int, default=4000, help="games per table (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="the arena's seed: every table plays the same deals")
     p.add_argument("--players", type=int, default=4, help="players at a table (default: %(default)s)")
@@ -289,6 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_spec(args.incumbent)
         league = parse_lineup(args.league, "--league") if args.league else []
         hold = parse_lineup(args.hold, "--hold") if args.hold else []
+        target = _parse_target(args.strong_target, args.no_strong) if args.strong_target is not None else None
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -312,6 +490,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.episode,
             args.workers,
             hold,
+            not args.no_strong,
+            target,
         )
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -322,6 +502,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for t in verdict.tables:
         print(_line(t))
     failed = [f"{t.opponent} ({t.role})" for t in verdict.tables if not t.passed]  # a spec may be at two tables
+    if verdict.strong is not None:
+        for line in _strong_lines(verdict.strong, verdict.candidate, verdict.incumbent):
+            print(line)
+        failed += [f"{verdict.incumbent} (strong tables)"] if not verdict.strong.passed else []
+        failed += [f"{verdict.incumbent} (strong target)"] if verdict.strong.target_met is False else []
     print()
     print("verdict: promote" if verdict.promote else f"verdict: keep the incumbent (failed: {', '.join(failed)})")
     if out is not None:
@@ -332,6 +517,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: --out {str(out)!r} not written: {e}", file=sys.stderr)
             return 2
     return 0 if verdict.promote else 1
+
+
+def _parse_target(text: str, no_strong: bool) -> tuple[float, float]:
+    """``--strong-target AT_LEAST,AT_MOST``: two win shares in 0..1.
+
+    Raises:
+        ValueError: not two numbers in 0..1, or given with ``--no-strong``.
+    """
+    if no_strong:
+        raise ValueError("--strong-target needs the strong tables: drop --no-strong")
+    parts = text.split(",")
+    try:
+        values = [float(x) for x in parts]
+    except ValueError:
+        values = []
+    if len(values) != 2 or not all(0.0 <= v <= 1.0 for v in values):
+        raise ValueError(f"--strong-target {text!r}: give AT_LEAST,AT_MOST, two win shares in 0..1 (e.g. 0.30,0.20)")
+    return values[0], values[1]
 
 
 if __name__ == "__main__":
