@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/champion_speed.py [--games 200] [--players 4]
+    python benchmarks/champion_speed.py [--games 200] [--players 4] [--weights champion:PATH.npz]
 
 Records the views of every decision in ``--games`` single rounds of ``--players`` players played by ``greedy``, then
 times the champion on them three ways: ``act(view, rng)`` (the arena and the play table: the observation
@@ -10,6 +10,10 @@ is rebuilt from the view), ``act_observation`` (the Gymnasium env's opponents) a
 ``choose`` over all of them (the batched training env); then the held cards' features alone
 (``hand_features``, part of every decision), one observation at a time and batched. CPU time of this
 process is printed beside the wall time, since the machine may be shared.
+
+``--weights`` times another agent spec of the same network (``champion:NAME``, or ``champion:PATH`` of a ``.npz``,
+e.g. a wider student of ``lab/configs/strong_distill_256.yaml``) instead of the shipped ``champion``; the first line
+printed gives its hidden layers.
 """
 
 from __future__ import annotations
@@ -40,8 +44,13 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--games", type=int, default=200)
     p.add_argument("--players", type=int, default=4, help="table size, 2..10 (champion plays its weights)")
+    p.add_argument(
+        "--weights",
+        default="champion",
+        help="the agent spec timed: champion (default), champion:NAME or champion:PATH (a .npz of weights)",
+    )
     args = p.parse_args()
-    champion, greedy = load_champion("champion"), make_agent("greedy")
+    champion, greedy = load_champion(args.weights), make_agent("greedy")
     rng = np.random.default_rng(0)
     config = GameConfig(num_players=args.players, episode="round")
     views = []
@@ -57,6 +66,8 @@ def main() -> None:
         masks[i, list(v["legal_actions"])] = True
     champion.act(views[0], rng)  # compile the numba kernels first
     n = len(views)
+    actor = champion.actor_for(args.players)
+    print(f"{args.weights}: hidden layers {actor.hidden_layers()}")
     print(f"{n} decisions of {args.games} rounds of {args.players} players")
     print("act(view, rng)   ", _timed(lambda: [champion.act(v, rng) for v in views], n))
     print(

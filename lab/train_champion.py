@@ -41,7 +41,7 @@ if __name__ == "__main__":  # the command trains in-process: one BLAS thread, as
 
 import numpy as np
 
-from sixnimmt_env.champion import ATTENTION_ARRAYS, FORMAT, FORMAT_ATTENTION, WEIGHTS, read_weights
+from sixnimmt_env.champion import ATTENTION_ARRAYS, FORMAT, FORMAT_ATTENTION, FORMAT_RESIDUAL, WEIGHTS, read_weights
 
 __all__ = ["export", "main", "weight_arrays", "write_weights"]
 
@@ -97,7 +97,8 @@ def export(checkpoint: str | Path, out: str | Path, force: bool = False, meta: d
 
 def write_weights(arrays: dict[str, np.ndarray], out: str | Path, meta: dict[str, Any]) -> Path:
     """Write a weights file of :class:`sixnimmt_env.champion.CardActor` ``arrays`` to ``out`` (``.npz``, compressed)
-    with ``meta`` (plus the ``format``) as its JSON ``meta`` entry, and return the path.
+    with ``meta`` (plus the ``format``: residual layers' if it has any, else the attention's if it has attention
+    arrays, else the plain one) as its JSON ``meta`` entry, and return the path.
 
     The file is written beside ``out`` first and read back with the package's reader; only then does it replace
     ``out`` (callers check for an existing ``out`` before their work).
@@ -106,7 +107,9 @@ def write_weights(arrays: dict[str, np.ndarray], out: str | Path, meta: dict[str
         ValueError: the arrays do not load (errors of :func:`sixnimmt_env.champion.read_weights`); ``out`` is untouched.
     """
     out = Path(out)
-    info = {"format": FORMAT_ATTENTION if ATTENTION_ARRAYS[0] in arrays else FORMAT, **meta}
+    residual = bool(np.asarray(arrays.get("hidden_residual", False)).any())
+    fmt = FORMAT_RESIDUAL if residual else FORMAT_ATTENTION if ATTENTION_ARRAYS[0] in arrays else FORMAT
+    info = {"format": fmt, **meta}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.stem + ".tmp.npz")
     entries: dict[str, Any] = {"meta": np.array(json.dumps(info)), **arrays}  # the archive's arrays by name

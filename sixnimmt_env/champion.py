@@ -107,6 +107,9 @@ FORMAT = "sixnimmt-card-actor-1"
 FORMAT_ATTENTION = "sixnimmt-card-actor-2"
 """The ``format`` entry of a weights file whose held cards attend to each other (``attention_*`` arrays); a
 reader of :data:`FORMAT` alone refuses it instead of playing it without the attention."""
+FORMAT_RESIDUAL = "sixnimmt-card-actor-3"
+"""The ``format`` entry of a weights file with residual hidden layers (``hidden_residual``, with or without the
+attention arrays); a reader of the two formats before refuses it instead of playing it without the additions."""
 ATTENTION_ARRAYS = ("attention_in_w", "attention_in_b", "attention_out_w", "attention_out_b", "attention_heads")
 """The arrays of the held cards' self-attention (:class:`CardActor`); all or none of them are in a weights file."""
 
@@ -123,15 +126,18 @@ class CardActor:
     """The card policy's actor in numpy: action logits ``float32 (batch, 109)`` for observations ``(batch, 506)``.
 
     The network (``training.policy.CardPolicy``): an MLP over the observation and the held
-    cards' :data:`~sixnimmt_env.card_features.HAND_FEATURES` (626 inputs) gives a global latent
-    ``g``; the logits are ``g @ linear_w + linear_b``, and each held card adds
+    cards' :data:`~sixnimmt_env.card_features.HAND_FEATURES` (626 inputs; a residual layer adds its input,
+    ``h + act(h @ w + b)``) gives a global latent ``g``; the logits are ``g @ linear_w + linear_b``, and each held
+    card adds
     ``h @ card_out_w + card_out_b`` with ``h = relu(card_features @ card_in_w + card_in_b + g @ global_in_w)``.
     With the optional attention arrays (``training.policy.HandAttentionHead``), ``h`` becomes ``h + attention(h)``
     first: multi-head self-attention among the held cards' ``h`` (the rows after the last held card masked out).
 
     Args:
         arrays: the weights: ``hidden_w{i}`` ``(in, out)``, ``hidden_b{i}`` ``(out,)`` and
-            ``hidden_tanh`` (one 0/1 per layer: tanh, else ReLU) for the MLP; ``card_in_w`` ``(12, H)``,
+            ``hidden_tanh`` (one 0/1 per layer: tanh, else ReLU) for the MLP, optionally ``hidden_residual`` (one
+            0/1 per layer: the layer adds its input; ``(n, n)`` weights, never the first layer); ``card_in_w``
+            ``(12, H)``,
             ``card_in_b`` ``(H,)``, ``global_in_w`` ``(G, H)``, ``card_out_w`` ``(H, 1)``,
             ``card_out_b`` ``(1,)``, ``linear_w`` ``(G, 109)``, ``linear_b`` ``(109,)``; optionally all of
             :data:`ATTENTION_ARRAYS`: ``attention_in_w`` ``(H, 3H)`` (query, key, value projections),
@@ -149,13 +155,19 @@ class CardActor:
             return np.ascontiguousarray(arrays[name], np.float32)
 
         tanh = np.asarray(arrays.get("hidden_tanh", []), bool).reshape(-1)
+        residual = np.asarray(arrays.get("hidden_residual", np.zeros(len(tanh))), bool).reshape(-1)
+        if len(residual) != len(tanh):
+            raise ValueError(f"champion weights: hidden_residual has {len(residual)} entries, expected {len(tanh)}")
         self.layers: list[tuple[np.ndarray, np.ndarray, bool]] = []
+        self.residual: list[bool] = [bool(r) for r in residual]
         width = _GLOBAL_SIZE
         for i, is_tanh in enumerate(tanh):
             weight, bias = get(f"hidden_w{i}"), get(f"hidden_b{i}")
             if weight.shape != (width, len(bias)):
                 expected_shape = (width, len(bias))
                 raise ValueError(f"champion weights: hidden_w{i} has shape {weight.shape}, expected {expected_shape}")
+            if residual[i] and (i == 0 or width != len(bias)):
+                raise ValueError(f"champion weights: hidden layer {i} of shape {weight.shape} cannot be residual")
             self.layers.append((weight, bias, bool(is_tanh)))
             width = len(bias)
         self.card_in_w, self.card_in_b = get("card_in_w"), get("card_in_b")
@@ -218,7 +230,8 @@ class CardActor:
             # the first layer's input is the observation then the held cards' features: two products, no concatenation
             out = obs @ weight[:OBS_SIZE] + flat @ weight[OBS_SIZE:] if i == 0 else glob @ weight
             out += bias
-            glob = np.tanh(out, out=out) if tanh else np.maximum(out, 0.0, out=out)
+            out = np.tanh(out, out=out) if tanh else np.maximum(out, 0.0, out=out)
+            glob = glob + out if self.residual[i] else out
         width = len(self.card_in_b)
         # the per-card layers as 2-D products over the batch's batch x 10 cards
         hidden = (feats.reshape(batch * cards, -1) @ self.card_in_w).reshape(batch, cards, width)
@@ -272,9 +285,16 @@ def read_weights(path: str | Path) -> tuple[CardActor, dict[str, Any]]:
         raise ValueError(f"champion weights {str(path)!r} could not be read as .npz: {e}") from None
     meta = json.loads(str(arrays.pop("meta"))) if "meta" in arrays else {}
     fmt, attention = meta.get("format"), any(name in arrays for name in ATTENTION_ARRAYS)
-    if fmt not in (FORMAT, FORMAT_ATTENTION):
-        raise ValueError(f"champion weights {str(path)!r}: format {fmt!r}, expected {FORMAT!r} or {FORMAT_ATTENTION!r}")
-    if attention != (fmt == FORMAT_ATTENTION):
+    if fmt not in (FORMAT, FORMAT_ATTENTION, FORMAT_RESIDUAL):
+        raise ValueError(
+            f"champion weights {str(path)!r}: format {fmt!r}, expected {FORMAT!r}, {FORMAT_ATTENTION!r} or "
+            f"{FORMAT_RESIDUAL!r}"
+        )
+    residual = bool(np.asarray(arrays.get("hidden_residual", False)).any())
+    if residual != (fmt == FORMAT_RESIDUAL):
+        has = "has" if residual else "has no"
+        raise ValueError(f"champion weights {str(path)!r}: format {fmt!r} but the file {has} residual layers")
+    if fmt != FORMAT_RESIDUAL and attention != (fmt == FORMAT_ATTENTION):
         has = "has" if attention else "has no"
         raise ValueError(f"champion weights {str(path)!r}: format {fmt!r} but the file {has} attention arrays")
     return CardActor(_widen_inputs(arrays)), meta

@@ -572,7 +572,7 @@ def test_algo_section_defaults_are_maskable_ppos_and_the_env_section_is_game_con
     policy = inspect.signature(MaskableActorCriticPolicy.__init__).parameters
     card = inspect.signature(CardPolicy.__init__).parameters
     card_only = set(card) - set(policy) - {"args", "kwargs"}
-    assert card_only == {"hand_attention_heads"}
+    assert card_only == {"hand_attention_heads", "residual"}
     for name in PolicyKwargs.model_fields:
         if name not in ("activation_fn", "features_extractor_class"):
             default = (card if name in card_only else policy)[name].default

@@ -1,4 +1,4 @@
-"""Training callbacks: progress bar, checkpoints, self-play snapshots, arena evaluation.
+"""Training callbacks: progress bar, checkpoints, self-play snapshots and the current self, arena evaluation.
 
 Each fires on the number of environment steps (``model.num_timesteps``), so
 the schedule does not depend on ``n_envs``.
@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from sixnimmt_env.agents import Agent, make_agent
 from training.lifecycle import EvalRecord, IdleGate, signals_deferred
-from training.opponents import SnapshotPool
+from training.opponents import CurrentSelf, SnapshotPool
 from training.ppo_agents import save_obs_norm
 
 
@@ -85,7 +85,8 @@ class SelfPlaySnapshots(_Every):
     """Every ``every`` steps: saves the learner into ``pool`` (:class:`training.opponents.SnapshotPool`) and gives
     the training envs a new sampler (``make_sampler(pool.paths)``) through ``env_method("set_opponents", ...)``;
     it takes effect at their next reset. An evicted snapshot is deleted only after that call returns: from then
-    on no env draws it (opponents already playing keep their loaded policy).
+    on no env draws it (opponents already playing keep their loaded policy). A snapshot a growing pool would not
+    keep (:meth:`~training.opponents.SnapshotPool.keeps`) is not taken.
     """
 
     def __init__(self, every: int, pool: SnapshotPool, make_sampler: Callable[[list[str]], Any]) -> None:
@@ -93,10 +94,33 @@ class SelfPlaySnapshots(_Every):
         self.pool, self.make_sampler = pool, make_sampler
 
     def fire(self) -> None:
-        self.pool.add(save_model(self.model, self.pool.path_for(self.num_timesteps)))
-        self.training_env.env_method("set_opponents", self.make_sampler(self.pool.paths))
-        self.pool.prune()
+        if self.pool.keeps(self.num_timesteps):
+            self.pool.add(save_model(self.model, self.pool.path_for(self.num_timesteps)))
+            self.training_env.env_method("set_opponents", self.make_sampler(self.pool.paths))
+            self.pool.prune()
         self.logger.record("self_play/pool_size", len(self.pool.paths))
+
+
+class CurrentSelfSync(BaseCallback):
+    """``self_play.current`` in the learner's process (``train.workers: 1``, the envs beside the model): before
+    training and before every rollout, ``current`` (:class:`training.opponents.CurrentSelf`, the object the envs
+    play) takes the model's policy weights, so the current-self opponents play the weights that collect the rollout.
+    (With rollout processes each process refreshes its own from the weights it collects with,
+    :mod:`training.rollouts`.) A refresh copies the actor to numpy: well under a millisecond for the card policy.
+    """
+
+    def __init__(self, current: CurrentSelf) -> None:
+        super().__init__()
+        self.current = current
+
+    def _on_training_start(self) -> None:
+        self.current.refresh(self.model.policy)
+
+    def _on_rollout_start(self) -> None:
+        self.current.refresh(self.model.policy)
+
+    def _on_step(self) -> bool:
+        return True
 
 
 class ArenaEval(_Every):

@@ -42,16 +42,63 @@ ACTIVATION_CLASSES: dict[str, type[torch.nn.Module]] = {
 """The torch class of each name of :data:`training.config.schema.ACTIVATIONS` (``algo.policy_kwargs.activation_fn``)."""
 
 
-def mlp(in_size: int, sizes: list[int], activation_fn: type[torch.nn.Module]) -> torch.nn.Sequential:
+class ResidualLayer(torch.nn.Module):
+    """A hidden layer that adds its input: ``x + activation(linear(x))``, ``linear`` mapping ``n`` units to ``n``
+    (``algo.policy_kwargs.residual``; :func:`mlp`)."""
+
+    def __init__(self, linear: torch.nn.Linear, activation: torch.nn.Module) -> None:
+        super().__init__()
+        if linear.in_features != linear.out_features:
+            raise ValueError(f"a residual layer maps n units to n, got {linear.in_features} to {linear.out_features}")
+        self.linear = linear
+        self.activation = activation
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.activation(self.linear(x))
+
+
+def mlp(
+    in_size: int, sizes: list[int], activation_fn: type[torch.nn.Module], residual: bool = False
+) -> torch.nn.Sequential:
     """The MLP both backends build (SB3's ``net_arch`` layout): ``Linear(in_size, sizes[0])``, an
     ``activation_fn()``, ``Linear(sizes[0], sizes[1])``, ... each layer followed by the activation; empty (the
-    identity) for ``sizes == []``. The output has ``sizes[-1]`` units (``in_size`` when empty)."""
+    identity) for ``sizes == []``. The output has ``sizes[-1]`` units (``in_size`` when empty).
+
+    With ``residual``, every layer after the first that is as wide as the layer before adds its input
+    (:class:`ResidualLayer`: ``[512, 512]`` is ``h1 = act(W1 x + b1)``, ``h2 = h1 + act(W2 h1 + b2)``)."""
     layers: list[torch.nn.Module] = []
     last = in_size
-    for size in sizes:
-        layers += [torch.nn.Linear(last, size), activation_fn()]
+    for i, size in enumerate(sizes):
+        linear = torch.nn.Linear(last, size)
+        if residual and i > 0 and size == last:
+            layers.append(ResidualLayer(linear, activation_fn()))
+        else:
+            layers += [linear, activation_fn()]
         last = size
     return torch.nn.Sequential(*layers)
+
+
+def hidden_layers(net: torch.nn.Sequential) -> list[tuple[torch.nn.Linear, torch.nn.Module, bool]]:
+    """The layers of an :func:`mlp`, first to last, as ``(linear, activation, residual)``.
+
+    Raises:
+        ValueError: a module that is not a layer of :func:`mlp` (a linear layer and its activation, or a
+            :class:`ResidualLayer`).
+    """
+    modules = list(net)
+    out: list[tuple[torch.nn.Linear, torch.nn.Module, bool]] = []
+    i = 0
+    while i < len(modules):
+        module = modules[i]
+        if isinstance(module, ResidualLayer):
+            out.append((module.linear, module.activation, True))
+            i += 1
+        elif isinstance(module, torch.nn.Linear) and i + 1 < len(modules):
+            out.append((module, modules[i + 1], False))
+            i += 2
+        else:
+            raise ValueError(f"not a layer of an mlp: {module!r}")
+    return out
 
 
 class CardNetworks(torch.nn.Module):
@@ -59,13 +106,14 @@ class CardNetworks(torch.nn.Module):
 
     ``forward_actor`` returns ``[global latent (G), held card features (120), held indices (10)]``:
     the card part passes through untouched so that :class:`CardHead` scores every card with the
-    same weights. ``forward_critic`` is the critic MLP's output.
+    same weights. ``forward_critic`` is the critic MLP's output. ``residual``: the MLPs' layers as wide as the layer
+    before add their input (:func:`mlp`).
     """
 
-    def __init__(self, net_arch: list[int], activation_fn: type[torch.nn.Module]) -> None:
+    def __init__(self, net_arch: list[int], activation_fn: type[torch.nn.Module], residual: bool = False) -> None:
         super().__init__()
-        self.policy_net = mlp(GLOBAL_SIZE, net_arch, activation_fn)
-        self.value_net = mlp(GLOBAL_SIZE, net_arch, activation_fn)
+        self.policy_net = mlp(GLOBAL_SIZE, net_arch, activation_fn, residual)
+        self.value_net = mlp(GLOBAL_SIZE, net_arch, activation_fn, residual)
         self.global_dim = net_arch[-1] if net_arch else GLOBAL_SIZE
         self.latent_dim_pi = self.global_dim + HAND_OUTPUT_SIZE - OBS_SIZE
         self.latent_dim_vf = self.global_dim
@@ -214,12 +262,13 @@ class CardPolicy(MaskableActorCriticPolicy):
     cards (:class:`CardHead`): what it learns about card 37 holds for card 73. ``net_arch`` (a list) sizes
     the actor and critic MLPs, each over the observation and the held cards' features (626 inputs).
     ``hand_attention_heads`` > 0 lets the held cards attend to each other before they are scored
-    (:class:`HandAttentionHead`; ``algo.policy_kwargs.hand_attention_heads``). Use it with ``algo.policy: card``
-    in a config.
+    (:class:`HandAttentionHead`; ``algo.policy_kwargs.hand_attention_heads``). ``residual``: each hidden layer after
+    the first that is as wide as the layer before adds its input, ``h + act(W h + b)`` (:class:`ResidualLayer`;
+    ``algo.policy_kwargs.residual``, e.g. ``net_arch: [512, 512]``). Use it with ``algo.policy: card`` in a config.
 
     Raises:
-        ValueError: ``hand_attention_heads`` not an integer >= 0 (or not a divisor of :data:`CARD_HIDDEN`), or a
-            ``net_arch`` that is not a list of layer sizes.
+        ValueError: ``hand_attention_heads`` not an integer >= 0 (or not a divisor of :data:`CARD_HIDDEN`), a
+            ``residual`` that is not a bool, or a ``net_arch`` that is not a list of layer sizes.
     """
 
     # SB3 declares ``mlp_extractor`` as its own MlpExtractor, but takes any module with its ``latent_dim_pi/vf`` and
@@ -227,10 +276,13 @@ class CardPolicy(MaskableActorCriticPolicy):
     mlp_extractor: CardNetworks  # type: ignore[assignment]
     action_net: CardHead  # a HandAttentionHead with hand_attention_heads > 0
 
-    def __init__(self, *args: object, hand_attention_heads: int = 0, **kwargs: object) -> None:
+    def __init__(self, *args: object, hand_attention_heads: int = 0, residual: bool = False, **kwargs: object) -> None:
         if not isinstance(hand_attention_heads, int) or hand_attention_heads < 0:
             raise ValueError(f"CardPolicy: hand_attention_heads must be an integer >= 0, got {hand_attention_heads!r}")
+        if not isinstance(residual, bool):
+            raise ValueError(f"CardPolicy: residual must be true or false, got {residual!r}")
         self.hand_attention_heads = hand_attention_heads
+        self.residual = residual
         kwargs.setdefault("features_extractor_class", HandFeatures)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         if not isinstance(self.features_extractor, HandFeatures):
@@ -247,7 +299,7 @@ class CardPolicy(MaskableActorCriticPolicy):
                 f"CardPolicy: net_arch must be a list of layer sizes (it sizes the actor and the critic alike), "
                 f"e.g. [64, 64]; got {arch!r}"
             )
-        self.mlp_extractor = CardNetworks(arch, self.activation_fn).to(self.device)
+        self.mlp_extractor = CardNetworks(arch, self.activation_fn, self.residual).to(self.device)
 
     def _build(self, lr_schedule: Schedule) -> None:
         self._build_mlp_extractor()
@@ -272,6 +324,8 @@ class CardPolicy(MaskableActorCriticPolicy):
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         data["hand_attention_heads"] = self.hand_attention_heads  # rebuilt by MaskablePPO.load
+        if self.residual:  # (a checkpoint of a plain card policy keeps the parameters it always had)
+            data["residual"] = self.residual
         return data
 
 
@@ -293,14 +347,12 @@ class NumpyCardActor:
             return weight, bias
 
         self.layers: list[tuple[np.ndarray, np.ndarray | None, bool]] = []
-        for module in policy.mlp_extractor.policy_net:
-            if isinstance(module, torch.nn.Linear):
-                self.layers.append((*arrays(module), False))
-            elif isinstance(module, torch.nn.Tanh | torch.nn.ReLU):
-                weight, bias, _ = self.layers[-1]
-                self.layers[-1] = (weight, bias, isinstance(module, torch.nn.Tanh))
-            else:
-                raise ValueError(f"NumpyCardActor supports Linear/Tanh/ReLU layers, got {module!r}")
+        self.residual: list[bool] = []
+        for linear, activation, residual in hidden_layers(policy.mlp_extractor.policy_net):
+            if not isinstance(activation, torch.nn.Tanh | torch.nn.ReLU):
+                raise ValueError(f"NumpyCardActor supports Linear/Tanh/ReLU layers, got {activation!r}")
+            self.layers.append((*arrays(linear), isinstance(activation, torch.nn.Tanh)))
+            self.residual.append(residual)
         head = policy.action_net
         self.card_in, self.global_in, self.card_out, self.linear = (
             arrays(head.card_in),
@@ -323,11 +375,13 @@ class NumpyCardActor:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The weights as the arrays of :class:`sixnimmt_env.champion.CardActor` (the shipped weights' layout; the
-        ``attention_*`` arrays for a :class:`HandAttentionHead`)."""
+        ``attention_*`` arrays for a :class:`HandAttentionHead`, ``hidden_residual`` for residual layers)."""
         out: dict[str, np.ndarray] = dict(self.attention)
         for i, (weight, bias, _) in enumerate(self.layers):
             out[f"hidden_w{i}"], out[f"hidden_b{i}"] = weight, bias  # type: ignore[assignment]
         out["hidden_tanh"] = np.array([tanh for _, _, tanh in self.layers], bool)
+        if any(self.residual):
+            out["hidden_residual"] = np.array(self.residual, bool)
         out["card_in_w"], out["card_in_b"] = self.card_in  # type: ignore[assignment]
         out["global_in_w"] = self.global_in
         out["card_out_w"], out["card_out_b"] = self.card_out  # type: ignore[assignment]
@@ -354,20 +408,26 @@ def load_actor(policy: CardPolicy, path: str | Path) -> None:
 
     Raises:
         ValueError: not a card policy, a file that does not read, or hidden layers that are not the policy's
-            ``net_arch`` and ``activation_fn`` (another count, another activation, or a narrower layer).
+            ``net_arch``, ``activation_fn`` and ``residual`` (another count, another activation, a narrower layer, or
+            residual layers elsewhere).
     """
     if not isinstance(policy, CardPolicy):
         raise ValueError(f"champion weights load into a card policy (algo.policy: card), got {type(policy).__name__}")
     actor, _ = read_weights(path)
-    linears = [m for m in policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
-    acts = [m for m in policy.mlp_extractor.policy_net if not isinstance(m, torch.nn.Linear)]
+    layers = hidden_layers(policy.mlp_extractor.policy_net)
+    linears = [linear for linear, _, _ in layers]
     names = {torch.nn.Tanh: "tanh", torch.nn.ReLU: "relu"}
     theirs = actor.hidden_layers()
-    ours = [(m.out_features, names.get(type(a), type(a).__name__)) for m, a in zip(linears, acts, strict=False)]
-    if not actor.fits(ours) or len(linears) != len(acts):
+    ours = [(m.out_features, names.get(type(a), type(a).__name__)) for m, a, _ in layers]
+    if not actor.fits(ours):
         raise ValueError(
             f"{path}: hidden layers (size, activation) {theirs} do not fit the policy's {ours} (same count and "
             "activations, each layer at least as wide); set algo.policy_kwargs net_arch and activation_fn to match"
+        )
+    if actor.residual != [residual for _, _, residual in layers]:
+        raise ValueError(
+            f"{path}: residual hidden layers {actor.residual} differ from the policy's "
+            f"{[residual for _, _, residual in layers]}; set algo.policy_kwargs.residual to match"
         )
 
     def put(linear: torch.nn.Linear, weight: np.ndarray, bias: np.ndarray | None = None) -> None:
@@ -380,7 +440,7 @@ def load_actor(policy: CardPolicy, path: str | Path) -> None:
             if bias is not None:
                 linear.bias[: len(bias)] = torch.as_tensor(bias)
 
-    critic_linears = [m for m in policy.mlp_extractor.value_net if isinstance(m, torch.nn.Linear)]
+    critic_linears = [linear for linear, _, _ in hidden_layers(policy.mlp_extractor.value_net)]
     for i, (weight, bias, _) in enumerate(actor.layers):
         put(linears[i], weight, bias)
         put(critic_linears[i], weight, bias)

@@ -28,6 +28,10 @@ flight and then run in every worker, so a new opponent set plays from the rollou
 ``idle`` gate (:class:`training.lifecycle.IdleGate`) is open: the evaluations during training run then, in a thread
 of the learner (:class:`training.callbacks.ArenaEval`), and take no time from the updates or the rollouts.
 
+With ``self_play.current`` > 0 each process refreshes its current-self opponent
+(:class:`training.opponents.CurrentSelf`) with the weights of each rollout before it collects it: the opponents of
+those tables play the weights the learner's seats play.
+
 Seeds: worker i seeds its envs and torch's sampling with :func:`worker_seed` of the run's seed (``train.seed``;
 past it on ``--resume``) and i; same seed and same ``train.workers``, same run.
 """
@@ -165,6 +169,8 @@ def _worker(conn: Any, job: _Job) -> None:
             if cmd == "collect":
                 slot, weights = data
                 torch.nn.utils.vector_to_parameters(torch.from_numpy(weights), policy.parameters())
+                if job.sampler.current is not None:  # self_play.current: the opponents play these weights too
+                    job.sampler.current.refresh(policy)
                 obs, starts, events = _collect(venv, policy, obs, starts, slots[slot], job)
                 conn.send(("rollout", events))
             elif cmd == "policy":
@@ -200,15 +206,15 @@ def _worker(conn: Any, job: _Job) -> None:
 
 def _warm_up(env: EnvSection, train: TrainSection, sampler: MixtureSampler, steps: int = 12) -> None:
     """Compile (or load from numba's cache) what a rollout runs, on a throwaway one-game copy of the worker's
-    vector env (its opponents without the snapshot pool, agents of their own) played with its first legal actions,
-    and the card features the policy reads: on a fresh checkout the batched engine's play loop takes about 10 s to
-    compile, and a rollout process does it here, right after it reports ready, while the learner is still busy
-    (distilling, building its model) instead of inside the run's first rollout and its wall-time budget. The run's
-    own envs, seeds, opponents and random streams are untouched."""
+    vector env (its opponents without the snapshot pool and the current self, agents of their own) played with its
+    first legal actions, and the card features the policy reads: on a fresh checkout the batched engine's play loop
+    takes about 10 s to compile, and a rollout process does it here, right after it reports ready, while the learner
+    is still busy (distilling, building its model) instead of inside the run's first rollout and its wall-time
+    budget. The run's own envs, seeds, opponents and random streams are untouched."""
     from sixnimmt_env.card_features import hand_features
 
     one = train.model_copy(update={"n_envs": 1})
-    venv = build_vec_env(env, one, sampler.with_pool(()), None, wrap_normalize=False)
+    venv = build_vec_env(env, one, sampler.mixture_only(), None, wrap_normalize=False)
     try:
         obs = venv.reset()
         hand_features(np.asarray(obs, np.float32))
@@ -331,7 +337,7 @@ class RolloutWorkers(VecEnv):
         if workers < 2:
             raise ValueError(f"RolloutWorkers needs 2 or more processes in all (the learner and 1+), got {workers}")
         n = train.n_envs
-        probe = build_vec_env(env, train.model_copy(update={"n_envs": 1}), sampler.with_pool(()), None)
+        probe = build_vec_env(env, train.model_copy(update={"n_envs": 1}), sampler.mixture_only(), None)
         observation_space, action_space = probe.observation_space, probe.action_space
         probe.close()
         obs_shape = observation_space.shape

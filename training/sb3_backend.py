@@ -31,7 +31,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from sixnimmt_env.agents import Agent
 from sixnimmt_env.rules.engine import GameConfig
-from training.callbacks import ArenaEval, CheckpointEvery, Progress, SelfPlaySnapshots, save_model
+from training.callbacks import ArenaEval, CheckpointEvery, CurrentSelfSync, Progress, SelfPlaySnapshots, save_model
 from training.config.schema import AlgoSection, ConfigError, EnvSection, TrainSection
 from training.evaluate import METADATA_KEY, evaluate_lineups
 from training.lifecycle import StopSignals, Terminated, Trained, checkpoint_steps
@@ -366,7 +366,8 @@ def train_sb3(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, 
         ConfigError: ``train.init_from`` does not load or does not fit the config's policy.
     """
     torch.set_num_threads(cfg.train.torch_threads)
-    pool = SnapshotPool(run_dir / "pool", cfg.self_play.pool_size) if cfg.self_play.enabled else None
+    sp = cfg.self_play
+    pool = SnapshotPool(run_dir / "pool", sp.pool_size, sp.pool == "growing", sp.snapshot_every) if sp.enabled else None
     if resume_from is not None:
         _set_aside_monitor_logs(run_dir / "monitor", resume_from)
     sampler = mixture_sampler(cfg.opponents, cfg.self_play, cfg.train.opponent_draw, [] if pool is None else pool.paths)
@@ -404,6 +405,8 @@ def train_sb3(cfg: TrainConfig, run_dir: Path, resume_from: Path | None = None, 
     callbacks: list[BaseCallback] = [evaluator, CheckpointEvery(cfg.checkpoint.every, run_dir / "checkpoints")]
     if pool is not None:
         callbacks.append(SelfPlaySnapshots(cfg.self_play.snapshot_every, pool, sampler.with_pool))
+    if sampler.current is not None and workers == 1:  # rollout processes refresh their own (training.rollouts)
+        callbacks.append(CurrentSelfSync(sampler.current))
     max_seconds = None if cfg.train.max_minutes is None else 60.0 * cfg.train.max_minutes
     bar = Progress(cfg.train.total_timesteps, evaluator, disable=not progress, max_seconds=max_seconds)
     callbacks.append(bar)

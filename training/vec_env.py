@@ -202,7 +202,7 @@ class SixNimmtVecEnv(VecEnv):
         """
         k = self.num_players - 1
         sampler: Callable[[np.random.Generator, int], Sequence[Agent]] | None = None
-        mixture: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, bool] | None = None
+        mixture: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, bool, int, float] | None = None
         fixed: tuple[np.ndarray, np.ndarray] | None = None
         if isinstance(opponents, str):
             fixed = self._codes([self._agent(opponents, "opponents")] * k)
@@ -215,7 +215,19 @@ class SixNimmtVecEnv(VecEnv):
             ]
             pool_ext = self._codes(pool)[1] if pool else np.zeros(0, np.int16)
             prob = opponents.pool_prob if pool else 0.0
-            mixture = (np.cumsum(opponents.probs), kind, ext, pool_ext, prob, opponents.draw == "table")
+            # the learner's current self (self_play.current): one agent, refreshed in place by the training
+            current = opponents.current if opponents.current_prob > 0 else None
+            current_ext = -1 if current is None else int(self._codes([self._agent(current, "opponents.current")])[1][0])
+            mixture = (
+                np.cumsum(opponents.probs),
+                kind,
+                ext,
+                pool_ext,
+                prob,
+                opponents.draw == "table",
+                current_ext,
+                opponents.current_prob if current is not None else 0.0,
+            )
         elif isinstance(opponents, Sequence):
             self.check_opponents(opponents)
             fixed = self._codes([self._agent(o, f"opponents[{i}]") for i, o in enumerate(opponents)])
@@ -272,11 +284,20 @@ class SixNimmtVecEnv(VecEnv):
             kind = np.broadcast_to(self._fixed[0], (m, k))
             ext = np.broadcast_to(self._fixed[1], (m, k))
         elif self._mixture is not None:
-            cum, spec_kind, spec_ext, pool_ext, prob, per_table = self._mixture
+            cum, spec_kind, spec_ext, pool_ext, prob, per_table, current_ext, current_prob = self._mixture
             d = 1 if per_table else k  # draws per episode: one fills the table, or one per seat
             pick = np.minimum(np.searchsorted(cum, rng.random((m, d)) * cum[-1], side="right"), len(cum) - 1)
             kind, ext = spec_kind[pick], spec_ext[pick]
-            if prob > 0:
+            if current_prob > 0:  # one uniform number per draw: current self, pool snapshot or the mixture's pick
+                u = rng.random((m, d))
+                mine = u < current_prob
+                kind = np.where(mine, -1, kind)
+                ext = np.where(mine, np.int16(current_ext), ext)
+                if prob > 0:
+                    from_pool = ~mine & (u < current_prob + prob)
+                    kind = np.where(from_pool, -1, kind)
+                    ext = np.where(from_pool, pool_ext[rng.integers(len(pool_ext), size=(m, d))], ext)
+            elif prob > 0:
                 from_pool = rng.random((m, d)) < prob
                 kind = np.where(from_pool, -1, kind)
                 ext = np.where(from_pool, pool_ext[rng.integers(len(pool_ext), size=(m, d))], ext)

@@ -35,6 +35,7 @@ from training.config.schema import (
     EvalSection,
     OpponentEntry,
     RaySection,
+    SelfPlaySection,
     TrainSection,
 )
 
@@ -158,6 +159,13 @@ def _check_init_weights(init_from: str, algo: AlgoSection, backend: str, source:
             "and activation_fn to match (same count and activations, each layer at least as wide: a wider layer "
             "starts with the file's units and zero weights out of the extra ones)"
         )
+    # training.policy.mlp: with residual, each layer after the first as wide as the one before adds its input
+    residual = [algo.policy_kwargs.residual and i > 0 and size == sizes[i - 1] for i, size in enumerate(sizes)]
+    if actor.residual != residual:
+        raise ConfigError(
+            f"{key}: residual hidden layers {actor.residual}, but algo.policy_kwargs gives {residual}; set "
+            "algo.policy_kwargs.residual to match"
+        )
 
 
 def check_train(train: TrainSection, algo: AlgoSection, source: str) -> None:
@@ -196,12 +204,63 @@ def check_train(train: TrainSection, algo: AlgoSection, source: str) -> None:
         )
 
 
-def check_distill(distill: DistillSection, train: TrainSection, env: EnvSection, source: str) -> None:
-    """``distill.enabled`` starts a fresh SB3 policy (no ``train.init_from``) on single rounds of one table size.
+def check_self_play(self_play: SelfPlaySection, train: TrainSection, source: str) -> None:
+    """``self_play.current + self_play.prob`` at most 1 (shares of the opponent draws); with self-play enabled,
+    ``current`` > 0 on ``train.backend: sb3`` only, not with ``train.vec_env: subproc`` (the envs' processes never see
+    the learner's weights) nor ``train.normalize_obs`` (the current self plays raw observations), and
+    ``pool: growing`` on ``sb3`` only (the RLlib league keeps its snapshots in module slots).
 
     Raises:
-        ConfigError: naming the key that excludes it.
+        ConfigError: naming the key and what excludes it.
     """
+    sp = self_play
+    if sp.current + sp.prob > 1.0 + 1e-9:
+        raise ConfigError(
+            f"{source}: keys 'self_play.current' ({sp.current:g}) and 'self_play.prob' ({sp.prob:g}) are shares of "
+            f"the opponent draws: their sum must be at most 1, got {sp.current + sp.prob:g}"
+        )
+    if not sp.enabled:
+        return
+    if sp.current > 0:
+        why = (
+            "train.backend: rllib (the RLlib league has its own self-play)"
+            if train.backend != "sb3"
+            else "train.vec_env: subproc (its env processes never get the learner's weights; use batched or dummy)"
+            if train.vec_env == "subproc"
+            else "train.normalize_obs (the current self plays raw observations)"
+            if train.normalize_obs
+            else None
+        )
+        if why is not None:
+            raise ConfigError(f"{source}: key 'self_play.current' ({sp.current:g}) does not apply with {why}")
+    if sp.pool != "newest" and train.backend != "sb3":
+        raise ConfigError(
+            f"{source}: key 'self_play.pool' {sp.pool!r} applies to train.backend: sb3 only (the RLlib league keeps "
+            f"the newest self_play.pool_size snapshots), got backend {train.backend!r}"
+        )
+
+
+def check_distill(distill: DistillSection, train: TrainSection, env: EnvSection, source: str) -> None:
+    """``distill.enabled`` starts a fresh SB3 policy (no ``train.init_from``) on single rounds of one table size;
+    ``distill.teacher`` is ``mc:N`` (N >= 1) or one of our learned card policies, ``champion[:NAME|PATH]`` or
+    ``ppo:PATH``, that loads (:func:`check_agent_spec`).
+
+    Raises:
+        ConfigError: naming the key that excludes it, or the teacher's problem.
+    """
+    teacher = distill.teacher
+    if teacher is not None:
+        prefix, _, arg = teacher.partition(":")
+        if prefix == "mc":
+            if not arg.isdigit() or int(arg) < 1:
+                raise ConfigError(f"{source}: key 'distill.teacher' {teacher!r}: expected mc:N with an integer N >= 1")
+        elif prefix in ("champion", "ppo"):
+            check_agent_spec(teacher, "distill.teacher", source)
+        else:
+            raise ConfigError(
+                f"{source}: key 'distill.teacher' {teacher!r}: expected 'mc:N' or one of our learned policies, "
+                "'champion', 'champion:NAME', 'champion:PATH' (a .npz) or 'ppo:PATH'"
+            )
     if not distill.enabled:
         return
     if train.init_from is not None:
@@ -278,6 +337,10 @@ def _check_algo(algo: AlgoSection, source: str) -> None:
         raise ConfigError(
             f"{source}: key 'algo.policy_kwargs.net_arch' must be a list of layer sizes for the card policy "
             f"(it sizes the actor and the critic alike), e.g. [64, 64]; got {pk.net_arch!r}"
+        )
+    if pk.residual and algo.policy != "card":
+        raise ConfigError(
+            f"{source}: key 'algo.policy_kwargs.residual' goes with 'algo.policy: card', got algo.policy: {algo.policy}"
         )
 
 

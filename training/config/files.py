@@ -6,11 +6,11 @@ from another config; the file then holds only what differs: mappings merge key b
 the base's, ``name`` is never inherited (:func:`read_config_file`).
 
 Paths in a config file (``train.init_from``, the ``PATH`` of agent specs such as ``champion:PATH`` or ``ppo:PATH`` in
-``opponents`` and ``eval.opponents``) are relative to the folder of the file that names them (a base config's to the
-base's), not to the current folder; :func:`resolve_paths` makes them absolute, so the ``config.yaml`` saved in a run
-folder names the same files. An agent argument counts as a path when it holds a ``/`` or has a file suffix
-(``.npz``, ``.zip``); ``champion:NAME`` with a name of :data:`sixnimmt_env.champion.BASELINES` plays shipped weights
-from any folder.
+``opponents``, ``eval.opponents`` and ``distill.teacher``) are relative to the folder of the file that names them (a
+base config's to the base's), not to the current folder; :func:`resolve_paths` makes them absolute, so the
+``config.yaml`` saved in a run folder names the same files. An agent argument counts as a path when it holds a ``/``
+or has a file suffix (``.npz``, ``.zip``); ``champion:NAME`` with a name of :data:`sixnimmt_env.champion.BASELINES`
+plays shipped weights from any folder.
 """
 
 from __future__ import annotations
@@ -107,7 +107,8 @@ def _spec_paths(spec: Any, folder: Path) -> Any:
 def resolve_paths(raw: dict[str, Any], folder: Path) -> dict[str, Any]:
     """The paths of a raw config mapping made absolute against ``folder`` (the module docstring's rule), in place:
     ``train.init_from`` (but a baseline name of :data:`sixnimmt_env.champion.BASELINES`) and the agent specs of
-    ``opponents`` and ``eval.opponents``. Values of the wrong shape are left for validation to refuse.
+    ``opponents``, ``eval.opponents`` and ``distill.teacher``. Values of the wrong shape are left for validation to
+    refuse.
 
     Returns:
         ``raw``.
@@ -125,6 +126,9 @@ def resolve_paths(raw: dict[str, Any], folder: Path) -> dict[str, Any]:
     ev = raw.get("eval")
     if isinstance(ev, dict) and isinstance(ev.get("opponents"), list):
         ev["opponents"] = [_spec_paths(lineup, folder) for lineup in ev["opponents"]]
+    distill = raw.get("distill")
+    if isinstance(distill, dict) and isinstance(distill.get("teacher"), str):
+        distill["teacher"] = _spec_paths(distill["teacher"], folder)
     return raw
 
 

@@ -29,6 +29,7 @@ from training.config.checks import (
     check_opponents,
     check_rllib,
     check_sb3,
+    check_self_play,
     check_train,
 )
 from training.config.files import check_top_level, read_config_file
@@ -103,7 +104,8 @@ def _config_error(error: ValidationError, source: str) -> ConfigError:
 def validate(cfg: TrainConfig, source: str) -> TrainConfig:
     """The checks across sections (:mod:`training.config.checks`), in this order: the game, the opponents, the
     evaluation line-ups (a single spec filled out to the table, in place), the ``train`` keys and ``init_from``, the
-    distillation, the checkpoints, the device, then the backend's own (``check_rllib`` or ``check_sb3``).
+    self-play shares, the distillation, the checkpoints, the device, then the backend's own (``check_rllib`` or
+    ``check_sb3``).
 
     Returns:
         ``cfg``.
@@ -115,6 +117,7 @@ def validate(cfg: TrainConfig, source: str) -> TrainConfig:
     check_opponents(cfg.opponents, source)
     check_eval(cfg.eval, cfg.env, source)
     check_train(cfg.train, cfg.algo, source)
+    check_self_play(cfg.self_play, cfg.train, source)
     check_distill(cfg.distill, cfg.train, cfg.env, source)
     check_checkpoint(cfg.checkpoint, cfg.train.backend, source)
     check_device(cfg.train.device, source)

@@ -27,7 +27,10 @@ opponents    a weighted mixture ``[{agent: SPEC, weight: W}, ...]``: each
              table`` makes one draw per episode for all of them
 self_play    ``enabled``, ``snapshot_every`` (steps), ``pool_size`` (last M
              snapshots kept), ``prob`` (chance that an opponent seat is played
-             by a pool snapshot instead of the mixture)
+             by a pool snapshot instead of the mixture), ``current`` (chance
+             that it is played by the learner's current weights; default 0),
+             ``pool`` (``newest``, default: the last ``pool_size`` snapshots;
+             ``growing``: at most ``pool_size`` spread over the whole run)
 algo         MaskablePPO keyword arguments (:class:`AlgoSection`, SB3's defaults;
              ``policy_kwargs``: :class:`PolicyKwargs`); a key left out takes
              the backend's default, and ``config.yaml`` holds the keys set
@@ -57,10 +60,13 @@ train        ``total_timesteps``, ``max_minutes`` (wall-time budget of
              from ``opponents`` and the pool on its own; ``table``: one draw
              per episode fills every opponent seat, like the arena's line-ups;
              :class:`training.opponents.MixtureSampler`)
-distill      ``enabled`` (default false), ``samples``, ``decisions``, ``games``,
+distill      ``enabled`` (default false), ``teacher`` (``mc:N`` or a learned
+             policy, ``champion[:NAME|PATH]``, ``ppo:PATH``; default
+             ``mc:{samples}``), ``samples``, ``decisions``, ``games``,
              ``temperature``, ``epsilon``, ``epochs``, ``batch_size``,
-             ``learning_rate``, ``fit_temperature``, ``value_coef``, ``workers``: search
-             distillation into the policy before PPO (:class:`DistillSection`)
+             ``learning_rate``, ``fit_temperature``, ``value_coef``, ``workers``,
+             ``fit_threads``: distillation into the policy before PPO
+             (:class:`DistillSection`)
 eval         ``every`` (steps), ``opponents`` (list of comma-separated line-ups,
              the first one picks ``best_model.zip``), ``games``, ``final_games``
 checkpoint   ``every`` (steps)
@@ -166,13 +172,25 @@ class OpponentEntry(Section):
 
 
 class SelfPlaySection(Section):
-    """Snapshot the learner every ``snapshot_every`` steps into a pool of the last ``pool_size``
-    snapshots; each opponent seat is played by a random pool snapshot with probability ``prob``."""
+    """Snapshot the learner every ``snapshot_every`` steps into a pool of at most ``pool_size`` snapshots; each
+    opponent draw (a seat, or a table with ``train.opponent_draw: table``) is the learner's current weights with
+    probability ``current``, a random pool snapshot with probability ``prob`` (the mixture's while the pool is
+    empty), else the ``opponents`` mixture; ``current + prob`` is at most 1
+    (:class:`training.opponents.MixtureSampler`).
+
+    ``pool``: ``newest`` (default) keeps the last ``pool_size`` snapshots; ``growing`` keeps the snapshots ``k`` (the
+    ``k``-th ``snapshot_every``) that are multiples of a stride ``s``, a power of two doubled whenever more than
+    ``pool_size`` would be kept: between ``pool_size / 2`` and ``pool_size`` snapshots spread evenly over the whole
+    run (:class:`training.opponents.SnapshotPool`). ``current`` (``train.backend: sb3``; not with ``vec_env: subproc``
+    or ``normalize_obs``): the opponents take the weights that collect the rollout, refreshed before each
+    (:class:`training.opponents.CurrentSelf`)."""
 
     enabled: bool = False
     snapshot_every: Count = 50_000
     pool_size: Count = 5
     prob: float = Field(default=0.3, ge=0, le=1)
+    current: float = Field(default=0.0, ge=0, le=1)
+    pool: Literal["newest", "growing"] = "newest"
 
 
 OpponentDraw = Literal["seat", "table"]
@@ -200,7 +218,9 @@ class PolicyKwargs(Section):
     (``MlpPolicy`` only). ``features_extractor_class``: ``null`` (SB3's ``FlattenExtractor``) or
     ``card_features`` (:class:`training.features.CardFeatures`, ``MlpPolicy`` only). ``hand_attention_heads``
     (``card`` only; 0, the default, for none): the held cards attend to each other with this many heads before
-    they are scored (:class:`training.policy.HandAttentionHead`; a divisor of its 32 units).
+    they are scored (:class:`training.policy.HandAttentionHead`; a divisor of its 32 units). ``residual`` (``card``
+    only; default false): each hidden layer after the first that is as wide as the layer before adds its input,
+    ``h + act(W h + b)`` (:class:`training.policy.ResidualLayer`; ``net_arch: [512, 512]`` gives one such layer).
     """
 
     UNKNOWN_HINT: ClassVar[str | None] = "not a policy keyword argument"
@@ -218,6 +238,7 @@ class PolicyKwargs(Section):
     normalize_images: bool = True
     optimizer_kwargs: dict[str, Any] | None = None
     hand_attention_heads: Int = Field(default=0, ge=0)
+    residual: bool = False
 
 
 class AlgoSection(Section):
@@ -275,14 +296,22 @@ class TrainSection(Section):
 
 
 class DistillSection(Section):
-    """Search distillation before PPO (:mod:`training.distill`): ``mc:samples`` labels ``decisions`` decisions of
-    games where each seat plays a sample of its ``softmax(-score / temperature)`` (``epsilon`` of them uniformly
-    at random), then the policy learns them for ``epochs`` (Adam at ``learning_rate``, cosine decay, minibatches
-    of ``batch_size``; actor to the teacher's distribution at ``fit_temperature``, critic to the bullheads to come
+    """Distillation before PPO (:mod:`training.distill`): the ``teacher`` labels ``decisions`` decisions of games
+    where each seat plays a sample of its ``softmax(-score / temperature)`` (``epsilon`` of them uniformly at
+    random), then the policy learns them for ``epochs`` (Adam at ``learning_rate``, cosine decay, minibatches of
+    ``batch_size``; actor to the teacher's distribution at ``fit_temperature``, critic to the bullheads to come
     with weight ``value_coef``). PPO then starts from the fitted policy. ``workers`` processes label (each its
-    share, with its own seed) and as many threads fit."""
+    share, with its own seed) and as many threads fit (``fit_threads`` when set: on a machine shared with other
+    jobs one thread fits faster than two).
+
+    ``teacher``: ``null`` (the default) is the search ``mc:{samples}``; ``mc:N`` the search with N worlds per decision
+    (``samples`` is then not read); or one of our own learned card policies, ``champion``, ``champion:NAME``,
+    ``champion:PATH`` (a ``.npz``, relative to the config) or ``ppo:PATH``, whose score is minus its logits: the
+    games are fresh self-play decisions of its own policy (at ``temperature`` 1) and the actor learns its softmax
+    (at ``fit_temperature`` 1)."""
 
     enabled: bool = False
+    teacher: str | None = None
     samples: Count = 64
     decisions: Count = 600_000
     games: Count = 256
@@ -294,6 +323,7 @@ class DistillSection(Section):
     fit_temperature: Positive = 1.0
     value_coef: Rate = 0.05
     workers: Count = 1
+    fit_threads: Count | None = None
 
 
 class EvalSection(Section):
