@@ -3,33 +3,24 @@ kit's tests in ``tests/`` import no benchmark script): benchmarks/learner_rate.p
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from script_modules import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "configs" / "rllib_smoke.yaml"
 
 
 def load_benchmark(name: str) -> ModuleType:
-    """The script ``benchmarks/<name>.py`` imported as the module ``name`` (the benchmarks are scripts, not a
-    package).
+    """The script ``benchmarks/<name>.py`` imported as the module ``name`` (:func:`script_modules.load_script`).
 
     Raises:
         FileNotFoundError: no such script.
     """
-    path = ROOT / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None or not path.is_file():
-        raise FileNotFoundError(f"no benchmark script {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while it runs
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "benchmarks", name)
 
 
 @pytest.fixture
