@@ -78,6 +78,10 @@ PLUGIN_GROUP = "sixnimmt.commands"
 """The entry-point group of every subcommand but the product's own. An entry is named after the subcommand and points
 to a module (run as ``python -m``) or to a ``module:function`` (called with the arguments)."""
 
+LAB_COMMANDS: dict[str, str] = {"champion": "train_champion", "recipe": "recipe", "promote": "promote"}
+"""Former subcommands that are the repository lab's tools now (how ``champion`` was made; not installed) -> the name
+of the lab's module that runs each from a checkout; ``sixnimmt NAME`` says so instead of only listing the commands."""
+
 EXAMPLES = """\
 agent specs (one per seat, comma-separated): random, lowest, highest, greedy, mc:N, champion,
   champion:NAME (default-ppo, stage-8, tables, 2p), champion:PATH.npz, ppo:PATH.zip, rllib:PATH
@@ -207,12 +211,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Raises:
         SystemExit: the command's own exit (its status); 2 for a missing or unknown command (the message lists the
-            commands), or for a module missing that an extra of the command's distribution requires (the message
-            names the module and the extra, with the ``pip install`` that adds it).
+            commands; for one of :data:`LAB_COMMANDS`, it names the lab's module to run from a checkout), or for a
+            module missing that an extra of the command's distribution requires (the message names the module and
+            the extra, with the ``pip install`` that adds it).
     """
     global _running
     argv = list(sys.argv[1:] if argv is None else argv)
     plugins = plugin_commands()
+    if argv and argv[0] in LAB_COMMANDS and argv[0] not in COMMANDS and argv[0] not in plugins:
+        _parser(plugins).error(
+            f"{argv[0]!r} is not a command of the installed package: it is a tool of the repository's lab, "
+            f"run from a checkout as 'python -m lab.{LAB_COMMANDS[argv[0]]} ...' (docs/champion.md)"
+        )
     if not argv or (argv[0] not in COMMANDS and argv[0] not in plugins):
         _parser(plugins).parse_args(argv[:1])  # --help, or the error naming the commands; exits
     command, rest = argv[0], argv[1:]

@@ -80,7 +80,13 @@ def test_a_missing_or_unknown_command_lists_the_commands(tmp_path: Path) -> None
         in out.stderr
     )
     out = _sixnimmt("recipe", "lab/configs/recipes/champion.yaml", "--list", cwd=ROOT)  # a lab command: not here
-    assert out.returncode == 2 and "invalid choice: 'recipe'" in out.stderr
+    assert out.returncode == 2 and out.stdout == ""
+    assert (
+        "sixnimmt: error: 'recipe' is not a command of the installed package: it is a tool of the repository's lab, "
+        "run from a checkout as 'python -m lab.recipe ...' (docs/champion.md)"
+    ) in " ".join(out.stderr.split())
+    out = _sixnimmt("champion", cwd=tmp_path)
+    assert out.returncode == 2 and "'python -m lab.train_champion ...'" in out.stderr
 
 
 def test_arena_then_replay_through_the_command_match_python_m(tmp_path: Path) -> None:
