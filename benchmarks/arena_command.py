@@ -16,11 +16,18 @@ Targets (issue 10): >= 130,000 games/s on one worker and >= 240,000 on two. The 
 the compiled Rust engine's figures that issue 59 quotes (``RUST``: 57,746-66,304 games/s on 1 thread, 136,646 on 2),
 measured on another host: a ratio to recompute where both run side by side. ``--no-plot`` times the command
 without its ``results.png``.
+
+``--rust 'COMMAND'`` times the Rust engine in the same run, interleaved with the arena commands: ``COMMAND`` is its
+command line with ``{games}`` and ``{threads}`` in place of the games and the threads (the worker counts of
+``--workers``), run through the shell and timed whole, start-up included, as ours; the last column then divides by
+its median of this run instead of the quoted figures. For example
+``--rust '/opt/take5/target/release/arena --games {games} --threads {threads}'``.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import statistics
 import subprocess
 import sys
@@ -51,6 +58,15 @@ def run_once(repo: Path, agents: str, games: int, workers: int, extra: Sequence[
         return time.perf_counter() - t0
 
 
+def run_rust(template: str, games: int, threads: int) -> float:
+    """Wall-clock seconds of the Rust engine's command ``template`` (``{games}``, ``{threads}`` filled in; run by
+    the shell; ``CalledProcessError`` if it fails)."""
+    cmd = template.format(games=games, threads=threads)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, shell=True, check=True, capture_output=True, text=True)
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--agents", default="greedy,lowest,random,random")
@@ -59,22 +75,31 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=3, help="timed runs per checkout and worker count (default 3)")
     p.add_argument("--repo", action="append", default=[], help="another checkout to time side by side")
     p.add_argument("--no-plot", action="store_true", help="pass --no-plot (every checkout must know it)")
+    p.add_argument("--rust", default=None, metavar="COMMAND", help="the Rust engine's command, timed in the same run")
     args = p.parse_args()
+    if args.rust is not None and ("{games}" not in args.rust or "{threads}" not in args.rust):
+        p.error(f"--rust needs {{games}} and {{threads}} in its command, got {shlex.quote(args.rust)}")
     extra = ["--no-plot"] if args.no_plot else []
     repos = [HERE, *(Path(r).resolve() for r in args.repo)]
     workers = [int(w) for w in args.workers.split(",")]
     for repo in repos:  # warm-up: fills the numba caches of both checkouts
         run_once(repo, args.agents, 2000, 1)
     times: dict[tuple[Path, int], list[float]] = {(r, w): [] for r in repos for w in workers}
+    rust: dict[int, list[float]] = {w: [] for w in workers}
     for _ in range(args.runs):
         for w in workers:
             for repo in repos:
                 seconds = run_once(repo, args.agents, args.games, w, extra)
                 times[repo, w].append(seconds)
                 print(f"{repo}  workers={w}: {seconds:.2f} s, {args.games / seconds:,.0f} games/s", flush=True)
+            if args.rust is not None:
+                seconds = run_rust(args.rust, args.games, w)
+                rust[w].append(seconds)
+                print(f"rust  threads={w}: {seconds:.2f} s, {args.games / seconds:,.0f} games/s", flush=True)
     print()
     side = " speed / this checkout's |" if args.repo else ""
-    print(f"| checkout | workers | median s | games/s (start-up included) | target | | / Rust (issue 59) |{side}")
+    measured = "this run's" if args.rust is not None else "issue 59's"
+    print(f"| checkout | workers | median s | games/s (start-up included) | target | | / Rust ({measured}) |{side}")
     print("|---|---:|---:|---:|---:|---|---:|" + ("---:|" if args.repo else ""))
     for w in workers:
         base = statistics.median(times[HERE, w])
@@ -84,9 +109,14 @@ def main() -> None:
             rate, target = args.games / med, TARGETS.get(w)
             verdict = "" if target is None else ("met" if rate >= target else f"missed by {1 - rate / target:.0%}")
             shown = "" if target is None else f"{target:,}"
-            low, high = RUST.get(w, (0, 0))
-            rust = "" if not low else f"{rate / high:.2f}-{rate / low:.2f}x" if low != high else f"{rate / low:.2f}x"
-            print(f"| {repo} | {w} | {med:.2f} | {rate:,.0f} | {shown} | {verdict} | {rust} |{ratio}")
+            low, high = RUST.get(w, (0, 0)) if args.rust is None else (args.games / statistics.median(rust[w]),) * 2
+            over = "" if not low else f"{rate / high:.2f}-{rate / low:.2f}x" if low != high else f"{rate / low:.2f}x"
+            print(f"| {repo} | {w} | {med:.2f} | {rate:,.0f} | {shown} | {verdict} | {over} |{ratio}")
+        if args.rust is not None:
+            med = statistics.median(rust[w])
+            print(
+                f"| Rust engine | {w} | {med:.2f} | {args.games / med:,.0f} | | | 1.00x |" + (" |" if args.repo else "")
+            )
 
 
 if __name__ == "__main__":
