@@ -211,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Raises:
         SystemExit: the command's own exit (its status); 2 for a missing or unknown command (the message lists the
-            commands; for one of :data:`LAB_COMMANDS`, it names the lab's module to run from a checkout), or for a
+            commands; for one of ``LAB_COMMANDS``, it names the lab's module to run from a checkout), or for a
             module missing that an extra of the command's distribution requires (the message names the module and
             the extra, with the ``pip install`` that adds it).
     """
