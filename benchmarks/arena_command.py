@@ -98,6 +98,7 @@ def main() -> None:
                 print(f"rust  threads={w}: {seconds:.2f} s, {args.games / seconds:,.0f} games/s", flush=True)
     print()
     side = " speed / this checkout's |" if args.repo else ""
+    rust_rate = {w: args.games / statistics.median(seconds) for w, seconds in rust.items() if seconds}
     measured = "this run's" if args.rust is not None else "issue 59's"
     print(f"| checkout | workers | median s | games/s (start-up included) | target | | / Rust ({measured}) |{side}")
     print("|---|---:|---:|---:|---:|---|---:|" + ("---:|" if args.repo else ""))
@@ -109,14 +110,12 @@ def main() -> None:
             rate, target = args.games / med, TARGETS.get(w)
             verdict = "" if target is None else ("met" if rate >= target else f"missed by {1 - rate / target:.0%}")
             shown = "" if target is None else f"{target:,}"
-            low, high = RUST.get(w, (0, 0)) if args.rust is None else (args.games / statistics.median(rust[w]),) * 2
+            low, high = RUST.get(w, (0, 0)) if args.rust is None else (rust_rate[w], rust_rate[w])
             over = "" if not low else f"{rate / high:.2f}-{rate / low:.2f}x" if low != high else f"{rate / low:.2f}x"
             print(f"| {repo} | {w} | {med:.2f} | {rate:,.0f} | {shown} | {verdict} | {over} |{ratio}")
         if args.rust is not None:
-            med = statistics.median(rust[w])
-            print(
-                f"| Rust engine | {w} | {med:.2f} | {args.games / med:,.0f} | | | 1.00x |" + (" |" if args.repo else "")
-            )
+            med = args.games / rust_rate[w]
+            print(f"| Rust engine | {w} | {med:.2f} | {rust_rate[w]:,.0f} | | | 1.00x |" + (" |" if args.repo else ""))
 
 
 if __name__ == "__main__":

@@ -218,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     global _running
     argv = list(sys.argv[1:] if argv is None else argv)
     plugins = plugin_commands()
-    if argv and argv[0] in LAB_COMMANDS and argv[0] not in COMMANDS and argv[0] not in plugins:
+    if argv and argv[0] in LAB_COMMANDS and argv[0] not in plugins:  # none of COMMANDS is a lab command
         _parser(plugins).error(
             f"{argv[0]!r} is not a command of the installed package: it is a tool of the repository's lab, "
             f"run from a checkout as 'python -m lab.{LAB_COMMANDS[argv[0]]} ...' (docs/champion.md)"
